@@ -1,1 +1,11 @@
+//! OVSDB client (RFC 7047 plus the Open vSwitch extensions `monitor_cond`,
+//! `monitor_cond_since`, `monitor_cond_change` and the `_Server` database).
+//!
+//! Layers, bottom up:
+//! - [`jsonrpc`]: framing of a byte stream into messages (no I/O);
+//! - [`datum`], [`schema`], [`condition`]: the OVSDB data model (no I/O);
+//!
+//! Nothing in this crate panics on input from the network.
 #![forbid(unsafe_code)]
+
+pub mod jsonrpc;
