@@ -1,1 +1,29 @@
-//! harness
+//! Test harness that runs the real OVN and OVS daemons: NB/SB `ovsdb-server`s and
+//! `ovn-northd` ([`Central`]), one `ovsdb-server` + `ovs-vswitchd` on the dummy datapath per
+//! simulated hypervisor ([`Chassis`]), a separate `ovs-vswitchd` that carries Geneve between
+//! them ([`Network`]), and a per-chassis controller: the real `ovn-controller` or our
+//! `ovn-agent` ([`Controller`]). [`Lab`] puts them together in a temporary directory.
+//!
+//! Every daemon is a child of the test process and is stopped by pid when its guard drops,
+//! also when the test fails; nothing uses fixed ports, so tests run in parallel.
+
+pub mod central;
+pub mod chassis;
+pub mod controller;
+pub mod daemon;
+pub mod error;
+pub mod host;
+pub mod lab;
+pub mod network;
+pub mod packet;
+pub mod pcap;
+pub mod scenario;
+
+pub use central::Central;
+pub use chassis::{Chassis, Vif};
+pub use controller::Controller;
+pub use daemon::Daemon;
+pub use error::{HarnessError, Result};
+pub use host::Host;
+pub use lab::Lab;
+pub use network::Network;

@@ -1,0 +1,162 @@
+//! The central node: Northbound and Southbound `ovsdb-server`s and `ovn-northd`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::daemon::{ControlSocket, Daemon};
+use crate::error::Result;
+use crate::host::{wait_for, Host};
+
+pub const NB_SCHEMA: &str = "/usr/share/ovn/ovn-nb.ovsschema";
+pub const SB_SCHEMA: &str = "/usr/share/ovn/ovn-sb.ovsschema";
+
+/// How long `ovn-nbctl --wait`, `ovn-sbctl` and friends may block before a test fails.
+pub const DB_TIMEOUT_SECS: u32 = 30;
+
+/// Starts an `ovsdb-server` named `name` on `host` for a fresh database of `schema`, listening
+/// on `<dir>/<name>.sock`.
+pub fn start_ovsdb(host: &Host, name: &str, schema: &str) -> Result<Daemon> {
+    let db = host.path(&format!("{name}.db"));
+    let db = db.display().to_string();
+    host.run("ovsdb-tool", &["create", &db, schema])?;
+    let remote = format!(
+        "--remote=punix:{}",
+        host.path(&format!("{name}.sock")).display()
+    );
+    Daemon::start(
+        host,
+        name,
+        "ovsdb-server",
+        ControlSocket::Explicit,
+        &[remote, db],
+    )
+}
+
+#[derive(Debug)]
+pub struct Central {
+    // Field order is drop order: northd stops before the databases it talks to.
+    northd: Daemon,
+    sb: Daemon,
+    nb: Daemon,
+    host: Host,
+}
+
+impl Central {
+    pub fn start(parent: &Path) -> Result<Self> {
+        let host = Host::create(parent, "central")?;
+        let nb = start_ovsdb(&host, "ovnnb_db", NB_SCHEMA)?;
+        let sb = start_ovsdb(&host, "ovnsb_db", SB_SCHEMA)?;
+        let nb_remote = format!("unix:{}", host.path("ovnnb_db.sock").display());
+        let sb_remote = format!("unix:{}", host.path("ovnsb_db.sock").display());
+        host.run("ovn-nbctl", &[format!("--db={nb_remote}"), "init".into()])?;
+        host.run("ovn-sbctl", &[format!("--db={sb_remote}"), "init".into()])?;
+        let northd = Daemon::start(
+            &host,
+            "ovn-northd",
+            "ovn-northd",
+            ControlSocket::Explicit,
+            &[
+                format!("--ovnnb-db={nb_remote}"),
+                format!("--ovnsb-db={sb_remote}"),
+            ],
+        )?;
+        Ok(Self {
+            northd,
+            sb,
+            nb,
+            host,
+        })
+    }
+
+    pub fn host(&self) -> &Host {
+        &self.host
+    }
+
+    /// `unix:` remote of the Northbound database.
+    pub fn nb_remote(&self) -> String {
+        format!("unix:{}", self.host.path("ovnnb_db.sock").display())
+    }
+
+    /// `unix:` remote of the Southbound database, as chassis put it in `external_ids:ovn-remote`.
+    pub fn sb_remote(&self) -> String {
+        format!("unix:{}", self.host.path("ovnsb_db.sock").display())
+    }
+
+    pub fn northd(&self) -> &Daemon {
+        &self.northd
+    }
+
+    pub fn sb_server(&self) -> &Daemon {
+        &self.sb
+    }
+
+    pub fn nb_server(&self) -> &Daemon {
+        &self.nb
+    }
+
+    /// Runs `ovn-nbctl` against this Northbound database.
+    pub fn nbctl<S: AsRef<str>>(&self, args: &[S]) -> Result<String> {
+        let mut all = vec![
+            format!("--db={}", self.nb_remote()),
+            format!("--timeout={DB_TIMEOUT_SECS}"),
+        ];
+        all.extend(args.iter().map(|a| a.as_ref().to_owned()));
+        self.host.run("ovn-nbctl", &all)
+    }
+
+    /// Runs `ovn-sbctl` against this Southbound database.
+    pub fn sbctl<S: AsRef<str>>(&self, args: &[S]) -> Result<String> {
+        let mut all = vec![
+            format!("--db={}", self.sb_remote()),
+            format!("--timeout={DB_TIMEOUT_SECS}"),
+        ];
+        all.extend(args.iter().map(|a| a.as_ref().to_owned()));
+        self.host.run("ovn-sbctl", &all)
+    }
+
+    /// `ovn-nbctl --wait=hv sync`: returns once every chassis has acknowledged (through
+    /// `Chassis_Private.nb_cfg`) the Northbound changes made so far.
+    pub fn wait_hv_sync(&self) -> Result<()> {
+        self.nbctl(&["--wait=hv", "sync"]).map(drop)
+    }
+
+    /// `ovn-nbctl --wait=sb sync`: returns once northd has written the changes to the SB.
+    pub fn wait_sb_sync(&self) -> Result<()> {
+        self.nbctl(&["--wait=sb", "sync"]).map(drop)
+    }
+
+    /// Waits until the Southbound database has an `Encap` row for chassis `name`.
+    pub fn wait_for_chassis(&self, name: &str, timeout: Duration) -> Result<()> {
+        wait_for(
+            &format!("Encap of chassis {name} in the SB"),
+            timeout,
+            || {
+                let out = self.sbctl(&[
+                    "--bare",
+                    "--columns=ip",
+                    "find",
+                    "Encap",
+                    &format!("chassis_name={name}"),
+                ])?;
+                Ok((!out.trim().is_empty()).then_some(()))
+            },
+        )
+    }
+
+    /// The chassis that has claimed logical port `port`, if any.
+    pub fn port_binding_chassis(&self, port: &str) -> Result<Option<String>> {
+        let uuid = self.sbctl(&[
+            "--bare",
+            "--columns=chassis",
+            "find",
+            "Port_Binding",
+            &format!("logical_port={port}"),
+        ])?;
+        let uuid = uuid.trim();
+        if uuid.is_empty() {
+            return Ok(None);
+        }
+        let name = self.sbctl(&["get", "Chassis", uuid, "name"])?;
+        Ok(Some(name.trim().trim_matches('"').to_owned()))
+    }
+}

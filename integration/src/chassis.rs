@@ -1,0 +1,245 @@
+//! One simulated hypervisor: its own `ovsdb-server` and `ovs-vswitchd` (dummy datapath) with
+//! `br-int` and `br-phys`, VIFs that are dummy interfaces writing pcap files, and a controller
+//! (`ovn-controller` or `ovn-agent`).
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::central::{start_ovsdb, Central};
+use crate::controller::Controller;
+use crate::daemon::{ControlSocket, Daemon};
+use crate::error::{HarnessError, Result};
+use crate::host::{wait_for, Host};
+use crate::network::{start_vswitchd, vsctl, Network};
+use crate::pcap;
+
+pub const VSWITCH_SCHEMA: &str = "/usr/share/openvswitch/vswitch.ovsschema";
+/// Prefix length of the simulated underlay on which Geneve runs.
+pub const UNDERLAY_PREFIX: u8 = 24;
+
+#[derive(Debug)]
+pub struct Chassis {
+    // Field order is drop order: the controller stops first, the database last.
+    controller: Option<Daemon>,
+    vswitchd: Daemon,
+    ovsdb: Daemon,
+    host: Host,
+    encap_ip: Option<Ipv4Addr>,
+}
+
+/// A VIF: a dummy interface on `br-int` whose transmitted packets land in a pcap file.
+#[derive(Debug, Clone)]
+pub struct Vif {
+    pub name: String,
+    pub iface_id: String,
+    pub tx_pcap: PathBuf,
+}
+
+impl Vif {
+    /// The packets that OVS delivered to this VIF so far, oldest first.
+    pub fn transmitted(&self) -> Result<Vec<Vec<u8>>> {
+        pcap::read_packets(&self.tx_pcap)
+    }
+
+    /// Waits until a delivered packet satisfies `matches` and returns it.
+    pub fn wait_for_packet(
+        &self,
+        timeout: Duration,
+        mut matches: impl FnMut(&[u8]) -> bool,
+    ) -> Result<Vec<u8>> {
+        wait_for(
+            &format!("a matching packet on VIF {}", self.name),
+            timeout,
+            || Ok(self.transmitted()?.into_iter().find(|p| matches(p))),
+        )
+    }
+}
+
+impl Chassis {
+    /// Starts the chassis' OVS (database, vswitchd, `br-int`) without a controller.
+    pub fn start_bare(parent: &Path, name: &str) -> Result<Self> {
+        let host = Host::create(parent, name)?;
+        let ovsdb = start_ovsdb(&host, "db", VSWITCH_SCHEMA)?;
+        let vswitchd = start_vswitchd(&host)?;
+        let chassis = Self {
+            controller: None,
+            vswitchd,
+            ovsdb,
+            host,
+            encap_ip: None,
+        };
+        chassis.vsctl(&[
+            "add-br",
+            "br-int",
+            "--",
+            "set",
+            "bridge",
+            "br-int",
+            "datapath_type=dummy",
+            "fail-mode=secure",
+            "other-config:disable-in-band=true",
+        ])?;
+        Ok(chassis)
+    }
+
+    /// Creates `br-phys`, links it to `network` and gives it the underlay address `ip` (the
+    /// OVN testsuite's `ovn_attach` without starting the controller).
+    pub fn attach(&mut self, network: &Network, ip: Ipv4Addr) -> Result<()> {
+        let stream = network.add_link(self.name())?;
+        self.vsctl(&[
+            "add-br",
+            "br-phys",
+            "--",
+            "set",
+            "bridge",
+            "br-phys",
+            "datapath_type=dummy",
+            "--",
+            "add-port",
+            "br-phys",
+            "br-phys_n1",
+            "--",
+            "set",
+            "Interface",
+            "br-phys_n1",
+            &format!("options:stream={stream}"),
+        ])?;
+        let cidr = format!("{ip}/{UNDERLAY_PREFIX}");
+        self.appctl(&["netdev-dummy/ip4addr", "br-phys", &cidr])?;
+        self.appctl(&["ovs/route/add", &cidr, "br-phys"])?;
+        self.encap_ip = Some(ip);
+        Ok(())
+    }
+
+    /// Points the chassis at the Southbound database and starts `controller`.
+    pub fn start_controller(&mut self, central: &Central, controller: &Controller) -> Result<()> {
+        let ip = self.encap_ip.ok_or_else(|| {
+            HarnessError::Config(format!(
+                "chassis {} is not attached to a network",
+                self.name()
+            ))
+        })?;
+        self.vsctl(&[
+            "set",
+            "Open_vSwitch",
+            ".",
+            &format!("external-ids:system-id={}", self.name()),
+            &format!("external-ids:hostname={}", self.name()),
+            &format!("external-ids:ovn-remote={}", central.sb_remote()),
+            "external-ids:ovn-encap-type=geneve",
+            &format!("external-ids:ovn-encap-ip={ip}"),
+        ])?;
+        let db = format!("unix:{}", self.host.path("db.sock").display());
+        let daemon = Daemon::start(
+            &self.host,
+            controller.ctl_name(),
+            &controller.program(),
+            ControlSocket::ByPid(controller.ctl_name()),
+            &[db],
+        )?;
+        self.controller = Some(daemon);
+        central.wait_for_chassis(self.name(), Duration::from_secs(30))
+    }
+
+    /// Stops the controller (by pid), leaving OVS running with the flows it installed.
+    pub fn stop_controller(&mut self) {
+        self.controller = None;
+    }
+
+    pub fn name(&self) -> &str {
+        self.host.name()
+    }
+
+    pub fn host(&self) -> &Host {
+        &self.host
+    }
+
+    pub fn encap_ip(&self) -> Option<Ipv4Addr> {
+        self.encap_ip
+    }
+
+    pub fn controller(&self) -> Option<&Daemon> {
+        self.controller.as_ref()
+    }
+
+    pub fn vswitchd(&self) -> &Daemon {
+        &self.vswitchd
+    }
+
+    pub fn ovsdb(&self) -> &Daemon {
+        &self.ovsdb
+    }
+
+    /// The OpenFlow management socket of `br-int`, as the controller uses it.
+    pub fn br_int_mgmt(&self) -> PathBuf {
+        self.host.path("br-int.mgmt")
+    }
+
+    /// MAC address in use on `br-phys` (the tunnel endpoint's MAC).
+    pub fn br_phys_mac(&self) -> Result<String> {
+        let mac = self.vsctl(&["get", "Interface", "br-phys", "mac_in_use"])?;
+        Ok(mac.trim().trim_matches('"').to_owned())
+    }
+
+    pub fn vsctl<S: AsRef<str>>(&self, args: &[S]) -> Result<String> {
+        vsctl(&self.host, args)
+    }
+
+    /// `ovs-appctl` to this chassis' `ovs-vswitchd`.
+    pub fn appctl<S: AsRef<str>>(&self, args: &[S]) -> Result<String> {
+        let mut all = vec!["-t".to_owned(), self.vswitchd.ctl().display().to_string()];
+        all.extend(args.iter().map(|a| a.as_ref().to_owned()));
+        self.host.run("ovs-appctl", &all)
+    }
+
+    /// `ovn-appctl` to this chassis' controller.
+    pub fn controller_appctl<S: AsRef<str>>(&self, args: &[S]) -> Result<String> {
+        let ctl = self
+            .controller
+            .as_ref()
+            .ok_or_else(|| HarnessError::Config(format!("no controller runs on {}", self.name())))?
+            .ctl()
+            .display()
+            .to_string();
+        let mut all = vec!["-t".to_owned(), ctl];
+        all.extend(args.iter().map(|a| a.as_ref().to_owned()));
+        self.host.run("ovn-appctl", &all)
+    }
+
+    /// `ovs-ofctl -O OpenFlow15 ARGS` (the bridge name resolves to `<dir>/<bridge>.mgmt`).
+    pub fn ofctl<S: AsRef<str>>(&self, args: &[S]) -> Result<String> {
+        let mut all = vec!["-O".to_owned(), "OpenFlow15".to_owned()];
+        all.extend(args.iter().map(|a| a.as_ref().to_owned()));
+        self.host.run("ovs-ofctl", &all)
+    }
+
+    /// Adds VIF `name` on `br-int` for logical port `iface_id`.
+    pub fn add_vif(&self, name: &str, iface_id: &str) -> Result<Vif> {
+        let tx_pcap = self.host.path(&format!("{name}-tx.pcap"));
+        let rx_pcap = self.host.path(&format!("{name}-rx.pcap"));
+        self.vsctl(&[
+            "add-port",
+            "br-int",
+            name,
+            "--",
+            "set",
+            "Interface",
+            name,
+            &format!("external-ids:iface-id={iface_id}"),
+            &format!("options:tx_pcap={}", tx_pcap.display()),
+            &format!("options:rxq_pcap={}", rx_pcap.display()),
+        ])?;
+        Ok(Vif {
+            name: name.to_owned(),
+            iface_id: iface_id.to_owned(),
+            tx_pcap,
+        })
+    }
+
+    /// Makes `packet` arrive on interface `vif` as if the VM had sent it.
+    pub fn inject(&self, vif: &Vif, packet: &[u8]) -> Result<()> {
+        self.appctl(&["netdev-dummy/receive", &vif.name, &hex::encode(packet)])
+            .map(drop)
+    }
+}

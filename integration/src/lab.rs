@@ -1,0 +1,114 @@
+//! A whole simulated deployment in one temporary directory: the central node, the physical
+//! network and any number of chassis. Dropping the lab stops every daemon by pid; when the
+//! thread is panicking (a failed test) the directory is kept and its path printed, so that the
+//! logs can be read.
+
+use std::net::Ipv4Addr;
+use std::path::Path;
+
+use tempfile::TempDir;
+
+use crate::central::Central;
+use crate::chassis::Chassis;
+use crate::controller::Controller;
+use crate::error::{io_error, HarnessError, Result};
+use crate::network::Network;
+
+#[derive(Debug)]
+pub struct Lab {
+    // Field order is drop order: chassis (and their controllers) first, the directory last.
+    chassis: Vec<Chassis>,
+    network: Network,
+    central: Central,
+    dir: Option<TempDir>,
+}
+
+impl Lab {
+    /// Starts the central node and the network in a fresh temporary directory.
+    pub fn start() -> Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("ovn-lab-")
+            .tempdir()
+            .map_err(io_error("create the lab directory"))?;
+        let central = Central::start(dir.path())?;
+        let network = Network::start(dir.path())?;
+        Ok(Self {
+            chassis: Vec::new(),
+            network,
+            central,
+            dir: Some(dir),
+        })
+    }
+
+    /// Adds a chassis named `name` with the next underlay address (192.168.0.1, .2, ...), links
+    /// it to the network, teaches every chassis the others' tunnel MACs, and starts
+    /// `controller` on it.
+    pub fn add_chassis(&mut self, name: &str, controller: &Controller) -> Result<&mut Chassis> {
+        let index = u8::try_from(self.chassis.len() + 1)
+            .ok()
+            .filter(|i| *i < 255)
+            .ok_or_else(|| HarnessError::Config("too many chassis".into()))?;
+        let ip = Ipv4Addr::new(192, 168, 0, index);
+        let mut chassis = Chassis::start_bare(self.dir(), name)?;
+        chassis.attach(&self.network, ip)?;
+        let mac = chassis.br_phys_mac()?;
+        for other in &self.chassis {
+            if let Some(other_ip) = other.encap_ip() {
+                other.appctl(&["tnl/arp/set", "br-phys", &ip.to_string(), &mac])?;
+                let other_mac = other.br_phys_mac()?;
+                chassis.appctl(&["tnl/arp/set", "br-phys", &other_ip.to_string(), &other_mac])?;
+            }
+        }
+        chassis.start_controller(&self.central, controller)?;
+        self.chassis.push(chassis);
+        let last = self.chassis.len() - 1;
+        Ok(&mut self.chassis[last])
+    }
+
+    pub fn dir(&self) -> &Path {
+        // The directory lives as long as the lab; it is only taken in Drop.
+        self.dir
+            .as_ref()
+            .map_or(Path::new("/nonexistent"), TempDir::path)
+    }
+
+    pub fn central(&self) -> &Central {
+        &self.central
+    }
+
+    pub fn network(&self) -> &Network {
+        &self.network
+    }
+
+    /// The chassis named `name`.
+    pub fn chassis(&self, name: &str) -> Result<&Chassis> {
+        self.chassis
+            .iter()
+            .find(|c| c.name() == name)
+            .ok_or_else(|| HarnessError::Config(format!("no chassis named {name}")))
+    }
+
+    pub fn chassis_mut(&mut self, name: &str) -> Result<&mut Chassis> {
+        self.chassis
+            .iter_mut()
+            .find(|c| c.name() == name)
+            .ok_or_else(|| HarnessError::Config(format!("no chassis named {name}")))
+    }
+
+    pub fn all_chassis(&self) -> &[Chassis] {
+        &self.chassis
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        // Stop the daemons explicitly before deciding about the directory.
+        self.chassis.clear();
+        if std::thread::panicking() {
+            if let Some(dir) = self.dir.take() {
+                let kept = dir.keep();
+                eprintln!("lab directory kept for inspection: {}", kept.display());
+            }
+        }
+    }
+}

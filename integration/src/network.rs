@@ -1,0 +1,102 @@
+//! The physical network between chassis: a separate `ovs-vswitchd` whose bridge `n1` is joined
+//! to every chassis' `br-phys` by a dummy port pair over a unix socket (the OVN testsuite's
+//! `net_add` / `net_attach`).
+
+use std::path::Path;
+
+use crate::central::start_ovsdb;
+use crate::chassis::VSWITCH_SCHEMA;
+use crate::daemon::{ControlSocket, Daemon};
+use crate::error::Result;
+use crate::host::Host;
+
+pub const NETWORK_BRIDGE: &str = "n1";
+
+#[derive(Debug)]
+pub struct Network {
+    vswitchd: Daemon,
+    ovsdb: Daemon,
+    host: Host,
+}
+
+impl Network {
+    pub fn start(parent: &Path) -> Result<Self> {
+        let host = Host::create(parent, "network")?;
+        let ovsdb = start_ovsdb(&host, "db", VSWITCH_SCHEMA)?;
+        let vswitchd = start_vswitchd(&host)?;
+        let net = Self {
+            vswitchd,
+            ovsdb,
+            host,
+        };
+        net.vsctl(&[
+            "add-br",
+            NETWORK_BRIDGE,
+            "--",
+            "set",
+            "bridge",
+            NETWORK_BRIDGE,
+            "datapath_type=dummy",
+        ])?;
+        Ok(net)
+    }
+
+    pub fn host(&self) -> &Host {
+        &self.host
+    }
+
+    pub fn vsctl<S: AsRef<str>>(&self, args: &[S]) -> Result<String> {
+        vsctl(&self.host, args)
+    }
+
+    /// Adds the network side of a link for `chassis` and returns the unix socket that the
+    /// chassis' end must connect to.
+    pub(crate) fn add_link(&self, chassis: &str) -> Result<String> {
+        let port = format!("{chassis}_br-phys");
+        let sock = self.host.path(&format!("{port}.sock"));
+        self.vsctl(&[
+            "add-port",
+            NETWORK_BRIDGE,
+            &port,
+            "--",
+            "set",
+            "Interface",
+            &port,
+            &format!("options:pstream=punix:{}", sock.display()),
+        ])?;
+        Ok(format!("unix:{}", sock.display()))
+    }
+
+    pub fn vswitchd(&self) -> &Daemon {
+        &self.vswitchd
+    }
+
+    pub fn ovsdb(&self) -> &Daemon {
+        &self.ovsdb
+    }
+}
+
+/// `ovs-vswitchd` on the dummy datapath, with no access to the kernel datapath.
+pub(crate) fn start_vswitchd(host: &Host) -> Result<Daemon> {
+    let db = format!("unix:{}", host.path("db.sock").display());
+    host.run(
+        "ovs-vsctl",
+        &[format!("--db={db}"), "--no-wait".into(), "init".into()],
+    )?;
+    Daemon::start(
+        host,
+        "ovs-vswitchd",
+        "ovs-vswitchd",
+        ControlSocket::Explicit,
+        &["--enable-dummy=system", "--disable-system", &db],
+    )
+}
+
+pub(crate) fn vsctl<S: AsRef<str>>(host: &Host, args: &[S]) -> Result<String> {
+    let mut all = vec![
+        format!("--db=unix:{}", host.path("db.sock").display()),
+        "--timeout=30".to_owned(),
+    ];
+    all.extend(args.iter().map(|a| a.as_ref().to_owned()));
+    host.run("ovs-vsctl", &all)
+}
