@@ -7,9 +7,9 @@ use crate::error::Result;
 use crate::packet::Mac;
 
 /// A VM's logical switch port: its name, and the MAC and IPv4 address in `addresses`.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct VmPort {
-    pub name: &'static str,
+    pub name: String,
     pub mac: Mac,
     pub ip: Ipv4Addr,
 }
@@ -29,10 +29,10 @@ pub fn add_switch(central: &Central, switch: &str, ports: &[VmPort]) -> Result<(
         central.nbctl(&[
             "lsp-add",
             switch,
-            port.name,
+            &port.name,
             "--",
             "lsp-set-addresses",
-            port.name,
+            &port.name,
             &format!("{} {}", port.mac, port.ip),
         ])?;
     }

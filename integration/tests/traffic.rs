@@ -14,9 +14,9 @@ fn mac(s: &str) -> Mac {
     s.parse().expect("valid MAC literal")
 }
 
-fn vm(name: &'static str, mac_text: &str, ip: [u8; 4]) -> VmPort {
+fn vm(name: &str, mac_text: &str, ip: [u8; 4]) -> VmPort {
     VmPort {
-        name,
+        name: name.to_owned(),
         mac: mac(mac_text),
         ip: Ipv4Addr::from(ip),
     }
@@ -36,9 +36,9 @@ fn two_chassis_lab() -> Lab {
 fn plug(lab: &Lab, chassis: &str, vif: &str, port: &VmPort) -> Vif {
     let vif = lab
         .chassis(chassis)
-        .and_then(|c| c.add_vif(vif, port.name))
+        .and_then(|c| c.add_vif(vif, &port.name))
         .expect("add VIF");
-    wait_port_up(lab.central(), port.name).expect("port comes up");
+    wait_port_up(lab.central(), &port.name).expect("port comes up");
     vif
 }
 
@@ -49,7 +49,7 @@ fn switched_packet_crosses_chassis_unchanged() {
         vm("vm1", "50:54:00:00:00:01", [10, 0, 0, 1]),
         vm("vm2", "50:54:00:00:00:02", [10, 0, 0, 2]),
     );
-    add_switch(lab.central(), "sw0", &[vm1, vm2]).unwrap();
+    add_switch(lab.central(), "sw0", &[vm1.clone(), vm2.clone()]).unwrap();
     let vif1 = plug(&lab, "hv1", "vif1", &vm1);
     let vif2 = plug(&lab, "hv2", "vif2", &vm2);
     lab.central().wait_hv_sync().unwrap();
@@ -98,8 +98,8 @@ fn routed_packet_crosses_chassis_with_new_macs_and_ttl() {
         ip: Ipv4Addr::new(10, 0, 1, 254),
         prefix: 24,
     };
-    add_switch(lab.central(), "sw0", &[vm1]).unwrap();
-    add_switch(lab.central(), "sw1", &[vm2]).unwrap();
+    add_switch(lab.central(), "sw0", std::slice::from_ref(&vm1)).unwrap();
+    add_switch(lab.central(), "sw1", std::slice::from_ref(&vm2)).unwrap();
     add_router(lab.central(), "lr0", &[lrp_sw0, lrp_sw1]).unwrap();
     let vif1 = plug(&lab, "hv1", "vif1", &vm1);
     let vif2 = plug(&lab, "hv2", "vif2", &vm2);
@@ -123,7 +123,12 @@ fn packet_to_unknown_mac_arrives_nowhere() {
     let vm1 = vm("vm1", "50:54:00:00:00:01", [10, 0, 0, 1]);
     let vm2 = vm("vm2", "50:54:00:00:00:02", [10, 0, 0, 2]);
     let vm3 = vm("vm3", "50:54:00:00:00:03", [10, 0, 0, 3]);
-    add_switch(lab.central(), "sw0", &[vm1, vm2, vm3]).unwrap();
+    add_switch(
+        lab.central(),
+        "sw0",
+        &[vm1.clone(), vm2.clone(), vm3.clone()],
+    )
+    .unwrap();
     let vif1 = plug(&lab, "hv1", "vif1", &vm1);
     let vif2 = plug(&lab, "hv2", "vif2", &vm2);
     let vif3 = plug(&lab, "hv1", "vif3", &vm3);
