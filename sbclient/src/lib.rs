@@ -8,4 +8,12 @@
 //! Nothing in this crate panics on input from the network.
 #![forbid(unsafe_code)]
 
+pub mod condition;
+pub mod datum;
 pub mod jsonrpc;
+pub mod schema;
+pub mod wire;
+
+pub use condition::{Clause, Condition, Function};
+pub use datum::{Atom, Datum};
+pub use uuid::Uuid;
