@@ -216,25 +216,39 @@ impl Chassis {
 
     /// Adds VIF `name` on `br-int` for logical port `iface_id`.
     pub fn add_vif(&self, name: &str, iface_id: &str) -> Result<Vif> {
-        let tx_pcap = self.host.path(&format!("{name}-tx.pcap"));
-        let rx_pcap = self.host.path(&format!("{name}-rx.pcap"));
-        self.vsctl(&[
-            "add-port",
-            "br-int",
-            name,
-            "--",
-            "set",
-            "Interface",
-            name,
-            &format!("external-ids:iface-id={iface_id}"),
-            &format!("options:tx_pcap={}", tx_pcap.display()),
-            &format!("options:rxq_pcap={}", rx_pcap.display()),
-        ])?;
-        Ok(Vif {
-            name: name.to_owned(),
-            iface_id: iface_id.to_owned(),
-            tx_pcap,
-        })
+        let mut vifs = self.add_vifs(&[(name, iface_id)])?;
+        vifs.pop()
+            .ok_or_else(|| HarnessError::Config("no VIF created".into()))
+    }
+
+    /// Adds many VIFs (`(interface name, logical port)`) in one `ovs-vsctl` transaction.
+    pub fn add_vifs(&self, vifs: &[(&str, &str)]) -> Result<Vec<Vif>> {
+        let mut args: Vec<String> = Vec::new();
+        let mut created = Vec::with_capacity(vifs.len());
+        for (name, iface_id) in vifs {
+            let tx_pcap = self.host.path(&format!("{name}-tx.pcap"));
+            let rx_pcap = self.host.path(&format!("{name}-rx.pcap"));
+            args.extend([
+                "--".to_owned(),
+                "add-port".to_owned(),
+                "br-int".to_owned(),
+                (*name).to_owned(),
+                "--".to_owned(),
+                "set".to_owned(),
+                "Interface".to_owned(),
+                (*name).to_owned(),
+                format!("external-ids:iface-id={iface_id}"),
+                format!("options:tx_pcap={}", tx_pcap.display()),
+                format!("options:rxq_pcap={}", rx_pcap.display()),
+            ]);
+            created.push(Vif {
+                name: (*name).to_owned(),
+                iface_id: (*iface_id).to_owned(),
+                tx_pcap,
+            });
+        }
+        self.vsctl(&args)?;
+        Ok(created)
     }
 
     /// Makes `packet` arrive on interface `vif` as if the VM had sent it.

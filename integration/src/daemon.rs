@@ -125,6 +125,17 @@ impl Daemon {
         &self.log
     }
 
+    /// Peak resident set size so far (`VmHWM`), in KiB.
+    pub fn peak_rss_kib(&self) -> Result<u64> {
+        let path = format!("/proc/{}/status", self.pid());
+        let status = std::fs::read_to_string(&path).map_err(io_error(format!("read {path}")))?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .ok_or_else(|| HarnessError::Config(format!("no VmHWM in {path}")))
+    }
+
     /// Whether the process is still running (it may have crashed).
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))

@@ -21,6 +21,7 @@ pub struct Lab {
     network: Network,
     central: Central,
     dir: Option<TempDir>,
+    next_address: u8,
 }
 
 impl Lab {
@@ -37,6 +38,7 @@ impl Lab {
             network,
             central,
             dir: Some(dir),
+            next_address: 1,
         })
     }
 
@@ -44,10 +46,18 @@ impl Lab {
     /// it to the network, teaches every chassis the others' tunnel MACs, and starts
     /// `controller` on it.
     pub fn add_chassis(&mut self, name: &str, controller: &Controller) -> Result<&mut Chassis> {
-        let index = u8::try_from(self.chassis.len() + 1)
-            .ok()
-            .filter(|i| *i < 255)
-            .ok_or_else(|| HarnessError::Config("too many chassis".into()))?;
+        self.add_bare_chassis(name)?;
+        self.start_controller(name, controller)?;
+        self.chassis_mut(name)
+    }
+
+    /// Like [`Lab::add_chassis`] but without a controller, so that VIFs can be plugged first.
+    pub fn add_bare_chassis(&mut self, name: &str) -> Result<&mut Chassis> {
+        let index = self.next_address;
+        if index == u8::MAX {
+            return Err(HarnessError::Config("too many chassis".into()));
+        }
+        self.next_address += 1;
         let ip = Ipv4Addr::new(192, 168, 0, index);
         let mut chassis = Chassis::start_bare(self.dir(), name)?;
         chassis.attach(&self.network, ip)?;
@@ -59,10 +69,31 @@ impl Lab {
                 chassis.appctl(&["tnl/arp/set", "br-phys", &other_ip.to_string(), &other_mac])?;
             }
         }
-        chassis.start_controller(&self.central, controller)?;
         self.chassis.push(chassis);
-        let last = self.chassis.len() - 1;
-        Ok(&mut self.chassis[last])
+        self.chassis_mut(name)
+    }
+
+    /// Starts `controller` on chassis `name` and waits until it registered in the SB.
+    pub fn start_controller(&mut self, name: &str, controller: &Controller) -> Result<()> {
+        let chassis = self
+            .chassis
+            .iter_mut()
+            .find(|c| c.name() == name)
+            .ok_or_else(|| HarnessError::Config(format!("no chassis named {name}")))?;
+        chassis.start_controller(&self.central, controller)
+    }
+
+    /// Stops chassis `name` (controller and OVS) and deletes its Southbound records, as an
+    /// operator decommissioning a hypervisor does.
+    pub fn remove_chassis(&mut self, name: &str) -> Result<()> {
+        let before = self.chassis.len();
+        self.chassis.retain(|c| c.name() != name);
+        if self.chassis.len() == before {
+            return Err(HarnessError::Config(format!("no chassis named {name}")));
+        }
+        self.central
+            .sbctl(&["--if-exists", "chassis-del", name])
+            .map(drop)
     }
 
     pub fn dir(&self) -> &Path {

@@ -17,6 +17,7 @@ pub mod lab;
 pub mod network;
 pub mod packet;
 pub mod pcap;
+pub mod scale;
 pub mod scenario;
 
 pub use central::Central;
