@@ -8,12 +8,18 @@
 //! Nothing in this crate panics on input from the network.
 #![forbid(unsafe_code)]
 
+pub mod codegen;
 pub mod condition;
 pub mod datum;
+pub mod generated;
 pub mod jsonrpc;
+pub mod replica;
 pub mod schema;
 pub mod wire;
 
 pub use condition::{Clause, Condition, Function};
 pub use datum::{Atom, Datum};
+pub use generated::{ovn_sb, vswitch};
+pub use replica::{Replica, Table, TableChanges};
 pub use uuid::Uuid;
+pub use wire::Row;
