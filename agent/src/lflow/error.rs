@@ -1,0 +1,33 @@
+//! Typed errors of the logical-flow compiler.
+
+/// Errors found while compiling one logical flow.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LflowError {
+    #[error("lexical error at {pos}: {msg}")]
+    Lex { pos: usize, msg: String },
+    #[error("syntax error at {pos}: {msg}")]
+    Syntax { pos: usize, msg: String },
+    #[error("{0}")]
+    Semantic(String),
+    #[error("expression expands to more than {limit} flows")]
+    TooManyFlows { limit: usize },
+    #[error("logical table {table} does not fit the table layout")]
+    TableOutOfRange { table: u32 },
+}
+
+impl LflowError {
+    /// Byte offset in the source text, when known.
+    pub fn position(&self) -> Option<usize> {
+        match self {
+            Self::Lex { pos, .. } | Self::Syntax { pos, .. } => Some(*pos),
+            _ => None,
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, LflowError>;
+
+pub(crate) fn semantic<T>(msg: impl Into<String>) -> Result<T> {
+    Err(LflowError::Semantic(msg.into()))
+}

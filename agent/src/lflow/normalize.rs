@@ -1,0 +1,392 @@
+//! Simplification to masked `==`, chassis-residency evaluation, disjunctive normal form with
+//! per-symbol OR clauses, and conversion to OpenFlow matches with conjunctive matches.
+
+use std::collections::BTreeMap;
+
+use super::annotate::{AExpr, Leaf, Relop2};
+use super::error::{LflowError, Result};
+use super::expr::Expr;
+use super::fields::MfField;
+use super::ofmatch::OfMatch;
+use super::symtab::symtab;
+
+fn ones(bits: u32) -> u128 {
+    if bits >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << bits) - 1
+    }
+}
+
+fn int(sym: &'static str, field: MfField, value: u128, mask: u128) -> AExpr {
+    Expr::Leaf(Leaf::Int {
+        sym,
+        field,
+        relop: Relop2::Eq,
+        value,
+        mask,
+    })
+}
+
+/// Rewrites `!=`, `<`, `<=`, `>`, `>=` as ORs/ANDs of masked `==` (prefix expansion).
+pub fn simplify(e: AExpr) -> AExpr {
+    match e {
+        Expr::Leaf(Leaf::Int {
+            sym,
+            field,
+            relop,
+            value,
+            mask,
+        }) => simplify_int(sym, field, relop, value, mask),
+        Expr::And(v) => Expr::and_or(true, v.into_iter().map(simplify).collect()),
+        Expr::Or(v) => Expr::and_or(false, v.into_iter().map(simplify).collect()),
+        other => other,
+    }
+}
+
+fn simplify_int(
+    sym: &'static str,
+    field: MfField,
+    relop: Relop2,
+    value: u128,
+    mask: u128,
+) -> AExpr {
+    let ne = |value: u128, mask: u128| {
+        let terms = (0..128)
+            .filter(|b| mask >> b & 1 == 1)
+            .map(|b| int(sym, field, !value & (1 << b), 1 << b))
+            .collect();
+        Expr::and_or(false, terms)
+    };
+    if mask == 0 {
+        return Expr::Bool(relop == Relop2::Eq || matches!(relop, Relop2::Le | Relop2::Ge));
+    }
+    let lo = mask.trailing_zeros();
+    let w = 128 - mask.leading_zeros() - lo;
+    let max = ones(w);
+    let c = (value >> lo) & max;
+    let term = |v: u128, m: u128| int(sym, field, v << lo, m << lo);
+    // One term per bit position `z` where `c` has bit `want`: bits above z equal c's, bit z is
+    // flipped, bits below are wildcarded.
+    let prefixes = |want: u128| -> Vec<AExpr> {
+        (0..w)
+            .filter(|z| (c >> z) & 1 == want)
+            .map(|z| {
+                let above = max & !ones(z + 1);
+                let v = (c & above) | ((1 - want) << z);
+                term(v, above | (1 << z))
+            })
+            .collect()
+    };
+    match relop {
+        Relop2::Eq => int(sym, field, value, mask),
+        Relop2::Ne => ne(value, mask),
+        Relop2::Gt if c == 0 => ne(0, mask),
+        Relop2::Gt => Expr::and_or(false, prefixes(0)),
+        Relop2::Ge if c == 0 => Expr::Bool(true),
+        Relop2::Ge => {
+            let mut v = prefixes(0);
+            v.push(term(c, max));
+            Expr::and_or(false, v)
+        }
+        Relop2::Lt if c == max => ne(max << lo, mask),
+        Relop2::Lt => Expr::and_or(false, prefixes(1)),
+        Relop2::Le if c == max => Expr::Bool(true),
+        Relop2::Le => {
+            let mut v = prefixes(1);
+            v.push(term(c, max));
+            Expr::and_or(false, v)
+        }
+    }
+}
+
+/// Replaces `is_chassis_resident()` conditions by their value on this chassis.
+pub fn eval_conditions(e: AExpr, resident: &dyn Fn(&str) -> bool) -> AExpr {
+    match e {
+        Expr::Resident { port, negated } => Expr::Bool(resident(&port) != negated),
+        Expr::And(v) => tidy(
+            true,
+            v.into_iter()
+                .map(|x| eval_conditions(x, resident))
+                .collect(),
+        ),
+        Expr::Or(v) => tidy(
+            false,
+            v.into_iter()
+                .map(|x| eval_conditions(x, resident))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+fn tidy(is_and: bool, v: Vec<AExpr>) -> AExpr {
+    let mut out = Vec::new();
+    for x in v {
+        match x {
+            Expr::Bool(b) if b == is_and => {}
+            Expr::Bool(b) => return Expr::Bool(b),
+            other => out.push(other),
+        }
+    }
+    Expr::and_or(is_and, out)
+}
+
+/// One AND term of the DNF: plain comparisons plus single-symbol OR clauses.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Conj {
+    pub terms: Vec<Leaf>,
+    pub clauses: Vec<Vec<Leaf>>,
+}
+
+fn intersect(a: &Leaf, b: &Leaf) -> Option<Leaf> {
+    match (a, b) {
+        (
+            Leaf::Int {
+                sym,
+                field,
+                value: v1,
+                mask: m1,
+                ..
+            },
+            Leaf::Int {
+                value: v2,
+                mask: m2,
+                ..
+            },
+        ) => ((v1 ^ v2) & m1 & m2 == 0).then(|| Leaf::Int {
+            sym,
+            field: *field,
+            relop: Relop2::Eq,
+            value: v1 | v2,
+            mask: m1 | m2,
+        }),
+        (Leaf::Str { name: n1, .. }, Leaf::Str { name: n2, .. }) => (n1 == n2).then(|| a.clone()),
+        _ => None,
+    }
+}
+
+fn xprod(sym: &str) -> bool {
+    symtab().get(sym).is_some_and(|s| s.must_crossproduct)
+}
+
+fn dedup(v: &mut Vec<Leaf>) {
+    let mut seen = std::collections::HashSet::new();
+    v.retain(|l| seen.insert(l.clone()));
+}
+
+/// Merges comparisons and clauses that share a symbol. `None` if the term is unsatisfiable.
+fn crush(c: Conj) -> Option<Conj> {
+    let mut terms: BTreeMap<&'static str, Leaf> = BTreeMap::new();
+    for t in c.terms {
+        let merged = match terms.get(t.sym()) {
+            Some(prev) => intersect(prev, &t)?,
+            None => t,
+        };
+        terms.insert(merged.sym(), merged);
+    }
+    let mut clauses: BTreeMap<&'static str, Vec<Leaf>> = BTreeMap::new();
+    for cl in c.clauses {
+        let sym = cl.first().map(Leaf::sym)?;
+        let merged = match clauses.remove(sym) {
+            Some(prev) => prev
+                .iter()
+                .flat_map(|a| cl.iter().filter_map(|b| intersect(a, b)))
+                .collect(),
+            None => cl,
+        };
+        clauses.insert(sym, merged);
+    }
+    let mut out = Conj::default();
+    for (sym, mut cl) in clauses {
+        if let Some(t) = terms.remove(sym) {
+            cl = cl.iter().filter_map(|d| intersect(d, &t)).collect();
+        }
+        dedup(&mut cl);
+        match cl.len() {
+            0 => return None,
+            1 => {
+                terms.insert(sym, cl.pop()?);
+            }
+            _ => out.clauses.push(cl),
+        }
+    }
+    out.terms = terms.into_values().collect();
+    Some(out)
+}
+
+/// Converts to DNF. `limit` bounds the number of AND terms.
+pub fn normalize(e: &AExpr, limit: usize) -> Result<Vec<Conj>> {
+    match e {
+        Expr::Leaf(l) => Ok(vec![Conj {
+            terms: vec![l.clone()],
+            clauses: vec![],
+        }]),
+        Expr::Bool(true) => Ok(vec![Conj::default()]),
+        Expr::Bool(false) | Expr::Resident { .. } => Ok(vec![]),
+        Expr::Or(v) => {
+            let mut out = Vec::new();
+            for x in v {
+                out.extend(normalize(x, limit)?);
+                if out.len() > limit {
+                    return Err(LflowError::TooManyFlows { limit });
+                }
+            }
+            Ok(out)
+        }
+        Expr::And(v) => {
+            let mut acc = vec![Conj::default()];
+            for x in v {
+                let n = normalize(x, limit)?;
+                if let Some(clause) = as_clause(&n) {
+                    for a in &mut acc {
+                        a.clauses.push(clause.clone());
+                    }
+                    continue;
+                }
+                if acc.len().saturating_mul(n.len()) > limit {
+                    return Err(LflowError::TooManyFlows { limit });
+                }
+                let mut next = Vec::with_capacity(acc.len() * n.len());
+                for a in &acc {
+                    for b in &n {
+                        let mut m = a.clone();
+                        m.terms.extend(b.terms.iter().cloned());
+                        m.clauses.extend(b.clauses.iter().cloned());
+                        if let Some(c) = crush(m) {
+                            next.push(c);
+                        }
+                    }
+                }
+                acc = next;
+            }
+            Ok(acc.into_iter().filter_map(crush).collect())
+        }
+    }
+}
+
+/// A DNF that is two or more single comparisons on one non-crossproduct symbol.
+fn as_clause(n: &[Conj]) -> Option<Vec<Leaf>> {
+    if n.len() < 2 {
+        return None;
+    }
+    let sym = n[0].terms.first()?.sym();
+    if xprod(sym) {
+        return None;
+    }
+    let ok = n
+        .iter()
+        .all(|c| c.clauses.is_empty() && c.terms.len() == 1 && c.terms[0].sym() == sym);
+    ok.then(|| {
+        let mut v: Vec<Leaf> = n.iter().map(|c| c.terms[0].clone()).collect();
+        dedup(&mut v);
+        v
+    })
+}
+
+/// What a match produced by an expression does.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MatchKind {
+    /// Runs the lflow's actions.
+    Plain,
+    /// `conjunction(k, clause/n)` (clause 0-based); installed with cookie 0.
+    Clause { k: u32, clause: u32, n_clauses: u32 },
+    /// `conj_id=k`: runs the lflow's actions.
+    ConjId { k: u32 },
+}
+
+/// Resolves port names of string comparisons (inport/outport) to tunnel keys.
+pub trait PortResolver {
+    fn port_key(&self, name: &str) -> Option<u32>;
+}
+
+fn add_leaf(m: &mut OfMatch, l: &Leaf, ports: &dyn PortResolver) -> bool {
+    match l {
+        Leaf::Int {
+            field, value, mask, ..
+        } => m.add(*field, *value, *mask),
+        Leaf::Str { field, name, .. } => match ports.port_key(name) {
+            Some(k) => m.add(*field, u128::from(k), 0xffff_ffff),
+            None => false,
+        },
+    }
+}
+
+/// Turns the DNF into matches; duplicate matches are merged (plain wins over clauses).
+pub fn to_matches(
+    dnf: &[Conj],
+    ports: &dyn PortResolver,
+    limit: usize,
+) -> Result<Vec<(OfMatch, Vec<MatchKind>)>> {
+    let mut out: Vec<(OfMatch, Vec<MatchKind>)> = Vec::new();
+    let mut index: std::collections::HashMap<OfMatch, usize> = std::collections::HashMap::new();
+    let mut push =
+        |m: OfMatch, k: MatchKind, out: &mut Vec<(OfMatch, Vec<MatchKind>)>| -> Result<()> {
+            if let Some(&i) = index.get(&m) {
+                let kinds = &mut out[i].1;
+                if kinds.contains(&MatchKind::Plain) {
+                    return Ok(());
+                }
+                if k == MatchKind::Plain {
+                    *kinds = vec![MatchKind::Plain];
+                } else if !kinds.contains(&k) {
+                    kinds.push(k);
+                }
+                return Ok(());
+            }
+            if out.len() >= limit {
+                return Err(LflowError::TooManyFlows { limit });
+            }
+            index.insert(m.clone(), out.len());
+            out.push((m, vec![k]));
+            Ok(())
+        };
+    let mut next_k = 1u32;
+    for c in dnf {
+        let mut base = OfMatch::new();
+        if !c.terms.iter().all(|t| add_leaf(&mut base, t, ports)) {
+            continue;
+        }
+        match c.clauses.len() {
+            0 => push(base, MatchKind::Plain, &mut out)?,
+            1 => {
+                for d in &c.clauses[0] {
+                    let mut m = base.clone();
+                    if add_leaf(&mut m, d, ports) {
+                        push(m, MatchKind::Plain, &mut out)?;
+                    }
+                }
+            }
+            n => {
+                let k = next_k;
+                next_k += 1;
+                let mut complete = true;
+                for (i, cl) in c.clauses.iter().enumerate() {
+                    let mut any = false;
+                    for d in cl {
+                        let mut m = base.clone();
+                        if add_leaf(&mut m, d, ports) {
+                            any = true;
+                            push(
+                                m,
+                                MatchKind::Clause {
+                                    k,
+                                    clause: i as u32,
+                                    n_clauses: n as u32,
+                                },
+                                &mut out,
+                            )?;
+                        }
+                    }
+                    complete &= any;
+                }
+                if complete {
+                    let mut m = base.clone();
+                    m.set_conj_id(k);
+                    push(m, MatchKind::ConjId { k }, &mut out)?;
+                }
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,451 @@
+//! The OVN 23.03.1 logical symbol table: fields, subfields, predicates, string fields.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use super::fields::MfField;
+
+/// Which operators a symbol accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Ordinal,
+    Nominal,
+    Boolean,
+}
+
+/// Where a symbol may be written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteScope {
+    ReadOnly,
+    Default,
+    CtCommit,
+}
+
+/// OVN-internal fields that are assigned but compile to controller actions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OvnField {
+    Icmp4FragMtu,
+    Icmp6FragMtu,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SymKind {
+    Field(MfField),
+    /// A port name field on a 32-bit register (inport/outport).
+    String(MfField),
+    Subfield {
+        parent: String,
+        lo: u32,
+    },
+    Predicate(String),
+    Ovn(OvnField),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Symbol {
+    pub name: String,
+    pub width: u32,
+    pub kind: SymKind,
+    pub prereqs: Option<String>,
+    pub level: Level,
+    pub must_crossproduct: bool,
+    pub scope: WriteScope,
+}
+
+impl Symbol {
+    pub fn is_string(&self) -> bool {
+        matches!(self.kind, SymKind::String(_))
+    }
+}
+
+/// All symbols by name.
+pub struct SymbolTable {
+    map: HashMap<String, Symbol>,
+}
+
+impl SymbolTable {
+    pub fn get(&self, name: &str) -> Option<&Symbol> {
+        self.map.get(name)
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Resolves a (sub)field symbol down to its OVS field and the bit offset within it.
+    pub fn resolve(&self, name: &str) -> Option<(MfField, u32)> {
+        let sym = self.get(name)?;
+        match &sym.kind {
+            SymKind::Field(f) | SymKind::String(f) => Some((*f, 0)),
+            SymKind::Subfield { parent, lo } => {
+                let (f, off) = self.resolve(parent)?;
+                Some((f, off + lo))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The process-wide symbol table.
+pub fn symtab() -> &'static SymbolTable {
+    static TABLE: OnceLock<SymbolTable> = OnceLock::new();
+    TABLE.get_or_init(build)
+}
+
+struct Builder(HashMap<String, Symbol>);
+
+impl Builder {
+    fn field(&mut self, name: &str, f: MfField, prereqs: Option<&str>, xprod: bool) {
+        self.field_scoped(
+            name,
+            f,
+            prereqs,
+            xprod,
+            if f.writable() {
+                WriteScope::Default
+            } else {
+                WriteScope::ReadOnly
+            },
+        );
+    }
+
+    fn field_scoped(
+        &mut self,
+        name: &str,
+        f: MfField,
+        prereqs: Option<&str>,
+        xprod: bool,
+        scope: WriteScope,
+    ) {
+        let level = if f.maskable() {
+            Level::Ordinal
+        } else {
+            Level::Nominal
+        };
+        self.insert(
+            name,
+            f.width(),
+            SymKind::Field(f),
+            prereqs,
+            level,
+            xprod,
+            scope,
+        );
+    }
+
+    fn string(&mut self, name: &str, f: MfField) {
+        self.insert(
+            name,
+            32,
+            SymKind::String(f),
+            None,
+            Level::Nominal,
+            false,
+            WriteScope::Default,
+        );
+    }
+
+    fn subfield(&mut self, name: &str, prereqs: Option<&str>, parent: &str, lo: u32, width: u32) {
+        let p = &self.0[parent];
+        let (scope, xprod) = (p.scope, p.must_crossproduct);
+        self.insert(
+            name,
+            width,
+            SymKind::Subfield {
+                parent: parent.into(),
+                lo,
+            },
+            prereqs,
+            Level::Ordinal,
+            xprod,
+            scope,
+        );
+    }
+
+    fn predicate(&mut self, name: &str, expansion: &str, level: Level) {
+        self.insert(
+            name,
+            1,
+            SymKind::Predicate(expansion.into()),
+            None,
+            level,
+            false,
+            WriteScope::ReadOnly,
+        );
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn insert(
+        &mut self,
+        name: &str,
+        width: u32,
+        kind: SymKind,
+        prereqs: Option<&str>,
+        level: Level,
+        xprod: bool,
+        scope: WriteScope,
+    ) {
+        let sym = Symbol {
+            name: name.into(),
+            width,
+            kind,
+            prereqs: prereqs.map(Into::into),
+            level,
+            must_crossproduct: xprod,
+            scope,
+        };
+        self.0.insert(name.into(), sym);
+    }
+}
+
+fn build() -> SymbolTable {
+    use Level::{Boolean, Nominal};
+    use MfField::*;
+    let mut b = Builder(HashMap::new());
+    b.string("inport", Reg(14));
+    b.string("outport", Reg(15));
+    for xx in 0..2u8 {
+        b.field(&format!("xxreg{xx}"), Xxreg(xx), None, false);
+    }
+    for x in 0..5u32 {
+        if x < 4 {
+            let lo = if x % 2 == 0 { 64 } else { 0 };
+            b.subfield(
+                &format!("xreg{x}"),
+                None,
+                &format!("xxreg{}", x / 2),
+                lo,
+                64,
+            );
+        } else {
+            b.field("xreg4", Xreg(4), None, false);
+        }
+    }
+    for r in 0..10u32 {
+        if r < 8 {
+            b.subfield(
+                &format!("reg{r}"),
+                None,
+                &format!("xxreg{}", r / 4),
+                32 * (3 - r % 4),
+                32,
+            );
+        } else {
+            b.subfield(&format!("reg{r}"), None, "xreg4", 32 * (1 - r % 2), 32);
+        }
+    }
+    b.field("flags", Reg(10), None, false);
+    for (n, bit) in [
+        ("loopback", 0),
+        ("force_snat_for_dnat", 2),
+        ("force_snat_for_lb", 3),
+        ("skip_snat_for_lb", 9),
+        ("use_snat_zone", 11),
+    ] {
+        b.subfield(&format!("flags.{n}"), None, "flags", bit, 1);
+    }
+    b.field("pkt.mark", PktMark, None, false);
+
+    b.field_scoped("ct_mark", CtMark, None, false, WriteScope::CtCommit);
+    for (n, lo, w) in [
+        ("blocked", 0, 1),
+        ("natted", 1, 1),
+        ("skip_snat", 2, 1),
+        ("force_snat", 3, 1),
+        ("ecmp_reply_port", 16, 16),
+    ] {
+        b.subfield(&format!("ct_mark.{n}"), None, "ct_mark", lo, w);
+    }
+    b.field_scoped("ct_label", CtLabel, None, false, WriteScope::CtCommit);
+    for (n, lo, w) in [
+        ("blocked", 0, 1),
+        ("natted", 1, 1),
+        ("skip_snat", 2, 1),
+        ("force_snat", 3, 1),
+        ("ecmp_reply_eth", 32, 48),
+        ("ecmp_reply_port", 80, 16),
+        ("label", 96, 32),
+    ] {
+        b.subfield(&format!("ct_label.{n}"), None, "ct_label", lo, w);
+    }
+    b.field("ct_state", CtState, None, false);
+    for (n, bit) in [
+        ("new", 0),
+        ("est", 1),
+        ("rel", 2),
+        ("rpl", 3),
+        ("inv", 4),
+        ("trk", 5),
+        ("snat", 6),
+        ("dnat", 7),
+    ] {
+        let pre = if n == "trk" { None } else { Some("ct.trk") };
+        b.subfield(&format!("ct.{n}"), pre, "ct_state", bit, 1);
+    }
+
+    b.field("eth.src", EthSrc, None, false);
+    b.field("eth.dst", EthDst, None, false);
+    b.field("eth.type", EthType, None, true);
+    b.predicate("eth.bcast", "eth.dst == ff:ff:ff:ff:ff:ff", Boolean);
+    b.subfield("eth.mcast", None, "eth.dst", 40, 1);
+    b.predicate("eth.mcastv6", "eth.dst[32..47] == 0x3333", Boolean);
+    b.field("vlan.tci", VlanTci, None, false);
+    b.predicate("vlan.present", "vlan.tci[12]", Boolean);
+    b.subfield("vlan.pcp", Some("vlan.present"), "vlan.tci", 13, 3);
+    b.subfield("vlan.vid", Some("vlan.present"), "vlan.tci", 0, 12);
+
+    b.predicate("ip4", "eth.type == 0x800", Nominal);
+    b.predicate("ip6", "eth.type == 0x86dd", Nominal);
+    b.predicate("ip", "ip4 || ip6", Nominal);
+    b.field("ip.proto", IpProto, Some("ip"), true);
+    b.field("ip.dscp", IpDscp, Some("ip"), false);
+    b.field("ip.ecn", IpEcn, Some("ip"), false);
+    b.field("ip.ttl", IpTtl, Some("ip"), false);
+    b.field("ip4.src", Ipv4Src, Some("ip4"), false);
+    b.field("ip4.dst", Ipv4Dst, Some("ip4"), false);
+    b.predicate("ip4.src_mcast", "ip4.src[28..31] == 0xe", Boolean);
+    b.predicate("ip4.mcast", "eth.mcast && ip4.dst[28..31] == 0xe", Boolean);
+    b.predicate("icmp4", "ip4 && ip.proto == 1", Nominal);
+    b.field("icmp4.type", Icmpv4Type, Some("icmp4"), false);
+    b.field("icmp4.code", Icmpv4Code, Some("icmp4"), false);
+    b.predicate("igmp", "ip4 && ip.proto == 2", Nominal);
+    b.field("ip6.src", Ipv6Src, Some("ip6"), false);
+    b.field("ip6.dst", Ipv6Dst, Some("ip6"), false);
+    b.field("ip6.label", Ipv6Label, Some("ip6"), false);
+    b.predicate(
+        "ip6.mcast_rsvd",
+        "ip6.dst[116..127] == 0xff0 && ip6.dst[0..111] == 0x0",
+        Boolean,
+    );
+    b.predicate(
+        "ip6.mcast_all_nodes",
+        "ip6.dst == ff01::1 || ip6.dst == ff02::1",
+        Boolean,
+    );
+    b.predicate(
+        "ip6.mcast_all_rtrs",
+        "ip6.dst == ff01::2 || ip6.dst == ff02::2 || ip6.dst == ff05::2",
+        Boolean,
+    );
+    b.predicate(
+        "ip6.mcast_sol_node",
+        "ip6.dst == ff02::1:ff00:0000/104",
+        Boolean,
+    );
+    b.predicate(
+        "ip6.mcast_flood",
+        "eth.mcastv6 && (ip6.mcast_rsvd || ip6.mcast_all_nodes || ip6.mcast_all_rtrs || ip6.mcast_sol_node)",
+        Boolean,
+    );
+    b.predicate(
+        "ip6.mcast",
+        "eth.mcastv6 && ip6.dst[120..127] == 0xff",
+        Boolean,
+    );
+    b.predicate("icmp6", "ip6 && ip.proto == 58", Nominal);
+    b.field("icmp6.type", Icmpv6Type, Some("icmp6"), true);
+    b.field("icmp6.code", Icmpv6Code, Some("icmp6"), true);
+    b.predicate("icmp", "icmp4 || icmp6", Nominal);
+    b.field("ip.frag", IpFrag, Some("ip"), false);
+    b.predicate("ip.is_frag", "ip.frag[0]", Boolean);
+    b.predicate("ip.later_frag", "ip.frag[1]", Boolean);
+    b.predicate("ip.first_frag", "ip.is_frag && !ip.later_frag", Boolean);
+
+    for (proto, ty) in [("arp", "0x806"), ("rarp", "0x8035")] {
+        b.predicate(proto, &format!("eth.type == {ty}"), Nominal);
+        b.field(&format!("{proto}.op"), ArpOp, Some(proto), false);
+        b.field(&format!("{proto}.spa"), ArpSpa, Some(proto), false);
+        b.field(&format!("{proto}.sha"), ArpSha, Some(proto), false);
+        b.field(&format!("{proto}.tpa"), ArpTpa, Some(proto), false);
+        b.field(&format!("{proto}.tha"), ArpTha, Some(proto), false);
+    }
+
+    b.predicate(
+        "nd",
+        "icmp6.type == {135, 136} && icmp6.code == 0 && ip.ttl == 255",
+        Nominal,
+    );
+    for (n, t) in [
+        ("nd_ns", 135),
+        ("nd_na", 136),
+        ("nd_rs", 133),
+        ("nd_ra", 134),
+    ] {
+        b.predicate(
+            n,
+            &format!("icmp6.type == {t} && icmp6.code == 0 && ip.ttl == 255"),
+            Nominal,
+        );
+    }
+    b.field("nd.target", NdTarget, Some("nd"), false);
+    b.field("nd.sll", NdSll, Some("nd_ns"), false);
+    b.field("nd.tll", NdTll, Some("nd_na"), false);
+    b.predicate(
+        "mldv1",
+        "ip6.src == fe80::/10 && icmp6.type == {130, 131, 132}",
+        Nominal,
+    );
+    b.predicate(
+        "mldv2",
+        "ip6.src == fe80::/10 && icmp6.type == 143",
+        Nominal,
+    );
+
+    b.predicate("tcp", "ip.proto == 6", Nominal);
+    b.field("tcp.src", TcpSrc, Some("tcp"), false);
+    b.field("tcp.dst", TcpDst, Some("tcp"), false);
+    b.field("tcp.flags", TcpFlags, Some("tcp"), false);
+    b.predicate("udp", "ip.proto == 17", Nominal);
+    b.field("udp.src", UdpSrc, Some("udp"), false);
+    b.field("udp.dst", UdpDst, Some("udp"), false);
+    b.predicate("sctp", "ip.proto == 132", Nominal);
+    b.field("sctp.src", SctpSrc, Some("sctp"), false);
+    b.field("sctp.dst", SctpDst, Some("sctp"), false);
+
+    b.insert(
+        "icmp4.frag_mtu",
+        16,
+        SymKind::Ovn(OvnField::Icmp4FragMtu),
+        None,
+        Level::Nominal,
+        false,
+        WriteScope::Default,
+    );
+    b.insert(
+        "icmp6.frag_mtu",
+        32,
+        SymKind::Ovn(OvnField::Icmp6FragMtu),
+        None,
+        Level::Nominal,
+        false,
+        WriteScope::Default,
+    );
+    SymbolTable { map: b.0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn register_aliasing() {
+        let t = symtab();
+        assert_eq!(t.resolve("reg0"), Some((MfField::Xxreg(0), 96)));
+        assert_eq!(t.resolve("reg3"), Some((MfField::Xxreg(0), 0)));
+        assert_eq!(t.resolve("reg7"), Some((MfField::Xxreg(1), 0)));
+        assert_eq!(t.resolve("reg8"), Some((MfField::Xreg(4), 32)));
+        assert_eq!(t.resolve("reg9"), Some((MfField::Xreg(4), 0)));
+        assert_eq!(t.resolve("xreg0"), Some((MfField::Xxreg(0), 64)));
+        assert_eq!(t.resolve("xreg3"), Some((MfField::Xxreg(1), 0)));
+        assert_eq!(t.resolve("ct.trk"), Some((MfField::CtState, 5)));
+        assert_eq!(t.resolve("ct_label.label"), Some((MfField::CtLabel, 96)));
+        assert_eq!(t.resolve("vlan.pcp"), Some((MfField::VlanTci, 13)));
+        assert!(t.get("outport").is_some_and(Symbol::is_string));
+        assert!(t.get("flags.localnet").is_none(), "23.03.2+ only");
+        assert_eq!(t.len(), 125);
+    }
+}

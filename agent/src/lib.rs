@@ -1,0 +1,6 @@
+//! ovn-agent: a Rust replacement for ovn-controller.
+#![forbid(unsafe_code)]
+
+pub mod compile;
+pub mod lflow;
+pub mod sbdata;
