@@ -15,11 +15,13 @@ pub mod generated;
 pub mod jsonrpc;
 pub mod replica;
 pub mod schema;
+pub mod transaction;
 pub mod wire;
 
 pub use condition::{Clause, Condition, Function};
 pub use datum::{Atom, Datum};
 pub use generated::{ovn_sb, vswitch};
 pub use replica::{Replica, Table, TableChanges};
+pub use transaction::{Columns, Transaction, TxnError, TxnOutcome};
 pub use uuid::Uuid;
 pub use wire::Row;
