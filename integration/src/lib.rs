@@ -12,11 +12,14 @@ pub mod chassis;
 pub mod controller;
 pub mod daemon;
 pub mod error;
+pub mod flows;
 pub mod host;
 pub mod lab;
 pub mod network;
+pub mod oracle;
 pub mod packet;
 pub mod pcap;
+pub mod reference;
 pub mod scale;
 pub mod scenario;
 
