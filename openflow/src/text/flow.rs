@@ -1,0 +1,214 @@
+//! A flow as `dump-flows --no-stats` prints it, and as `add-flow` accepts it.
+
+use std::fmt::Write as _;
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::actfmt::put_actions;
+use super::actparse::parse_instructions;
+use super::matchfmt::{format_match, parse_match_item};
+use super::value::{parse_u128, put_hex};
+use super::ParseError;
+use crate::oxm::Match;
+use crate::wire::flow_mod::OFPFC_ADD;
+use crate::wire::{FlowDesc, FlowMod, Instruction};
+
+/// One flow entry: what `ovs-ofctl dump-flows` shows, minus statistics.
+#[derive(Clone, Debug, Eq, PartialEq, Hash)]
+pub struct Flow {
+    pub cookie: u64,
+    pub table_id: u8,
+    pub priority: u16,
+    pub idle_timeout: u16,
+    pub hard_timeout: u16,
+    pub importance: u16,
+    pub r#match: Match,
+    pub instructions: Vec<Instruction>,
+}
+
+impl Default for Flow {
+    fn default() -> Self {
+        Self {
+            cookie: 0,
+            table_id: 0,
+            priority: 0x8000,
+            idle_timeout: 0,
+            hard_timeout: 0,
+            importance: 0,
+            r#match: Match::default(),
+            instructions: Vec::new(),
+        }
+    }
+}
+
+/// Instructions as the `actions=` text: apply-actions inline, then the others.
+pub fn format_instructions(list: &[Instruction]) -> String {
+    let mut s = String::new();
+    let mut first = true;
+    let mut sep = |s: &mut String| {
+        if !first {
+            s.push(',');
+        }
+        first = false;
+    };
+    for i in list {
+        match i {
+            Instruction::ApplyActions(a) if a.is_empty() => {}
+            Instruction::ApplyActions(a) => {
+                sep(&mut s);
+                put_actions(&mut s, a);
+            }
+            Instruction::ClearActions => {
+                sep(&mut s);
+                s.push_str("clear_actions");
+            }
+            Instruction::WriteActions(a) => {
+                sep(&mut s);
+                s.push_str("write_actions(");
+                put_actions(&mut s, a);
+                s.push(')');
+            }
+            Instruction::WriteMetadata { value, mask } => {
+                sep(&mut s);
+                let _ = write!(s, "write_metadata:{value:#x}");
+                if *mask != u64::MAX {
+                    let _ = write!(s, "/{mask:#x}");
+                }
+            }
+            Instruction::GotoTable(t) => {
+                sep(&mut s);
+                let _ = write!(s, "goto_table:{t}");
+            }
+            Instruction::Unknown { ty, body } => {
+                sep(&mut s);
+                let _ = write!(s, "unknown_instruction(type={ty},body=");
+                put_hex(&mut s, body);
+                s.push(')');
+            }
+        }
+    }
+    if s.is_empty() {
+        s.push_str("drop");
+    }
+    s
+}
+
+impl fmt::Display for Flow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cookie={:#x}, table={}, ", self.cookie, self.table_id)?;
+        if self.idle_timeout != 0 {
+            write!(f, "idle_timeout={}, ", self.idle_timeout)?;
+        }
+        if self.hard_timeout != 0 {
+            write!(f, "hard_timeout={}, ", self.hard_timeout)?;
+        }
+        if self.importance != 0 {
+            write!(f, "importance={}, ", self.importance)?;
+        }
+        let m = format_match(&self.r#match, Some(self.priority));
+        if !m.is_empty() {
+            write!(f, "{m} ")?;
+        }
+        write!(f, "actions={}", format_instructions(&self.instructions))
+    }
+}
+
+/// Position of the top-level `actions=` keyword.
+fn find_actions(s: &str) -> Option<usize> {
+    let mut depth = 0i32;
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            'a' if depth == 0 && s[i..].starts_with("actions=") => {
+                let before = s[..i].chars().last();
+                if matches!(before, None | Some(' ' | ',')) {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+impl FromStr for Flow {
+    type Err = ParseError;
+
+    /// Accepts dump-flows lines (with or without statistics) and add-flow lines.
+    fn from_str(s: &str) -> Result<Self, ParseError> {
+        let s = s.trim();
+        let at = find_actions(s).ok_or_else(|| ParseError::Syntax("missing actions=".into()))?;
+        let (head, acts) = (&s[..at], &s[at + "actions=".len()..]);
+        let mut flow = Flow::default();
+        for item in head.split(',') {
+            let item = item.trim();
+            if item.is_empty() {
+                continue;
+            }
+            let (k, v) = item.split_once('=').unwrap_or((item, ""));
+            let n = |v: &str| parse_u128(v);
+            match k {
+                "cookie" => flow.cookie = n(v.split('/').next().unwrap_or(v))? as u64,
+                "table" => flow.table_id = n(v)? as u8,
+                "priority" => flow.priority = n(v)? as u16,
+                "idle_timeout" => flow.idle_timeout = n(v)? as u16,
+                "hard_timeout" => flow.hard_timeout = n(v)? as u16,
+                "importance" => flow.importance = n(v)? as u16,
+                "duration" | "n_packets" | "n_bytes" | "idle_age" | "hard_age" => {}
+                _ => parse_match_item(&mut flow.r#match, item)?,
+            }
+        }
+        flow.instructions = parse_instructions(acts)?;
+        Ok(flow)
+    }
+}
+
+impl Flow {
+    /// An OF1.5 flow_mod with this flow and `command` (`OFPFC_*`).
+    pub fn to_flow_mod(&self, command: u8) -> FlowMod {
+        FlowMod {
+            cookie: self.cookie,
+            table_id: self.table_id,
+            command,
+            idle_timeout: self.idle_timeout,
+            hard_timeout: self.hard_timeout,
+            priority: self.priority,
+            importance: self.importance,
+            r#match: self.r#match.clone(),
+            instructions: self.instructions.clone(),
+            ..FlowMod::default()
+        }
+    }
+
+    pub fn add(&self) -> FlowMod {
+        self.to_flow_mod(OFPFC_ADD)
+    }
+
+    pub fn from_flow_mod(fm: &FlowMod) -> Self {
+        Self {
+            cookie: fm.cookie,
+            table_id: fm.table_id,
+            priority: fm.priority,
+            idle_timeout: fm.idle_timeout,
+            hard_timeout: fm.hard_timeout,
+            importance: fm.importance,
+            r#match: fm.r#match.clone(),
+            instructions: fm.instructions.clone(),
+        }
+    }
+
+    pub fn from_flow_desc(fd: &FlowDesc) -> Self {
+        Self {
+            cookie: fd.cookie,
+            table_id: fd.table_id,
+            priority: fd.priority,
+            idle_timeout: fd.idle_timeout,
+            hard_timeout: fd.hard_timeout,
+            importance: fd.importance,
+            r#match: fd.r#match.clone(),
+            instructions: fd.instructions.clone(),
+        }
+    }
+}
