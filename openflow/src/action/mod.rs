@@ -341,7 +341,7 @@ mod tests {
             Action::Clone(vec![Action::CtClear, Action::Group(1)]),
             Action::Unknown {
                 ty: 0xffff,
-                body: vec![0, 0, 0x12, 0x34, 0, 0, 0, 0],
+                body: vec![0, 0, 0x12, 0x34, 0, 1, 0, 0, 0, 0, 0, 0],
             },
         ] {
             rt(&a);
