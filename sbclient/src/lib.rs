@@ -8,6 +8,7 @@
 //! Nothing in this crate panics on input from the network.
 #![forbid(unsafe_code)]
 
+pub mod client;
 pub mod codegen;
 pub mod condition;
 pub mod datum;
@@ -18,6 +19,7 @@ pub mod schema;
 pub mod transaction;
 pub mod wire;
 
+pub use client::{spawn, Client, ClientConfig, ClientError, ClientStats, Event, Remote};
 pub use condition::{Clause, Condition, Function};
 pub use datum::{Atom, Datum};
 pub use generated::{ovn_sb, vswitch};

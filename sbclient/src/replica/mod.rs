@@ -158,6 +158,11 @@ impl Replica {
         self.tables.keys().copied()
     }
 
+    /// The columns of table `name` (empty if it is not monitored).
+    pub fn columns_of(&self, name: &str) -> &'static [&'static str] {
+        self.tables.get(name).map_or(&[], |t| t.columns())
+    }
+
     /// Number of rows in table `name`.
     pub fn row_count(&self, name: &str) -> usize {
         self.tables.get(name).map_or(0, |t| t.len())

@@ -1,0 +1,234 @@
+//! The `Database` table of the `_Server` database, which tells whether a server
+//! of a clustered database is connected to the cluster, is the leader, and how
+//! far its log has come (`index`).
+
+use serde::Deserialize;
+use uuid::Uuid;
+
+use crate::datum::Datum;
+use crate::wire::{
+    apply_optional_diff, at_most_one, optional_datum, scalar_datum, Row, RowError, WireAtom,
+    WireSet,
+};
+
+/// A row of `_Server.Database` (the columns the client monitors).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ServerDatabase {
+    pub name: String,
+    /// `standalone`, `clustered` or `relay`.
+    pub model: String,
+    pub connected: bool,
+    pub leader: bool,
+    pub cid: Option<Uuid>,
+    pub index: Option<i64>,
+}
+
+#[doc(hidden)]
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerDatabaseUpdate {
+    #[serde(default)]
+    name: Option<WireAtom<String>>,
+    #[serde(default)]
+    model: Option<WireAtom<String>>,
+    #[serde(default)]
+    connected: Option<WireAtom<bool>>,
+    #[serde(default)]
+    leader: Option<WireAtom<bool>>,
+    #[serde(default)]
+    cid: Option<WireSet<Uuid>>,
+    #[serde(default)]
+    index: Option<WireSet<i64>>,
+}
+
+impl Row for ServerDatabase {
+    const TABLE: &'static str = "Database";
+    const COLUMNS: &'static [&'static str] =
+        &["name", "model", "connected", "leader", "cid", "index"];
+    type Update = ServerDatabaseUpdate;
+
+    fn apply_new(&mut self, u: Self::Update) -> Result<(), RowError> {
+        if let Some(v) = u.name {
+            self.name = v.0;
+        }
+        if let Some(v) = u.model {
+            self.model = v.0;
+        }
+        if let Some(v) = u.connected {
+            self.connected = v.0;
+        }
+        if let Some(v) = u.leader {
+            self.leader = v.0;
+        }
+        if let Some(v) = u.cid {
+            self.cid = at_most_one(v.0, "cid")?;
+        }
+        if let Some(v) = u.index {
+            self.index = at_most_one(v.0, "index")?;
+        }
+        Ok(())
+    }
+
+    fn apply_diff(&mut self, u: Self::Update) -> Result<(), RowError> {
+        let ServerDatabaseUpdate {
+            name,
+            model,
+            connected,
+            leader,
+            cid,
+            index,
+        } = u;
+        self.apply_new(ServerDatabaseUpdate {
+            name,
+            model,
+            connected,
+            leader,
+            cid: None,
+            index: None,
+        })?;
+        if let Some(v) = cid {
+            apply_optional_diff(&mut self.cid, v.0, "cid")?;
+        }
+        if let Some(v) = index {
+            apply_optional_diff(&mut self.index, v.0, "index")?;
+        }
+        Ok(())
+    }
+
+    fn column(&self, name: &str) -> Option<Datum> {
+        self.to_datums()
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, d)| d)
+    }
+
+    fn to_datums(&self) -> Vec<(&'static str, Datum)> {
+        vec![
+            ("name", scalar_datum(&self.name)),
+            ("model", scalar_datum(&self.model)),
+            ("connected", scalar_datum(&self.connected)),
+            ("leader", scalar_datum(&self.leader)),
+            ("cid", optional_datum(&self.cid)),
+            ("index", optional_datum(&self.index)),
+        ]
+    }
+}
+
+/// Why a server is not used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Unsuitable {
+    /// The server does not serve the database.
+    NoDatabase,
+    /// A cluster member that is not connected to the cluster.
+    NotConnected,
+    /// Leader-only was asked and this member is a follower.
+    NotLeader,
+    /// Its log index is lower than one already seen: it has stale data.
+    Stale { index: i64, seen: i64 },
+}
+
+impl std::fmt::Display for Unsuitable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unsuitable::NoDatabase => f.write_str("database not served"),
+            Unsuitable::NotConnected => f.write_str("not connected to the cluster"),
+            Unsuitable::NotLeader => f.write_str("not the cluster leader"),
+            Unsuitable::Stale { index, seen } => {
+                write!(f, "stale (index {index} < {seen} already seen)")
+            }
+        }
+    }
+}
+
+/// Decides whether the server whose `_Server.Database` row is `row` may be used,
+/// and records the highest cluster index seen.
+pub fn check_server(
+    row: Option<&ServerDatabase>,
+    leader_only: bool,
+    max_index: &mut Option<i64>,
+) -> Result<(), Unsuitable> {
+    let Some(row) = row else {
+        return Err(Unsuitable::NoDatabase);
+    };
+    if row.model != "clustered" {
+        return Ok(());
+    }
+    if !row.connected {
+        return Err(Unsuitable::NotConnected);
+    }
+    if leader_only && !row.leader {
+        return Err(Unsuitable::NotLeader);
+    }
+    if let Some(index) = row.index {
+        if let Some(seen) = *max_index {
+            if index < seen {
+                return Err(Unsuitable::Stale { index, seen });
+            }
+        }
+        *max_index = Some(index);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clustered(connected: bool, leader: bool, index: i64) -> ServerDatabase {
+        ServerDatabase {
+            name: "OVN_Southbound".into(),
+            model: "clustered".into(),
+            connected,
+            leader,
+            cid: None,
+            index: Some(index),
+        }
+    }
+
+    #[test]
+    fn server_checks() {
+        let mut seen = None;
+        assert_eq!(
+            check_server(None, false, &mut seen),
+            Err(Unsuitable::NoDatabase)
+        );
+        let standalone = ServerDatabase {
+            model: "standalone".into(),
+            ..ServerDatabase::default()
+        };
+        assert_eq!(check_server(Some(&standalone), true, &mut seen), Ok(()));
+        assert_eq!(
+            check_server(Some(&clustered(false, true, 5)), false, &mut seen),
+            Err(Unsuitable::NotConnected)
+        );
+        assert_eq!(
+            check_server(Some(&clustered(true, false, 5)), true, &mut seen),
+            Err(Unsuitable::NotLeader)
+        );
+        assert_eq!(
+            check_server(Some(&clustered(true, false, 7)), false, &mut seen),
+            Ok(())
+        );
+        assert_eq!(seen, Some(7));
+        assert_eq!(
+            check_server(Some(&clustered(true, true, 6)), false, &mut seen),
+            Err(Unsuitable::Stale { index: 6, seen: 7 })
+        );
+        assert_eq!(
+            check_server(Some(&clustered(true, true, 9)), true, &mut seen),
+            Ok(())
+        );
+        assert_eq!(seen, Some(9));
+    }
+
+    #[test]
+    fn index_diff_toggles() {
+        let mut row = clustered(true, true, 5);
+        let u: ServerDatabaseUpdate =
+            serde_json::from_str(r#"{"index":["set",[5,6]],"leader":false}"#).unwrap();
+        row.apply_diff(u).unwrap();
+        assert_eq!(row.index, Some(6));
+        assert!(!row.leader);
+    }
+}

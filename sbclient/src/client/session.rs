@@ -1,0 +1,555 @@
+//! The tokio task: connection loop, one session per connection.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use rand::seq::SliceRandom;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use super::monitor::{MonitorState, ZERO_TXN_ID};
+use super::remote::{connect, Remote, Stream};
+use super::server_db::{check_server, ServerDatabase, Unsuitable};
+use super::{ClientConfig, ClientError, ClientStats, Command, Event};
+use crate::jsonrpc::{encode_request, encode_response, Framer, Incoming};
+use crate::replica::Replica;
+use crate::transaction::{Transaction, TxnError, TxnOutcome};
+
+const SERVER_DB: &str = "_Server";
+
+/// Why a session ended.
+#[derive(Debug)]
+enum End {
+    Io(String),
+    Protocol(String),
+    Unsuitable(Unsuitable),
+    ProbeTimeout,
+    Shutdown,
+}
+
+impl std::fmt::Display for End {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            End::Io(e) => write!(f, "I/O error: {e}"),
+            End::Protocol(e) => write!(f, "protocol error: {e}"),
+            End::Unsuitable(u) => write!(f, "server unsuitable: {u}"),
+            End::ProbeTimeout => f.write_str("inactivity probe timed out"),
+            End::Shutdown => f.write_str("shutdown"),
+        }
+    }
+}
+
+enum Pending {
+    ServerMonitor,
+    Monitor { since: bool },
+    CondChange,
+    Transact(Transaction, oneshot::Sender<Result<TxnOutcome, TxnError>>),
+    Request(oneshot::Sender<Result<Value, ClientError>>),
+    Ignore,
+}
+
+#[derive(PartialEq, Eq)]
+enum Phase {
+    CheckingServer,
+    Subscribing,
+    Monitoring,
+}
+
+pub(super) struct Driver {
+    config: ClientConfig,
+    commands: mpsc::Receiver<Command>,
+    events: mpsc::Sender<Event>,
+    stats: Arc<Mutex<ClientStats>>,
+    monitor: MonitorState,
+    max_cluster_index: Option<i64>,
+    queued: VecDeque<Command>,
+    shutdown: bool,
+}
+
+struct Session {
+    writer: WriteHalf<Stream>,
+    next_id: u64,
+    pending: HashMap<u64, Pending>,
+    phase: Phase,
+    server: Replica,
+    resumed: bool,
+    remote: String,
+}
+
+impl Driver {
+    pub(super) fn new(
+        mut config: ClientConfig,
+        commands: mpsc::Receiver<Command>,
+        events: mpsc::Sender<Event>,
+        stats: Arc<Mutex<ClientStats>>,
+    ) -> Self {
+        let mut monitor = MonitorState::new();
+        for (table, cond) in std::mem::take(&mut config.conditions) {
+            monitor.set_condition(&table, cond);
+        }
+        Self {
+            config,
+            commands,
+            events,
+            stats,
+            monitor,
+            max_cluster_index: None,
+            queued: VecDeque::new(),
+            shutdown: false,
+        }
+    }
+
+    fn stat(&self, f: impl FnOnce(&mut ClientStats)) {
+        if let Ok(mut s) = self.stats.lock() {
+            f(&mut s);
+        }
+    }
+
+    pub(super) async fn run(mut self) {
+        let mut backoff = self.config.backoff_min;
+        let mut order: Vec<Remote> = Vec::new();
+        while !self.shutdown {
+            if order.is_empty() {
+                order.clone_from(&self.config.remotes);
+                order.shuffle(&mut rand::thread_rng());
+                order.reverse();
+            }
+            let Some(remote) = order.pop() else {
+                tracing::error!("no remotes configured");
+                return;
+            };
+            let started = Instant::now();
+            let end = match connect(&remote).await {
+                Ok(stream) => self.session(stream, &remote).await,
+                Err(e) => {
+                    self.stat(|s| s.connect_failures += 1);
+                    Err(End::Io(e.to_string()))
+                }
+            };
+            self.monitor.on_disconnect();
+            let healthy = match end {
+                Ok(()) | Err(End::Shutdown) => return,
+                Err(end) => {
+                    tracing::info!(remote = %remote, reason = %end, "OVSDB connection ended");
+                    if let End::Unsuitable(_) = end {
+                        self.stat(|s| s.unsuitable_servers += 1);
+                    }
+                    let _ = self
+                        .events
+                        .send(Event::Disconnected {
+                            remote: remote.to_string(),
+                            reason: end.to_string(),
+                        })
+                        .await;
+                    started.elapsed() > self.config.backoff_max
+                }
+            };
+            if healthy {
+                backoff = self.config.backoff_min;
+            }
+            // Wait, but keep serving commands (queued until connected).
+            let deadline = Instant::now() + backoff;
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep_until(deadline) => break,
+                    cmd = self.commands.recv() => match cmd {
+                        None | Some(Command::Shutdown) => return,
+                        Some(cmd) => self.offline_command(cmd),
+                    },
+                }
+            }
+            backoff = (backoff * 2).min(self.config.backoff_max);
+        }
+    }
+
+    fn offline_command(&mut self, cmd: Command) {
+        match cmd {
+            Command::SetCondition(table, cond, reply) => {
+                let _ = reply.send(self.monitor.set_condition(&table, cond));
+            }
+            Command::ResetClusterIndex => self.max_cluster_index = None,
+            Command::Shutdown => self.shutdown = true,
+            other => self.queued.push_back(other),
+        }
+    }
+
+    async fn session(&mut self, stream: Stream, remote: &Remote) -> Result<(), End> {
+        let (mut reader, writer) = tokio::io::split(stream);
+        let mut server = Replica::new(SERVER_DB);
+        server.add_table::<ServerDatabase>();
+        let mut s = Session {
+            writer,
+            next_id: 0,
+            pending: HashMap::new(),
+            phase: Phase::CheckingServer,
+            server,
+            resumed: false,
+            remote: remote.to_string(),
+        };
+        let result = self.session_loop(&mut s, &mut reader).await;
+        for (_, p) in s.pending.drain() {
+            match p {
+                Pending::Transact(_, reply) => {
+                    let _ = reply.send(Err(TxnError::Connection("connection lost".into())));
+                }
+                Pending::Request(reply) => {
+                    let _ = reply.send(Err(ClientError::ConnectionLost));
+                }
+                _ => {}
+            }
+        }
+        result
+    }
+
+    async fn session_loop(
+        &mut self,
+        s: &mut Session,
+        reader: &mut ReadHalf<Stream>,
+    ) -> Result<(), End> {
+        let db = self.config.database.clone();
+        let where_name = json!([["name", "==", db]]);
+        s.send(
+            "monitor_cond",
+            json!([SERVER_DB, ["monid", SERVER_DB],
+                   {"Database": [{"columns": <ServerDatabase as crate::wire::Row>::COLUMNS, "where": where_name}]}]),
+            Pending::ServerMonitor,
+        )
+        .await?;
+        let mut framer = Framer::with_limit(self.config.max_message);
+        let mut buf = vec![0u8; 256 * 1024];
+        let probe = self.config.probe_interval;
+        let mut last_rx = Instant::now();
+        let mut probe_sent = false;
+        loop {
+            let probe_at = probe.map(|p| last_rx + p);
+            tokio::select! {
+                read = reader.read(&mut buf) => {
+                    let n = read.map_err(|e| End::Io(e.to_string()))?;
+                    if n == 0 {
+                        return Err(End::Io("connection closed by peer".into()));
+                    }
+                    last_rx = Instant::now();
+                    probe_sent = false;
+                    framer.push(&buf[..n]);
+                    while let Some(frame) = framer.next_frame().map_err(|e| End::Protocol(e.to_string()))? {
+                        self.handle_frame(s, &frame).await?;
+                    }
+                }
+                cmd = self.commands.recv() => match cmd {
+                    None | Some(Command::Shutdown) => return Err(End::Shutdown),
+                    Some(cmd) => self.command(s, cmd).await?,
+                },
+                () = sleep_until_opt(probe_at) => {
+                    if probe_sent {
+                        self.stat(|st| st.probe_timeouts += 1);
+                        return Err(End::ProbeTimeout);
+                    }
+                    probe_sent = true;
+                    last_rx = Instant::now();
+                    self.stat(|st| st.probes_sent += 1);
+                    s.send("echo", json!([]), Pending::Ignore).await?;
+                }
+            }
+        }
+    }
+
+    async fn command(&mut self, s: &mut Session, cmd: Command) -> Result<(), End> {
+        if s.phase != Phase::Monitoring {
+            self.offline_command(cmd);
+            return Ok(());
+        }
+        match cmd {
+            Command::Transact(txn, reply) => {
+                let params = txn.to_params();
+                s.send("transact", params, Pending::Transact(txn, reply))
+                    .await
+            }
+            Command::Request(method, params, reply) => {
+                s.send(&method, params, Pending::Request(reply)).await
+            }
+            Command::SetCondition(table, cond, reply) => {
+                let _ = reply.send(self.monitor.set_condition(&table, cond));
+                self.send_condition_change(s).await
+            }
+            Command::ResetClusterIndex => {
+                self.max_cluster_index = None;
+                Ok(())
+            }
+            Command::Shutdown => Err(End::Shutdown),
+        }
+    }
+
+    async fn send_condition_change(&mut self, s: &mut Session) -> Result<(), End> {
+        if let Some(changes) = self.monitor.next_change() {
+            let id = json!(["monid", self.config.database]);
+            self.stat(|st| st.condition_changes_sent += 1);
+            s.send(
+                "monitor_cond_change",
+                MonitorState::change_params(&id, &changes),
+                Pending::CondChange,
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    async fn emit(&mut self, event: Event) -> Result<(), End> {
+        self.events.send(event).await.map_err(|_| End::Shutdown)
+    }
+
+    fn monitor_requests(
+        &self,
+        conditions: &std::collections::BTreeMap<String, crate::Condition>,
+    ) -> Value {
+        let mut obj = serde_json::Map::new();
+        for (table, columns) in &self.config.tables {
+            let mut req = json!({ "columns": columns });
+            if let Some(c) = conditions.get(table) {
+                req["where"] = json!(c);
+            }
+            obj.insert(table.clone(), json!([req]));
+        }
+        Value::Object(obj)
+    }
+
+    async fn start_data_monitor(&mut self, s: &mut Session, since: bool) -> Result<(), End> {
+        let init = self.monitor.start_monitor();
+        let requests = self.monitor_requests(&init.conditions);
+        let db = self.config.database.clone();
+        s.phase = Phase::Subscribing;
+        if since {
+            if init.last_txn_id.is_some() {
+                self.stat(|st| st.resume_attempts += 1);
+            }
+            let last = init.last_txn_id.unwrap_or_else(|| ZERO_TXN_ID.to_owned());
+            s.send(
+                "monitor_cond_since",
+                json!([db, ["monid", db], requests, last]),
+                Pending::Monitor { since: true },
+            )
+            .await
+        } else {
+            s.send(
+                "monitor_cond",
+                json!([db, ["monid", db], requests]),
+                Pending::Monitor { since: false },
+            )
+            .await
+        }
+    }
+
+    fn check_server(&mut self, s: &Session) -> Result<(), End> {
+        let row = s.server.table::<ServerDatabase>().and_then(|t| {
+            t.iter()
+                .map(|(_, r)| r)
+                .find(|r| r.name == self.config.database)
+        });
+        check_server(row, self.config.leader_only, &mut self.max_cluster_index)
+            .map_err(End::Unsuitable)
+    }
+
+    async fn handle_frame(&mut self, s: &mut Session, frame: &[u8]) -> Result<(), End> {
+        let msg = match Incoming::decode(frame) {
+            Ok(m) => m,
+            Err(e) => {
+                self.stat(|st| st.bad_messages += 1);
+                return Err(End::Protocol(e.to_string()));
+            }
+        };
+        match msg {
+            Incoming::Request { id, method, params } => {
+                if method == "echo" {
+                    let params: Value = serde_json::from_str(params.get()).unwrap_or(Value::Null);
+                    let bytes =
+                        encode_response(params, id).map_err(|e| End::Protocol(e.to_string()))?;
+                    s.write(&bytes).await?;
+                } else {
+                    tracing::debug!(%method, "ignoring request from server");
+                }
+                Ok(())
+            }
+            Incoming::Notification { method, params } => {
+                self.notification(s, &method, params).await
+            }
+            Incoming::Response { id, outcome } => {
+                let Some(pending) = id.as_u64().and_then(|n| s.pending.remove(&n)) else {
+                    tracing::debug!(%id, "reply to an unknown request");
+                    return Ok(());
+                };
+                self.response(s, pending, outcome).await
+            }
+        }
+    }
+
+    async fn notification(
+        &mut self,
+        s: &mut Session,
+        method: &str,
+        params: &RawValue,
+    ) -> Result<(), End> {
+        match method {
+            "update2" => {
+                let (monid, updates): (Value, &RawValue) = parse(params)?;
+                if monid == json!(["monid", SERVER_DB]) {
+                    s.server
+                        .apply_update(updates)
+                        .map_err(|e| End::Protocol(e.to_string()))?;
+                    return self.check_server(s);
+                }
+                self.stat(|st| st.updates += 1);
+                self.emit(Event::Update(updates.to_owned())).await
+            }
+            "update3" => {
+                let (_monid, txn_id, updates): (Value, String, &RawValue) = parse(params)?;
+                self.monitor.on_update3(&txn_id);
+                self.stat(|st| st.updates += 1);
+                self.emit(Event::Update(updates.to_owned())).await
+            }
+            "monitor_canceled" => Err(End::Protocol("server canceled the monitor".into())),
+            _ => {
+                tracing::debug!(%method, "ignoring notification");
+                Ok(())
+            }
+        }
+    }
+
+    async fn response(
+        &mut self,
+        s: &mut Session,
+        pending: Pending,
+        outcome: Result<&RawValue, Value>,
+    ) -> Result<(), End> {
+        match pending {
+            Pending::ServerMonitor => {
+                match outcome {
+                    Ok(updates) => {
+                        s.server
+                            .apply_snapshot(updates)
+                            .map_err(|e| End::Protocol(e.to_string()))?;
+                        self.check_server(s)?;
+                    }
+                    // A server without _Server (very old): treat as standalone.
+                    Err(e) => tracing::debug!(error = %e, "no _Server database"),
+                }
+                self.start_data_monitor(s, true).await
+            }
+            Pending::Monitor { since } => self.monitor_reply(s, since, outcome).await,
+            Pending::CondChange => {
+                match outcome {
+                    Ok(_) => {
+                        self.monitor.on_change_acked();
+                        self.stat(|st| st.condition_changes_acked += 1);
+                        let seq = self.monitor.acked_seqno();
+                        self.emit(Event::ConditionsAcked(seq)).await?;
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "monitor_cond_change refused");
+                        self.monitor.on_change_failed();
+                    }
+                }
+                self.send_condition_change(s).await
+            }
+            Pending::Transact(txn, reply) => {
+                let result = match outcome {
+                    Ok(raw) => serde_json::from_str::<Value>(raw.get())
+                        .map_err(|e| TxnError::Malformed(e.to_string()))
+                        .and_then(|v| txn.decode_reply(&v)),
+                    Err(e) => Err(TxnError::Rpc(e.to_string())),
+                };
+                let _ = reply.send(result);
+                Ok(())
+            }
+            Pending::Request(reply) => {
+                let result = match outcome {
+                    Ok(raw) => serde_json::from_str(raw.get())
+                        .map_err(|e| ClientError::Server(e.to_string())),
+                    Err(e) => Err(ClientError::Server(e.to_string())),
+                };
+                let _ = reply.send(result);
+                Ok(())
+            }
+            Pending::Ignore => Ok(()),
+        }
+    }
+
+    async fn monitor_reply(
+        &mut self,
+        s: &mut Session,
+        since: bool,
+        outcome: Result<&RawValue, Value>,
+    ) -> Result<(), End> {
+        let result = match outcome {
+            Ok(r) => r,
+            Err(e) if since => {
+                tracing::info!(error = %e, "monitor_cond_since refused, falling back to monitor_cond");
+                self.monitor.on_disconnect();
+                self.monitor.reset_resume();
+                return self.start_data_monitor(s, false).await;
+            }
+            Err(e) => return Err(End::Protocol(format!("monitor_cond failed: {e}"))),
+        };
+        let (found, txn_id, updates) = if since {
+            let (found, txn_id, updates): (bool, String, &RawValue) = parse(result)?;
+            (found, Some(txn_id), updates)
+        } else {
+            (false, None, result)
+        };
+        self.monitor.on_monitor_reply(txn_id);
+        if found {
+            s.resumed = true;
+            self.stat(|st| st.resumed += 1);
+            self.emit(Event::Update(updates.to_owned())).await?;
+        } else {
+            self.stat(|st| st.snapshots += 1);
+            self.emit(Event::Snapshot(updates.to_owned())).await?;
+        }
+        s.phase = Phase::Monitoring;
+        self.stat(|st| st.connections += 1);
+        s.send("set_db_change_aware", json!([true]), Pending::Ignore)
+            .await?;
+        let event = Event::Connected {
+            remote: s.remote.clone(),
+            resumed: s.resumed,
+        };
+        self.emit(event).await?;
+        let seq = self.monitor.acked_seqno();
+        self.emit(Event::ConditionsAcked(seq)).await?;
+        self.send_condition_change(s).await?;
+        while let Some(cmd) = self.queued.pop_front() {
+            self.command(s, cmd).await?;
+        }
+        Ok(())
+    }
+}
+
+impl Session {
+    async fn write(&mut self, bytes: &[u8]) -> Result<(), End> {
+        self.writer
+            .write_all(bytes)
+            .await
+            .map_err(|e| End::Io(e.to_string()))
+    }
+
+    async fn send(&mut self, method: &str, params: Value, pending: Pending) -> Result<(), End> {
+        self.next_id += 1;
+        let id = self.next_id;
+        let bytes =
+            encode_request(method, params, json!(id)).map_err(|e| End::Protocol(e.to_string()))?;
+        self.pending.insert(id, pending);
+        self.write(&bytes).await
+    }
+}
+
+fn parse<'a, T: serde::Deserialize<'a>>(raw: &'a RawValue) -> Result<T, End> {
+    serde_json::from_str(raw.get()).map_err(|e| End::Protocol(format!("bad params: {e}")))
+}
+
+async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
