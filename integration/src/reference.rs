@@ -5,6 +5,7 @@
 
 use crate::central::Central;
 use crate::error::Result;
+use crate::scenario::attach_router_port;
 
 #[derive(Debug, Clone, Copy)]
 pub struct Scenario {
@@ -80,29 +81,7 @@ fn two_subnets(central: &Central) -> Result<()> {
         ("sw0", "00:00:00:00:ff:01", "10.0.0.1/24"),
         ("sw1", "00:00:00:00:ff:02", "20.0.0.1/24"),
     ] {
-        let lrp = format!("lr0-{sw}");
-        let lsp = format!("{sw}-lr0");
-        nb(central, &["lrp-add", "lr0", &lrp, mac, net])?;
-        nb(
-            central,
-            &[
-                "lsp-add",
-                sw,
-                &lsp,
-                "--",
-                "lsp-set-type",
-                &lsp,
-                "router",
-                "--",
-                "lsp-set-addresses",
-                &lsp,
-                "router",
-                "--",
-                "lsp-set-options",
-                &lsp,
-                &format!("router-port={lrp}"),
-            ],
-        )?;
+        attach_router_port(central, "lr0", sw, mac, net)?;
     }
     vm(central, "sw0", "sw0-p1", "50:54:00:00:00:01 10.0.0.11")?;
     vm(central, "sw0", "sw0-p2", "50:54:00:00:00:02 10.0.0.12")?;
@@ -241,35 +220,12 @@ fn acl(central: &Central) -> Result<()> {
 fn router_nat_dgp(central: &Central) -> Result<()> {
     two_subnets(central)?;
     nb(central, &["ls-add", "public"])?;
-    nb(
+    attach_router_port(
         central,
-        &[
-            "lrp-add",
-            "lr0",
-            "lr0-public",
-            "00:00:20:20:12:13",
-            "172.168.0.100/24",
-        ],
-    )?;
-    nb(
-        central,
-        &[
-            "lsp-add",
-            "public",
-            "public-lr0",
-            "--",
-            "lsp-set-type",
-            "public-lr0",
-            "router",
-            "--",
-            "lsp-set-addresses",
-            "public-lr0",
-            "router",
-            "--",
-            "lsp-set-options",
-            "public-lr0",
-            "router-port=lr0-public",
-        ],
+        "lr0",
+        "public",
+        "00:00:20:20:12:13",
+        "172.168.0.100/24",
     )?;
     nb(
         central,

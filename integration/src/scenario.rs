@@ -43,18 +43,29 @@ pub fn add_switch(central: &Central, switch: &str, ports: &[VmPort]) -> Result<(
 pub fn add_router(central: &Central, name: &str, ports: &[RouterPort]) -> Result<()> {
     central.nbctl(&["lr-add", name])?;
     for port in ports {
-        let lrp = format!("{name}-{}", port.switch);
-        let lsp = format!("{}-{name}", port.switch);
-        central.nbctl(&[
-            "lrp-add",
-            name,
-            &lrp,
-            &port.mac.to_string(),
-            &format!("{}/{}", port.ip, port.prefix),
-        ])?;
-        central.nbctl(&[
+        let network = format!("{}/{}", port.ip, port.prefix);
+        attach_router_port(central, name, port.switch, &port.mac.to_string(), &network)?;
+    }
+    Ok(())
+}
+
+/// Joins existing router `router` to existing switch `switch`: router port `<router>-<switch>`
+/// with `mac` and `network` (`address/prefix`), and its peer, the switch port
+/// `<switch>-<router>` of type `router`.
+pub fn attach_router_port(
+    central: &Central,
+    router: &str,
+    switch: &str,
+    mac: &str,
+    network: &str,
+) -> Result<()> {
+    let lrp = format!("{router}-{switch}");
+    let lsp = format!("{switch}-{router}");
+    central.nbctl(&["lrp-add", router, &lrp, mac, network])?;
+    central
+        .nbctl(&[
             "lsp-add",
-            port.switch,
+            switch,
             &lsp,
             "--",
             "lsp-set-type",
@@ -68,9 +79,8 @@ pub fn add_router(central: &Central, name: &str, ports: &[RouterPort]) -> Result
             "lsp-set-options",
             &lsp,
             &format!("router-port={lrp}"),
-        ])?;
-    }
-    Ok(())
+        ])
+        .map(drop)
 }
 
 /// Waits until the Northbound `up` column of logical switch port `port` is true, i.e. some
