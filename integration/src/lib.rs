@@ -17,6 +17,7 @@ pub mod host;
 pub mod lab;
 pub mod network;
 pub mod oracle;
+pub mod ovsdb_cluster;
 pub mod packet;
 pub mod pcap;
 pub mod reference;
