@@ -932,32 +932,26 @@ impl AParser<'_> {
             };
             self.p.expect(&Token::Equals, "`='")?;
             let mut values = Vec::new();
+            // Values are constants or `{}` sets of constants, as in matches.
+            let is_const =
+                |t: &Token| matches!(t, Token::Str(_) | Token::Int { .. } | Token::Masked { .. });
             if self.p.peek() == &Token::LCurly {
                 self.p.bump();
                 while self.p.peek() != &Token::RCurly {
-                    if self.p.peek() == &Token::End {
-                        return Err(self.err("unterminated set"));
-                    }
                     let t = self.p.bump();
-                    if t != Token::Comma {
+                    if is_const(&t) {
                         values.push(t);
+                    } else if t != Token::Comma {
+                        return Err(self.err("Syntax error: expecting constant"));
                     }
                 }
                 self.p.bump();
             } else {
-                // A bare value runs until the next `,` that is followed by `name =`, or `)`.
-                loop {
-                    match self.p.peek() {
-                        Token::RParen | Token::End => break,
-                        Token::Comma
-                            if matches!(self.p.peek_at(1), Token::Id(_))
-                                && self.p.peek_at(2) == &Token::Equals =>
-                        {
-                            break
-                        }
-                        _ => values.push(self.p.bump()),
-                    }
+                let t = self.p.bump();
+                if !is_const(&t) {
+                    return Err(self.err("Syntax error: expecting constant"));
                 }
+                values.push(t);
             }
             out.push(OptArg { name, values });
             if self.p.peek() == &Token::Comma {

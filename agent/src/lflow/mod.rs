@@ -2,9 +2,13 @@
 
 pub mod actions;
 pub mod annotate;
+pub mod controller;
+pub mod encode;
 pub mod error;
 pub mod expr;
 pub mod fields;
+pub mod flows;
+pub mod layout;
 pub mod lexer;
 pub mod normalize;
 pub mod ofaction;

@@ -166,10 +166,20 @@ impl fmt::Display for OfAction {
         match self {
             Self::Resubmit(t) => write!(f, "resubmit(,{t})"),
             Self::SetField { field, value, mask } => {
-                let full = Subfield::whole(*field).mask();
+                // OVS compares the mask with all-ones over the field's bytes, not its bits.
+                let bytes = field.n_bytes() as u32 * 8;
+                let full = if bytes >= 128 {
+                    u128::MAX
+                } else {
+                    (1u128 << bytes) - 1
+                };
                 write!(f, "set_field:{}", fmt_value(*field, *value))?;
                 if *mask != full {
-                    write!(f, "/{}", fmt_value(*field, *mask))?;
+                    let m = match field.value_format() {
+                        ValueFormat::Decimal => format!("{mask:#x}"),
+                        _ => fmt_value(*field, *mask),
+                    };
+                    write!(f, "/{m}")?;
                 }
                 write!(f, "->{}", field.name())
             }

@@ -282,7 +282,6 @@ impl fmt::Display for OfMatch {
             skip_type = true;
             let name = match (t, nw_proto) {
                 (0x800, Some(1)) => Some("icmp"),
-                (0x800, Some(2)) => Some("igmp"),
                 (0x800, Some(6)) => Some("tcp"),
                 (0x800, Some(17)) => Some("udp"),
                 (0x800, Some(132)) => Some("sctp"),

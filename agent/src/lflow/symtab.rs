@@ -389,11 +389,7 @@ fn build() -> SymbolTable {
         "ip6.src == fe80::/10 && icmp6.type == {130, 131, 132}",
         Nominal,
     );
-    b.predicate(
-        "mldv2",
-        "ip6.src == fe80::/10 && icmp6.type == 143",
-        Nominal,
-    );
+    b.predicate("mldv2", "ip6.dst == ff02::16 && icmp6.type == 143", Nominal);
 
     b.predicate("tcp", "ip.proto == 6", Nominal);
     b.field("tcp.src", TcpSrc, Some("tcp"), false);

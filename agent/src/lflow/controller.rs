@@ -1,0 +1,414 @@
+//! Userdata payloads of controller actions (opcodes, DHCP/ND options, events) and the
+//! `learn` actions of ECMP symmetric reply and LB affinity.
+
+use std::fmt::Write as _;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use super::actions::OptArg;
+use super::error::{semantic, Result};
+use super::layout::TableLayout;
+use super::lexer::{IntFormat, Token};
+use super::ofaction::{OfAction, Subfield};
+
+/// 8-byte userdata header: be32 opcode and 4 zero bytes.
+pub fn header(opcode: u32) -> Vec<u8> {
+    let mut v = opcode.to_be_bytes().to_vec();
+    v.extend_from_slice(&[0; 4]);
+    v
+}
+
+/// The OF1.5 header of a result field and the bit offset, for "pause" opcodes.
+pub fn put_result_dst(ud: &mut Vec<u8>, dst: &Subfield) {
+    let (class, field) = dst.field.oxm15_header();
+    ud.extend_from_slice(&class.to_be_bytes());
+    ud.push(field << 1);
+    ud.push(dst.field.n_bytes() as u8);
+    ud.extend_from_slice(&dst.ofs.to_be_bytes());
+}
+
+fn ipv4s(o: &OptArg) -> Result<Vec<u8>> {
+    let mut v = Vec::new();
+    for t in &o.values {
+        match t {
+            Token::Int {
+                value,
+                format: IntFormat::Ipv4,
+            } => v.extend_from_slice(&(*value as u32).to_be_bytes()),
+            _ => return semantic(format!("{}: expecting IPv4 address", o.name)),
+        }
+    }
+    Ok(v)
+}
+
+fn uint(o: &OptArg, n: usize) -> Result<Vec<u8>> {
+    match o.values.as_slice() {
+        [Token::Int { value, .. }] => Ok(value.to_be_bytes()[16 - n..].to_vec()),
+        _ => semantic(format!("{}: expecting integer", o.name)),
+    }
+}
+
+fn string(o: &OptArg) -> Result<Vec<u8>> {
+    match o.values.as_slice() {
+        [Token::Str(s)] => Ok(s.as_bytes().to_vec()),
+        _ => semantic(format!("{}: expecting string", o.name)),
+    }
+}
+
+fn dns_labels(names: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    for name in names.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        for label in name.split('.').filter(|l| !l.is_empty()) {
+            out.push(label.len() as u8);
+            out.extend_from_slice(label.as_bytes());
+        }
+        out.push(0);
+    }
+    out
+}
+
+/// DHCPv4 option catalogue (SB `DHCP_Options`, as northd fills it): name to (code, type).
+fn dhcpv4_option(name: &str) -> Option<(u8, &'static str)> {
+    Some(match name {
+        "offerip" => (0, "ipv4"),
+        "netmask" => (1, "ipv4"),
+        "router" => (3, "ipv4"),
+        "dns_server" => (6, "ipv4"),
+        "log_server" => (7, "ipv4"),
+        "lpr_server" => (9, "ipv4"),
+        "hostname" => (12, "str"),
+        "domain_name" => (15, "str"),
+        "swap_server" => (16, "ipv4"),
+        "ip_forward_enable" => (19, "bool"),
+        "policy_filter" => (21, "ipv4"),
+        "default_ttl" => (23, "uint8"),
+        "mtu" => (26, "uint16"),
+        "broadcast_address" => (28, "ipv4"),
+        "router_discovery" => (31, "bool"),
+        "router_solicitation" => (32, "ipv4"),
+        "arp_cache_timeout" => (35, "uint32"),
+        "ethernet_encap" => (36, "bool"),
+        "tcp_ttl" => (37, "uint8"),
+        "tcp_keepalive_interval" => (38, "uint32"),
+        "nis_server" => (41, "ipv4"),
+        "ntp_server" => (42, "ipv4"),
+        "netbios_name_server" => (44, "ipv4"),
+        "netbios_node_type" => (46, "uint8"),
+        "lease_time" => (51, "uint32"),
+        "server_id" => (54, "ipv4"),
+        "T1" => (58, "uint32"),
+        "T2" => (59, "uint32"),
+        "tftp_server" => (66, "host_id"),
+        "bootfile_name" => (67, "str"),
+        "domain_search_list" => (119, "domains"),
+        "classless_static_route" => (121, "static_routes"),
+        "tftp_server_address" => (150, "ipv4"),
+        "path_prefix" => (210, "str"),
+        "ms_classless_static_route" => (249, "static_routes"),
+        "wpad" => (252, "str"),
+        "next_server" => (253, "ipv4"),
+        "bootfile_name_alt" => (254, "str"),
+        _ => return None,
+    })
+}
+
+fn static_routes(o: &OptArg) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    for pair in o.values.chunks(2) {
+        let (net, plen) = match &pair[0] {
+            Token::Masked {
+                value,
+                mask,
+                format: IntFormat::Ipv4,
+            } => (*value as u32, mask.count_ones()),
+            Token::Int {
+                value,
+                format: IntFormat::Ipv4,
+            } => (*value as u32, 32),
+            _ => return semantic("static route: expecting prefix"),
+        };
+        let Some(Token::Int {
+            value: gw,
+            format: IntFormat::Ipv4,
+        }) = pair.get(1)
+        else {
+            return semantic("static route: expecting router");
+        };
+        out.push(plen as u8);
+        out.extend_from_slice(&net.to_be_bytes()[..plen.div_ceil(8) as usize]);
+        out.extend_from_slice(&(*gw as u32).to_be_bytes());
+    }
+    Ok(out)
+}
+
+pub fn put_dhcpv4_opts(ud: &mut Vec<u8>, opts: &[OptArg]) -> Result<()> {
+    let offer =
+        opts.iter()
+            .find(|o| o.name == "offerip")
+            .ok_or(super::error::LflowError::Semantic(
+                "put_dhcp_opts requires offerip".into(),
+            ))?;
+    ud.extend_from_slice(&ipv4s(offer)?);
+    // bootfile_name (67), then 254, then 253 go first; the rest in written order.
+    let rank = |o: &&OptArg| match o.name.as_str() {
+        "bootfile_name" => 0,
+        "bootfile_name_alt" => 1,
+        "next_server" => 2,
+        _ => 3,
+    };
+    let mut ordered: Vec<&OptArg> = opts.iter().filter(|o| o.name != "offerip").collect();
+    ordered.sort_by_key(rank);
+    for o in ordered {
+        let (code, ty) = dhcpv4_option(&o.name).ok_or(super::error::LflowError::Semantic(
+            format!("unknown DHCP option {}", o.name),
+        ))?;
+        let value = match ty {
+            "ipv4" => ipv4s(o)?,
+            "str" => string(o)?,
+            "bool" | "uint8" => uint(o, 1)?,
+            "uint16" => uint(o, 2)?,
+            "uint32" => uint(o, 4)?,
+            "host_id" => match o.values.as_slice() {
+                [Token::Int {
+                    value,
+                    format: IntFormat::Ipv4,
+                }] => (*value as u32).to_be_bytes().to_vec(),
+                _ => string(o)?,
+            },
+            "domains" => dns_labels(&String::from_utf8_lossy(&string(o)?)),
+            _ => static_routes(o)?,
+        };
+        ud.push(code);
+        ud.push(value.len() as u8);
+        ud.extend_from_slice(&value);
+    }
+    Ok(())
+}
+
+pub fn put_dhcpv6_opts(ud: &mut Vec<u8>, opts: &[OptArg]) -> Result<()> {
+    for o in opts {
+        let (code, value) = match o.name.as_str() {
+            "server_id" => match o.values.as_slice() {
+                [Token::Int {
+                    value,
+                    format: IntFormat::Ethernet,
+                }] => (2u16, value.to_be_bytes()[10..].to_vec()),
+                _ => return semantic("server_id: expecting MAC"),
+            },
+            "ia_addr" | "dns_server" => {
+                let mut v = Vec::new();
+                for t in &o.values {
+                    let Token::Int {
+                        value,
+                        format: IntFormat::Ipv6,
+                    } = t
+                    else {
+                        return semantic("expecting IPv6 address");
+                    };
+                    v.extend_from_slice(&value.to_be_bytes());
+                }
+                (if o.name == "ia_addr" { 5 } else { 23 }, v)
+            }
+            "domain_search" => (24, string(o)?),
+            _ => return semantic(format!("unknown DHCPv6 option {}", o.name)),
+        };
+        ud.extend_from_slice(&code.to_be_bytes());
+        ud.extend_from_slice(&(value.len() as u16).to_be_bytes());
+        ud.extend_from_slice(&value);
+    }
+    Ok(())
+}
+
+pub fn put_nd_ra_opts(ud: &mut Vec<u8>, opts: &[OptArg]) -> Result<()> {
+    let get_str = |n: &str| {
+        opts.iter()
+            .find(|o| o.name == n)
+            .and_then(|o| string(o).ok())
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+    };
+    let mode = get_str("addr_mode").ok_or(super::error::LflowError::Semantic(
+        "put_nd_ra_opts requires addr_mode".into(),
+    ))?;
+    let mut flags = match mode.as_str() {
+        "dhcpv6_stateful" => 0x80u8,
+        "dhcpv6_stateless" => 0x40,
+        "slaac" => 0,
+        _ => return semantic("invalid addr_mode"),
+    };
+    match get_str("prf").as_deref() {
+        Some("HIGH") => flags |= 0x08,
+        Some("LOW") => flags |= 0x18,
+        _ => {}
+    }
+    ud.extend_from_slice(&[134, 0, 0, 0, 255, flags, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0]);
+    for o in opts {
+        match o.name.as_str() {
+            "slla" => {
+                let [Token::Int {
+                    value,
+                    format: IntFormat::Ethernet,
+                }] = o.values.as_slice()
+                else {
+                    return semantic("slla: expecting MAC");
+                };
+                ud.extend_from_slice(&[1, 1]);
+                ud.extend_from_slice(&value.to_be_bytes()[10..]);
+            }
+            "mtu" => {
+                ud.extend_from_slice(&[5, 1, 0, 0]);
+                ud.extend_from_slice(&uint(o, 4)?);
+            }
+            "prefix" => {
+                for t in &o.values {
+                    let Token::Masked {
+                        value,
+                        mask,
+                        format: IntFormat::Ipv6,
+                    } = t
+                    else {
+                        return semantic("prefix: expecting IPv6 prefix");
+                    };
+                    let a_flag = if flags & 0x80 == 0 { 0x40 } else { 0 };
+                    ud.extend_from_slice(&[3, 4, mask.count_ones() as u8, 0x80 | a_flag]);
+                    ud.extend_from_slice(&[0xff; 8]);
+                    ud.extend_from_slice(&[0; 4]);
+                    ud.extend_from_slice(&value.to_be_bytes());
+                }
+            }
+            "rdnss" => {
+                for t in &o.values {
+                    let Token::Int {
+                        value,
+                        format: IntFormat::Ipv6,
+                    } = t
+                    else {
+                        return semantic("rdnss: expecting IPv6");
+                    };
+                    ud.extend_from_slice(&[25, 3, 0, 0, 0xff, 0xff, 0xff, 0xff]);
+                    ud.extend_from_slice(&value.to_be_bytes());
+                }
+            }
+            "dnssl" => {
+                let mut body = dns_labels(&String::from_utf8_lossy(&string(o)?));
+                while !(body.len() + 8).is_multiple_of(8) {
+                    body.push(0);
+                }
+                ud.extend_from_slice(&[
+                    31,
+                    ((body.len() + 8) / 8) as u8,
+                    0,
+                    0,
+                    0xff,
+                    0xff,
+                    0xff,
+                    0xff,
+                ]);
+                ud.extend_from_slice(&body);
+            }
+            "addr_mode" | "prf" | "route_info" => {}
+            other => return semantic(format!("unknown ND RA option {other}")),
+        }
+    }
+    Ok(())
+}
+
+pub fn trigger_event(event: &str, opts: &[(String, String)]) -> Result<Vec<u8>> {
+    if event != "empty_lb_backends" {
+        return semantic(format!("unknown event {event}"));
+    }
+    let mut ud = header(15);
+    ud.extend_from_slice(&0u32.to_be_bytes());
+    for (k, v) in opts {
+        let code: u16 = match k.as_str() {
+            "vip" => 1,
+            "protocol" => 2,
+            "load_balancer" => 3,
+            _ => return semantic(format!("unknown event option {k}")),
+        };
+        ud.extend_from_slice(&code.to_be_bytes());
+        ud.extend_from_slice(&(v.len() as u16).to_be_bytes());
+        ud.extend_from_slice(v.as_bytes());
+    }
+    Ok(ud)
+}
+
+fn l4_names(proto: &str) -> Result<(u8, &'static str, &'static str)> {
+    Ok(match proto {
+        "tcp" => (6, "NXM_OF_TCP_SRC[]", "NXM_OF_TCP_DST[]"),
+        "udp" => (17, "NXM_OF_UDP_SRC[]", "NXM_OF_UDP_DST[]"),
+        "sctp" => (132, "OXM_OF_SCTP_SRC[]", "OXM_OF_SCTP_DST[]"),
+        _ => return semantic(format!("unknown protocol {proto}")),
+    })
+}
+
+pub fn commit_ecmp_nh(ipv6: bool, proto: &str, l: &TableLayout) -> Result<Vec<OfAction>> {
+    let (nw_proto, sp, dp) = l4_names(proto)?;
+    let (ty, src, dst) = if ipv6 {
+        ("0x86dd", "NXM_NX_IPV6_SRC[]", "NXM_NX_IPV6_DST[]")
+    } else {
+        ("0x800", "NXM_OF_IP_SRC[]", "NXM_OF_IP_DST[]")
+    };
+    let common = "idle_timeout=20,hard_timeout=30,delete_learned,OXM_OF_METADATA[]";
+    let load = "load:0x1->NXM_NX_REG10[13]";
+    Ok(vec![
+        OfAction::Text(format!("learn(table={},{common},NXM_OF_ETH_SRC[],eth_type={ty},{src},{dst},nw_proto={nw_proto},{sp},{dp},{load})", l.ecmp_nh_mac)),
+        OfAction::Text(format!("learn(table={},{common},eth_type={ty},{src}={dst},{dst}={src},nw_proto={nw_proto},{sp}={dp},{dp}={sp},{load})", l.ecmp_nh)),
+    ])
+}
+
+fn ip_port(s: &str) -> Result<(IpAddr, Option<u16>)> {
+    let bad = || super::error::LflowError::Semantic(format!("invalid address {s}"));
+    if let Some(rest) = s.strip_prefix('[') {
+        let (a, p) = rest.split_once("]:").ok_or_else(bad)?;
+        return Ok((
+            IpAddr::V6(a.parse::<Ipv6Addr>().map_err(|_| bad())?),
+            Some(p.parse().map_err(|_| bad())?),
+        ));
+    }
+    if let Ok(a) = s.parse::<IpAddr>() {
+        return Ok((a, None));
+    }
+    let (a, p) = s.rsplit_once(':').ok_or_else(bad)?;
+    Ok((
+        IpAddr::V4(a.parse::<Ipv4Addr>().map_err(|_| bad())?),
+        Some(p.parse().map_err(|_| bad())?),
+    ))
+}
+
+pub fn commit_lb_aff(
+    vip: &str,
+    backend: &str,
+    proto: Option<&str>,
+    timeout: u32,
+    is_switch: bool,
+    l: &TableLayout,
+) -> Result<OfAction> {
+    let (vip_ip, vip_port) = ip_port(vip)?;
+    let (be_ip, be_port) = ip_port(backend)?;
+    let mut s = format!(
+        "learn(table={},idle_timeout={timeout},delete_learned,OXM_OF_METADATA[],",
+        l.chk_lb_affinity
+    );
+    let _ = match vip_ip {
+        IpAddr::V4(a) => write!(s, "eth_type=0x800,NXM_OF_IP_SRC[],ip_dst={a},"),
+        IpAddr::V6(a) => write!(s, "eth_type=0x86dd,NXM_NX_IPV6_SRC[],ipv6_dst={a},"),
+    };
+    if let (Some(p), Some(proto)) = (vip_port, proto) {
+        let (n, _, _) = l4_names(proto)?;
+        let _ = write!(s, "nw_proto={n},{proto}_dst={p},");
+    }
+    s.push_str("load:0x1->NXM_NX_REG10[14],");
+    let _ = match be_ip {
+        IpAddr::V4(a) => write!(s, "load:{:#x}->NXM_NX_REG4[]", u32::from(a)),
+        IpAddr::V6(a) => write!(
+            s,
+            "load:{:#x}->NXM_NX_XXREG{}[]",
+            u128::from(a),
+            u8::from(!is_switch)
+        ),
+    };
+    if let Some(p) = be_port {
+        let _ = write!(s, ",load:{p:#x}->NXM_NX_REG8[0..15]");
+    }
+    s.push(')');
+    Ok(OfAction::Text(s))
+}

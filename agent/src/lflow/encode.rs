@@ -1,0 +1,685 @@
+//! Action encoding: OVN actions to OpenFlow actions (as ovn-controller 23.03.1 does).
+
+use super::actions::{Action, CtNatKind, FieldRef, LbBackend, Pipeline, ResultFn, Rhs};
+use super::controller;
+use super::error::{semantic, LflowError, Result};
+use super::fields::MfField;
+use super::layout::TableLayout;
+use super::ofaction::{encode_of15, Nat, OfAction, Subfield};
+use super::symtab::OvnField;
+
+/// Chassis state the encoder consults. Implementations use interior mutability for ids.
+pub trait EncodeEnv {
+    /// Tunnel key of a port or multicast group of the lflow's datapath.
+    fn port_key(&self, name: &str) -> Option<u32>;
+    /// Group id for a group description (allocated on first use).
+    fn group_id(&self, description: &str) -> Option<u32>;
+    /// Meter id for a meter description (allocated on first use).
+    fn meter_id(&self, description: &str) -> Option<u32>;
+    /// Meter id of a named (NB `Meter`) meter.
+    fn named_meter(&self, name: &str) -> Option<u32>;
+    /// Whether a `Flow_Sample_Collector_Set` with this id exists on br-int.
+    fn collector_set_exists(&self, _id: u32) -> bool {
+        false
+    }
+}
+
+/// Per-lflow encoding parameters.
+#[derive(Clone, Debug)]
+pub struct EncodeParams {
+    pub pipeline: Pipeline,
+    pub table: u32,
+    pub layout: TableLayout,
+    pub is_switch: bool,
+    /// The router has `snat-ct-zone`, so `*_in_czone` actions use the SNAT zone.
+    pub common_zone_is_snat: bool,
+    pub controller_meter: Option<u32>,
+    pub lflow_uuid: String,
+    pub dp_key: u32,
+}
+
+pub struct Encoder<'a> {
+    pub env: &'a dyn EncodeEnv,
+    pub p: &'a EncodeParams,
+}
+
+fn sub(f: &FieldRef) -> Subfield {
+    Subfield {
+        field: f.field,
+        ofs: f.ofs,
+        n_bits: f.n_bits,
+    }
+}
+
+fn zone(reg: u8) -> Subfield {
+    Subfield {
+        field: MfField::Reg(reg),
+        ofs: 0,
+        n_bits: 16,
+    }
+}
+
+fn reg10_bit(bit: u32) -> Subfield {
+    Subfield {
+        field: MfField::Reg(10),
+        ofs: bit,
+        n_bits: 1,
+    }
+}
+
+fn clear_flag(bit: u32) -> OfAction {
+    OfAction::SetField {
+        field: MfField::Reg(10),
+        value: 0,
+        mask: 1 << bit,
+    }
+}
+
+/// A value loaded into a register argument: from a field or a constant.
+enum ArgSrc {
+    Field(Subfield),
+}
+
+impl Encoder<'_> {
+    fn table_of(&self, pipeline: Pipeline, t: u32) -> Result<u8> {
+        self.p
+            .layout
+            .logical_table(pipeline, t)
+            .ok_or(LflowError::TableOutOfRange { table: t })
+    }
+
+    fn next_table(&self) -> Result<u8> {
+        self.table_of(self.p.pipeline, self.p.table + 1)
+    }
+
+    fn output_table(&self, pipeline: Pipeline) -> u8 {
+        match pipeline {
+            Pipeline::Ingress => self.p.layout.output_entry,
+            Pipeline::Egress => self.p.layout.save_inport,
+        }
+    }
+
+    /// The ct zone of `ct_next`, `ct_commit`, `ct_lb*`: per-port on switches, DNAT zone on routers.
+    fn default_zone(&self) -> Subfield {
+        zone(if self.p.is_switch { 13 } else { 11 })
+    }
+
+    pub fn encode(&self, actions: &[Action]) -> Result<Vec<OfAction>> {
+        let mut out = Vec::new();
+        for a in actions {
+            self.encode_one(a, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    fn controller(&self, userdata: Vec<u8>, pause: bool) -> OfAction {
+        OfAction::Controller {
+            userdata,
+            pause,
+            meter_id: self.p.controller_meter,
+        }
+    }
+
+    /// The stack-based argument protocol: save destinations, load sources, run `body`,
+    /// restore destinations.
+    fn with_args(
+        args: &[(Subfield, ArgSrc)],
+        out: &mut Vec<OfAction>,
+        body: impl FnOnce(&mut Vec<OfAction>),
+    ) {
+        let used: Vec<&(Subfield, ArgSrc)> = args
+            .iter()
+            .filter(|(dst, ArgSrc::Field(src))| src.field != dst.field)
+            .collect();
+        for (dst, _) in &used {
+            out.push(OfAction::Push(*dst));
+        }
+        for (_, ArgSrc::Field(src)) in used.iter().rev() {
+            out.push(OfAction::Push(*src));
+        }
+        for (dst, _) in &used {
+            out.push(OfAction::Pop(*dst));
+        }
+        body(out);
+        for (dst, _) in used.iter().rev() {
+            out.push(OfAction::Pop(*dst));
+        }
+    }
+
+    fn nested_userdata(&self, opcode: u32, inner: &[Action]) -> Result<Vec<u8>> {
+        let mut ud = controller::header(opcode);
+        let acts = self.encode(inner)?;
+        encode_of15(&acts, &mut ud).map_err(|e| LflowError::Semantic(e.to_string()))?;
+        Ok(ud)
+    }
+
+    fn encode_one(&self, a: &Action, out: &mut Vec<OfAction>) -> Result<()> {
+        let ip_arg = |v6: bool| {
+            Subfield::whole(if v6 {
+                MfField::Xxreg(0)
+            } else {
+                MfField::Reg(0)
+            })
+        };
+        match a {
+            Action::Next { pipeline, table } => {
+                out.push(OfAction::Resubmit(self.table_of(*pipeline, *table)?));
+            }
+            Action::Output => out.push(OfAction::Resubmit(self.output_table(self.p.pipeline))),
+            Action::Load { dst, value } => {
+                let (v, m) = match value {
+                    Rhs::Int { value, mask } => {
+                        let width_mask = Subfield {
+                            field: dst.field,
+                            ofs: 0,
+                            n_bits: dst.n_bits,
+                        }
+                        .mask();
+                        let m = mask.unwrap_or(u128::MAX) & width_mask;
+                        (value & m, m)
+                    }
+                    Rhs::Str(name) => (
+                        u128::from(self.env.port_key(name).unwrap_or(0)),
+                        0xffff_ffff,
+                    ),
+                    Rhs::Field(_) => return semantic("internal: field load"),
+                };
+                if m == 0 {
+                    return Ok(());
+                }
+                out.push(OfAction::SetField {
+                    field: dst.field,
+                    value: v << dst.ofs,
+                    mask: m << dst.ofs,
+                });
+            }
+            Action::Move { dst, src } => out.push(OfAction::Move {
+                src: sub(src),
+                dst: sub(dst),
+            }),
+            Action::Exchange { a, b } => {
+                out.extend([
+                    OfAction::Push(sub(b)),
+                    OfAction::Push(sub(a)),
+                    OfAction::Pop(sub(b)),
+                    OfAction::Pop(sub(a)),
+                ]);
+            }
+            Action::Push(f) => out.push(OfAction::Push(sub(f))),
+            Action::Pop(f) => out.push(OfAction::Pop(sub(f))),
+            Action::DecTtl => out.push(OfAction::DecTtl),
+            Action::CtNext => out.push(OfAction::Ct {
+                commit: false,
+                table: Some(self.next_table()?),
+                zone: self.default_zone(),
+                nat: None,
+                exec: vec![],
+            }),
+            Action::CtCommit(inner) => {
+                let exec = self.encode(inner)?;
+                // Always encoded where it stands (23.03.1 drops it when it is not first).
+                out.push(OfAction::Ct {
+                    commit: true,
+                    table: None,
+                    zone: self.default_zone(),
+                    nat: Some(Nat::Typed {
+                        src: true,
+                        addr: None,
+                        ports: None,
+                    }),
+                    exec,
+                });
+            }
+            Action::CtCommitV1 { mark, label } => {
+                let mut exec = Vec::new();
+                if let Some((v, m)) = mark {
+                    exec.push(OfAction::SetField {
+                        field: MfField::CtMark,
+                        value: v & m,
+                        mask: *m,
+                    });
+                }
+                if let Some((v, m)) = label {
+                    exec.push(OfAction::SetField {
+                        field: MfField::CtLabel,
+                        value: v & m,
+                        mask: *m,
+                    });
+                }
+                out.push(OfAction::Ct {
+                    commit: true,
+                    table: None,
+                    zone: zone(13),
+                    nat: Some(Nat::Typed {
+                        src: true,
+                        addr: None,
+                        ports: None,
+                    }),
+                    exec,
+                });
+            }
+            Action::CtNat { kind, addr, ports } => {
+                let czone = if self.p.common_zone_is_snat { 12 } else { 11 };
+                let (reg, src) = match kind {
+                    CtNatKind::Dnat => (11, false),
+                    CtNatKind::Snat => (12, true),
+                    CtNatKind::DnatInCzone => (czone, false),
+                    CtNatKind::SnatInCzone => (czone, true),
+                };
+                let nat = match addr {
+                    None => Nat::Plain,
+                    Some(a) => Nat::Typed {
+                        src,
+                        addr: Some(*a),
+                        ports: *ports,
+                    },
+                };
+                out.push(OfAction::Ct {
+                    commit: addr.is_some(),
+                    table: Some(self.next_table()?),
+                    zone: zone(reg),
+                    nat: Some(nat),
+                    exec: vec![],
+                });
+            }
+            Action::CtCommitNat => out.push(OfAction::Ct {
+                commit: true,
+                table: Some(self.next_table()?),
+                zone: self.default_zone(),
+                nat: Some(Nat::Plain),
+                exec: vec![],
+            }),
+            Action::CtLb {
+                mark,
+                backends,
+                hash_fields,
+                flag,
+            } => self.ct_lb(
+                *mark,
+                backends,
+                hash_fields.as_deref(),
+                flag.as_deref(),
+                out,
+            )?,
+            Action::CtClear => out.push(OfAction::CtClear),
+            Action::CtSnatToVip => out.push(OfAction::Resubmit(self.p.layout.ct_snat_hairpin)),
+            Action::Clone(inner) => out.push(OfAction::Clone(self.encode(inner)?)),
+            Action::Nested(kind, inner) => {
+                let ud = self.nested_userdata(kind.opcode(), inner)?;
+                out.push(self.controller(ud, false));
+            }
+            Action::OvnFieldLoad { field, value } => {
+                let mut ud;
+                match field {
+                    OvnField::Icmp4FragMtu => {
+                        ud = controller::header(13);
+                        ud.extend_from_slice(&(*value as u16).to_be_bytes());
+                    }
+                    OvnField::Icmp6FragMtu => {
+                        ud = controller::header(21);
+                        ud.extend_from_slice(&value.to_be_bytes());
+                    }
+                }
+                out.push(self.controller(ud, true));
+            }
+            Action::Result { dst, func } => self.result_fn(dst, *func, out),
+            Action::PutOpts { dst, v6, ra, opts } => {
+                let opcode = if *ra {
+                    8
+                } else if *v6 {
+                    5
+                } else {
+                    2
+                };
+                let mut ud = controller::header(opcode);
+                controller::put_result_dst(&mut ud, &sub(dst));
+                if *ra {
+                    controller::put_nd_ra_opts(&mut ud, opts)?;
+                } else if *v6 {
+                    controller::put_dhcpv6_opts(&mut ud, opts)?;
+                } else {
+                    controller::put_dhcpv4_opts(&mut ud, opts)?;
+                }
+                out.push(self.controller(ud, true));
+            }
+            Action::GetArp { v6, port, ip } => {
+                let args = [
+                    (Subfield::whole(MfField::Reg(15)), ArgSrc::Field(sub(port))),
+                    (ip_arg(*v6), ArgSrc::Field(sub(ip))),
+                ];
+                let t = self.p.layout.mac_binding;
+                Self::with_args(&args, out, |o| {
+                    o.push(OfAction::SetField {
+                        field: MfField::EthDst,
+                        value: 0,
+                        mask: 0xffff_ffff_ffff,
+                    });
+                    o.push(OfAction::Resubmit(t));
+                });
+            }
+            Action::PutArp { v6, port, ip, mac } => {
+                let args = [
+                    (Subfield::whole(MfField::Reg(14)), ArgSrc::Field(sub(port))),
+                    (ip_arg(*v6), ArgSrc::Field(sub(ip))),
+                    (Subfield::whole(MfField::EthSrc), ArgSrc::Field(sub(mac))),
+                ];
+                let c = self.controller(controller::header(if *v6 { 4 } else { 1 }), false);
+                Self::with_args(&args, out, |o| o.push(c));
+            }
+            Action::LookupArp {
+                v6,
+                dst,
+                port,
+                ip,
+                mac,
+            } => {
+                let args = [
+                    (Subfield::whole(MfField::Reg(14)), ArgSrc::Field(sub(port))),
+                    (ip_arg(*v6), ArgSrc::Field(sub(ip))),
+                    (Subfield::whole(MfField::EthSrc), ArgSrc::Field(sub(mac))),
+                ];
+                let t = self.p.layout.mac_lookup;
+                Self::with_args(&args, out, |o| {
+                    o.push(clear_flag(6));
+                    o.push(OfAction::Resubmit(t));
+                    o.push(OfAction::Move {
+                        src: reg10_bit(6),
+                        dst: sub(dst),
+                    });
+                });
+            }
+            Action::LookupArpIp { v6, dst, port, ip } => {
+                let args = [
+                    (Subfield::whole(MfField::Reg(15)), ArgSrc::Field(sub(port))),
+                    (ip_arg(*v6), ArgSrc::Field(sub(ip))),
+                ];
+                let t = self.p.layout.mac_binding;
+                Self::with_args(&args, out, |o| {
+                    o.push(OfAction::Push(Subfield::whole(MfField::EthDst)));
+                    o.push(clear_flag(6));
+                    o.push(OfAction::Resubmit(t));
+                    o.push(OfAction::Move {
+                        src: reg10_bit(6),
+                        dst: sub(dst),
+                    });
+                    o.push(OfAction::Pop(Subfield::whole(MfField::EthDst)));
+                });
+            }
+            Action::GetFdb { dst, mac } => {
+                let args = [(Subfield::whole(MfField::EthDst), ArgSrc::Field(sub(mac)))];
+                let t = self.p.layout.get_fdb;
+                Self::with_args(&args, out, |o| {
+                    o.push(OfAction::SetField {
+                        field: MfField::Reg(15),
+                        value: 0,
+                        mask: 0xffff_ffff,
+                    });
+                    o.push(OfAction::Resubmit(t));
+                });
+                let r15 = Subfield::whole(MfField::Reg(15));
+                if sub(dst) != r15 {
+                    out.push(OfAction::Move {
+                        src: r15,
+                        dst: sub(dst),
+                    });
+                }
+            }
+            Action::LookupFdb { dst, port, mac } => {
+                let args = [
+                    (Subfield::whole(MfField::Reg(14)), ArgSrc::Field(sub(port))),
+                    (Subfield::whole(MfField::EthSrc), ArgSrc::Field(sub(mac))),
+                ];
+                let t = self.p.layout.lookup_fdb;
+                Self::with_args(&args, out, |o| {
+                    o.push(clear_flag(8));
+                    o.push(OfAction::Resubmit(t));
+                });
+                out.push(OfAction::Move {
+                    src: reg10_bit(8),
+                    dst: sub(dst),
+                });
+            }
+            Action::PutFdb { port, mac } => {
+                let args = [
+                    (Subfield::whole(MfField::Reg(14)), ArgSrc::Field(sub(port))),
+                    (Subfield::whole(MfField::EthSrc), ArgSrc::Field(sub(mac))),
+                ];
+                let c = self.controller(controller::header(25), false);
+                Self::with_args(&args, out, |o| o.push(c));
+            }
+            Action::Select { dst, members } => {
+                let t = self.next_table()?;
+                let buckets: Vec<String> = members
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (v, w))| {
+                        let load = OfAction::SetField {
+                            field: dst.field,
+                            value: u128::from(*v) << dst.ofs,
+                            mask: sub(dst).mask(),
+                        };
+                        format!("bucket=bucket_id:{i},weight:{w},actions={load},resubmit(,{t})")
+                    })
+                    .collect();
+                let desc = format!(
+                    "type=select,selection_method=dp_hash,selection_method_param=4294967296,{}",
+                    buckets.join(",")
+                );
+                if let Some(id) = self.env.group_id(&desc) {
+                    out.push(OfAction::Group(id));
+                }
+            }
+            Action::SetQueue(q) => out.push(OfAction::SetQueue(u32::from(*q))),
+            Action::SetMeter { rate, burst } => {
+                let desc = match burst {
+                    Some(b) => format!("__string: uuid {} kbps burst stats bands=type=drop rate={rate} burst_size={b}", self.p.lflow_uuid),
+                    None => format!("__string: uuid {} kbps stats bands=type=drop rate={rate}", self.p.lflow_uuid),
+                };
+                if let Some(id) = self.env.meter_id(&desc) {
+                    out.push(OfAction::Meter(id));
+                }
+            }
+            Action::Log {
+                verdict,
+                severity,
+                name,
+                meter,
+            } => {
+                let mut ud = controller::header(7);
+                ud.push(*verdict);
+                ud.push(*severity);
+                if let Some(n) = name {
+                    ud.extend_from_slice(n.as_bytes());
+                }
+                let meter_id = meter.as_deref().and_then(|m| self.env.named_meter(m));
+                out.push(OfAction::Controller {
+                    userdata: ud,
+                    pause: false,
+                    meter_id,
+                });
+            }
+            Action::TriggerEvent { event, opts } => {
+                let ud = controller::trigger_event(event, opts)?;
+                out.push(self.controller(ud, false));
+            }
+            Action::Igmp => out.push(self.controller(controller::header(16), false)),
+            Action::BindVport { vport, port } => {
+                let Some(key) = self.env.port_key(vport) else {
+                    return Ok(());
+                };
+                let mut ud = controller::header(17);
+                ud.extend_from_slice(&key.to_be_bytes());
+                let c = self.controller(ud, false);
+                Self::with_args(
+                    &[(Subfield::whole(MfField::Reg(14)), ArgSrc::Field(sub(port)))],
+                    out,
+                    |o| o.push(c),
+                );
+            }
+            Action::HandleSvcCheck(port) => {
+                let c = self.controller(controller::header(18), false);
+                Self::with_args(
+                    &[(Subfield::whole(MfField::Reg(14)), ArgSrc::Field(sub(port)))],
+                    out,
+                    |o| o.push(c),
+                );
+            }
+            Action::HandleDhcpv6Reply => out.push(self.controller(controller::header(19), false)),
+            Action::BfdMsg => out.push(self.controller(controller::header(23), false)),
+            Action::FwdGroup { liveness, ports } => {
+                if *liveness {
+                    // Liveness needs tunnel ofports (physical state): not encoded here.
+                    return Ok(());
+                }
+                let mut buckets = Vec::new();
+                for (i, p) in ports.iter().enumerate() {
+                    let Some(key) = self.env.port_key(p) else {
+                        return Ok(());
+                    };
+                    let out_t = self.output_table(Pipeline::Ingress);
+                    buckets.push(format!("bucket=bucket_id:{i},actions=set_field:{key:#x}/0xffff->reg15,resubmit(,{out_t})"));
+                }
+                let desc = format!("type=select,selection_method=dp_hash,{}", buckets.join(","));
+                if let Some(id) = self.env.group_id(&desc) {
+                    out.push(OfAction::Group(id));
+                }
+            }
+            Action::CommitEcmpNh { ipv6, proto } => {
+                out.extend(controller::commit_ecmp_nh(*ipv6, proto, &self.p.layout)?);
+            }
+            Action::CommitLbAff {
+                vip,
+                backend,
+                proto,
+                timeout,
+            } => {
+                out.push(controller::commit_lb_aff(
+                    vip,
+                    backend,
+                    proto.as_deref(),
+                    *timeout,
+                    self.p.is_switch,
+                    &self.p.layout,
+                )?);
+            }
+            Action::Sample {
+                probability,
+                collector_set,
+                obs_domain,
+                obs_point,
+            } => {
+                if self.env.collector_set_exists(*collector_set) {
+                    let point = obs_point.unwrap_or_else(|| {
+                        u32::from_str_radix(self.p.lflow_uuid.get(..8).unwrap_or("0"), 16)
+                            .unwrap_or(0)
+                    });
+                    let domain = (obs_domain << 24) | (self.p.dp_key & 0x00ff_ffff);
+                    out.push(OfAction::Text(format!("sample(probability={probability},collector_set_id={collector_set},obs_domain_id={domain},obs_point_id={point})")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn result_fn(&self, dst: &FieldRef, func: ResultFn, out: &mut Vec<OfAction>) {
+        let l = &self.p.layout;
+        let lookup = |bit: u32, table: u8, out: &mut Vec<OfAction>| {
+            out.push(clear_flag(bit));
+            out.push(OfAction::Resubmit(table));
+            out.push(OfAction::Move {
+                src: reg10_bit(bit),
+                dst: sub(dst),
+            });
+        };
+        match func {
+            ResultFn::CheckPktLarger(len) => {
+                out.push(OfAction::CheckPktLarger { len, dst: sub(dst) });
+            }
+            ResultFn::ChkLbHairpin => lookup(7, l.chk_lb_hairpin, out),
+            ResultFn::ChkLbHairpinReply => lookup(7, l.chk_lb_hairpin_reply, out),
+            ResultFn::CheckInPortSec => lookup(12, l.chk_in_port_sec, out),
+            ResultFn::CheckOutPortSec => lookup(12, l.chk_out_port_sec, out),
+            ResultFn::ChkEcmpNhMac => lookup(13, l.ecmp_nh_mac, out),
+            ResultFn::ChkEcmpNh => lookup(13, l.ecmp_nh, out),
+            ResultFn::ChkLbAff => lookup(14, l.chk_lb_affinity, out),
+            ResultFn::DnsLookup => {
+                let mut ud = controller::header(6);
+                controller::put_result_dst(&mut ud, &sub(dst));
+                out.push(self.controller(ud, true));
+            }
+        }
+    }
+
+    fn ct_lb(
+        &self,
+        mark: bool,
+        backends: &[LbBackend],
+        hash_fields: Option<&str>,
+        flag: Option<&str>,
+        out: &mut Vec<OfAction>,
+    ) -> Result<()> {
+        let t = self.next_table()?;
+        let z = self.default_zone();
+        if backends.is_empty() {
+            out.push(OfAction::Ct {
+                commit: false,
+                table: Some(t),
+                zone: z,
+                nat: Some(Nat::Plain),
+                exec: vec![],
+            });
+            return Ok(());
+        }
+        let field = if mark {
+            MfField::CtMark
+        } else {
+            MfField::CtLabel
+        };
+        let mut exec = vec![OfAction::SetField {
+            field,
+            value: 2,
+            mask: 2,
+        }];
+        match flag {
+            Some("skip_snat") => exec.push(OfAction::SetField {
+                field,
+                value: 4,
+                mask: 4,
+            }),
+            Some("force_snat") => exec.push(OfAction::SetField {
+                field,
+                value: 8,
+                mask: 8,
+            }),
+            _ => {}
+        }
+        let buckets: Vec<String> = backends
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                let nat = Nat::Typed {
+                    src: false,
+                    addr: Some(b.addr),
+                    ports: b.port.map(|p| (p, p)),
+                };
+                let ct = OfAction::Ct {
+                    commit: true,
+                    table: Some(t),
+                    zone: z,
+                    nat: Some(nat),
+                    exec: exec.clone(),
+                };
+                format!("bucket=bucket_id:{i},weight:100,actions={ct}")
+            })
+            .collect();
+        let method = match hash_fields {
+            Some(f) => format!("selection_method=hash,fields({f})"),
+            None => "selection_method=dp_hash".to_string(),
+        };
+        let desc = format!("type=select,{method},{}", buckets.join(","));
+        if let Some(id) = self.env.group_id(&desc) {
+            out.push(OfAction::Group(id));
+        }
+        Ok(())
+    }
+}

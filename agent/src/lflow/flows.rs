@@ -1,0 +1,370 @@
+//! One logical flow on one datapath to OpenFlow flows (ovn-controller's
+//! `consider_logical_flow__` and `add_matches_to_flow_table`).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, RwLock};
+
+use super::actions::{parse_actions, ParseOptions, Pipeline};
+use super::annotate::{annotate, AExpr};
+use super::encode::{EncodeEnv, EncodeParams, Encoder};
+use super::error::{LflowError, Result};
+use super::expr::{parse_expr, Expr, ExprContext, NoSets};
+use super::fields::MfField;
+use super::layout::TableLayout;
+use super::normalize::{eval_conditions, normalize, simplify, to_matches, MatchKind, PortResolver};
+use super::ofaction::{format_actions, OfAction};
+use super::ofmatch::{OfMatch, Slot};
+use super::template::expand_templates;
+
+/// What the compiler needs to know about this chassis and the Southbound content.
+pub trait ChassisView: Sync {
+    fn address_set(&self, name: &str) -> Option<&[String]>;
+    /// Port group by SB name, already filtered to ports related to this chassis.
+    fn port_group(&self, name: &str) -> Option<&[String]>;
+    /// Tunnel key of a port binding or multicast group on a datapath ("none" is 0).
+    fn port_key(&self, dp_uuid: &str, name: &str) -> Option<u32>;
+    fn is_resident(&self, port: &str) -> bool;
+    /// Whether (datapath, port) is related to this chassis (LS port-pinned flows).
+    fn is_related(&self, dp_key: u32, port_key: u32) -> bool;
+    fn group_id(&self, description: &str) -> Option<u32>;
+    fn meter_id(&self, description: &str) -> Option<u32>;
+    fn named_meter(&self, name: &str) -> Option<u32>;
+    fn template_vars(&self) -> &HashMap<String, String>;
+    /// First of `n` consecutive conjunction ids for (lflow, datapath).
+    fn conj_ids(&self, lflow_uuid: &str, dp_uuid: &str, n: u32) -> u32;
+}
+
+/// A logical flow.
+#[derive(Clone, Debug)]
+pub struct LflowSpec<'a> {
+    pub uuid: &'a str,
+    pub pipeline: Pipeline,
+    pub table_id: u32,
+    pub priority: u16,
+    pub match_text: &'a str,
+    pub actions: &'a str,
+    pub controller_meter: Option<u32>,
+}
+
+/// The datapath the flow is compiled for.
+#[derive(Clone, Debug)]
+pub struct DpSpec<'a> {
+    pub uuid: &'a str,
+    pub key: u32,
+    pub is_switch: bool,
+    pub snat_ct_zone: bool,
+}
+
+/// One OpenFlow flow.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OfFlow {
+    pub table: u8,
+    pub priority: u16,
+    pub cookie: u32,
+    pub m: OfMatch,
+    pub actions: Vec<OfAction>,
+}
+
+impl fmt::Display for OfFlow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = self.m.to_string();
+        let sep = if m.is_empty() { "" } else { "," };
+        write!(
+            f,
+            " cookie={:#x}, table={}, priority={}{sep}{m} actions={}",
+            self.cookie,
+            self.table,
+            self.priority,
+            format_actions(&self.actions)
+        )
+    }
+}
+
+/// Parsed, annotated and simplified matches keyed by their text (and datapath when the text
+/// names a port group, whose SB name depends on it), shared by all lflows and threads.
+#[derive(Default)]
+pub struct MatchCache {
+    map: RwLock<HashMap<String, std::result::Result<Arc<AExpr>, LflowError>>>,
+    pub hits: std::sync::atomic::AtomicUsize,
+    pub misses: std::sync::atomic::AtomicUsize,
+}
+
+struct DpEnv<'a> {
+    view: &'a dyn ChassisView,
+    dp: &'a DpSpec<'a>,
+    pg_names: RwLock<HashMap<String, String>>,
+}
+
+impl ExprContext for DpEnv<'_> {
+    fn address_set(&self, name: &str) -> Option<&[String]> {
+        self.view.address_set(name)
+    }
+    fn port_group(&self, name: &str) -> Option<&[String]> {
+        let scoped = format!("{}_{name}", self.dp.key);
+        if let Ok(mut m) = self.pg_names.write() {
+            m.insert(name.to_string(), scoped.clone());
+        }
+        self.view
+            .port_group(&scoped)
+            .or_else(|| self.view.port_group(name))
+    }
+}
+
+impl PortResolver for DpEnv<'_> {
+    fn port_key(&self, name: &str) -> Option<u32> {
+        self.view.port_key(self.dp.uuid, name)
+    }
+}
+
+impl EncodeEnv for DpEnv<'_> {
+    fn port_key(&self, name: &str) -> Option<u32> {
+        self.view.port_key(self.dp.uuid, name)
+    }
+    fn group_id(&self, d: &str) -> Option<u32> {
+        self.view.group_id(d)
+    }
+    fn meter_id(&self, d: &str) -> Option<u32> {
+        self.view.meter_id(d)
+    }
+    fn named_meter(&self, n: &str) -> Option<u32> {
+        self.view.named_meter(n)
+    }
+}
+
+fn prepared_match(text: &str, env: &DpEnv<'_>, cache: &MatchCache) -> Result<Arc<AExpr>> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let key = if text.contains('@') {
+        format!("{}\u{0}{text}", env.dp.key)
+    } else {
+        text.to_string()
+    };
+    if let Some(r) = cache.map.read().ok().and_then(|m| m.get(&key).cloned()) {
+        cache.hits.fetch_add(1, Relaxed);
+        return r;
+    }
+    cache.misses.fetch_add(1, Relaxed);
+    let r = parse_expr(text, env)
+        .and_then(annotate)
+        .map(|e| Arc::new(simplify(e)));
+    if let Ok(mut m) = cache.map.write() {
+        m.insert(key, r.clone());
+    }
+    r
+}
+
+fn prereq_expr(texts: &[String]) -> Result<Option<AExpr>> {
+    if texts.is_empty() {
+        return Ok(None);
+    }
+    let mut parts = Vec::new();
+    for t in texts {
+        parts.push(simplify(annotate(parse_expr(t, &NoSets)?)?));
+    }
+    Ok(Some(Expr::and_or(true, parts)))
+}
+
+/// Compiles one logical flow for one datapath.
+pub fn compile_lflow(
+    lf: &LflowSpec<'_>,
+    dp: &DpSpec<'_>,
+    view: &dyn ChassisView,
+    layout: &TableLayout,
+    cache: &MatchCache,
+    limit: usize,
+) -> Result<Vec<OfFlow>> {
+    let table = layout
+        .logical_table(lf.pipeline, lf.table_id)
+        .ok_or(LflowError::TableOutOfRange { table: lf.table_id })?;
+    let env = DpEnv {
+        view,
+        dp,
+        pg_names: RwLock::new(HashMap::new()),
+    };
+    let vars = view.template_vars();
+    let actions_text = expand_templates(lf.actions, vars);
+    let match_text = expand_templates(lf.match_text, vars);
+    let parsed = parse_actions(
+        &actions_text,
+        ParseOptions {
+            pipeline: lf.pipeline,
+            table: lf.table_id,
+            n_tables: 29,
+        },
+    )?;
+    let m = prepared_match(&match_text, &env, cache)?;
+    let full = match prereq_expr(&parsed.prereqs)? {
+        Some(p) => Expr::and_or(true, vec![(*m).clone(), p]),
+        None => (*m).clone(),
+    };
+    let resident = |p: &str| view.is_resident(p);
+    let dnf = normalize(&eval_conditions(full, &resident), limit)?;
+    let matches = to_matches(&dnf, &env, limit)?;
+    if matches.is_empty() {
+        return Ok(vec![]);
+    }
+    let params = EncodeParams {
+        pipeline: lf.pipeline,
+        table: lf.table_id,
+        layout: *layout,
+        is_switch: dp.is_switch,
+        common_zone_is_snat: dp.snat_ct_zone,
+        controller_meter: lf.controller_meter,
+        lflow_uuid: lf.uuid.to_string(),
+        dp_key: dp.key,
+    };
+    let actions = Encoder {
+        env: &env,
+        p: &params,
+    }
+    .encode(&parsed.actions)?;
+    let cookie = u32::from_str_radix(lf.uuid.get(..8).unwrap_or("0"), 16).unwrap_or(0);
+    let n_conj = matches
+        .iter()
+        .flat_map(|(_, k)| k)
+        .filter_map(|k| {
+            if let MatchKind::ConjId { k } | MatchKind::Clause { k, .. } = k {
+                Some(*k)
+            } else {
+                None
+            }
+        })
+        .max()
+        .unwrap_or(0);
+    let base = if n_conj > 0 {
+        view.conj_ids(lf.uuid, dp.uuid, n_conj)
+    } else {
+        0
+    };
+    let pinned = if lf.pipeline == Pipeline::Ingress {
+        Slot::Reg(14)
+    } else {
+        Slot::Reg(15)
+    };
+    let mut out = Vec::with_capacity(matches.len());
+    for (mut m, kinds) in matches {
+        if dp.is_switch {
+            if let Some((v, 0xffff_ffff)) = m.get(pinned) {
+                if !view.is_related(dp.key, v as u32) {
+                    continue;
+                }
+            }
+        }
+        if !m.add(MfField::Metadata, u128::from(dp.key), u128::from(u64::MAX)) {
+            continue;
+        }
+        match kinds.as_slice() {
+            [MatchKind::Plain] => out.push(OfFlow {
+                table,
+                priority: lf.priority,
+                cookie,
+                m,
+                actions: actions.clone(),
+            }),
+            [MatchKind::ConjId { k }] => {
+                m.set_conj_id(base + k - 1);
+                out.push(OfFlow {
+                    table,
+                    priority: lf.priority,
+                    cookie,
+                    m,
+                    actions: actions.clone(),
+                });
+            }
+            clauses => {
+                let acts = clauses
+                    .iter()
+                    .filter_map(|k| match k {
+                        MatchKind::Clause {
+                            k,
+                            clause,
+                            n_clauses,
+                        } => Some(OfAction::Conjunction {
+                            id: base + k - 1,
+                            clause: *clause,
+                            n_clauses: *n_clauses,
+                        }),
+                        _ => None,
+                    })
+                    .collect();
+                out.push(OfFlow {
+                    table,
+                    priority: lf.priority,
+                    cookie: 0,
+                    m,
+                    actions: acts,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Merges conjunction-only flows with the same table, priority and match (from different
+/// lflows) into one flow whose actions are all their `conjunction` actions.
+pub fn merge_conjunctions(flows: Vec<OfFlow>) -> Vec<OfFlow> {
+    let mut out: Vec<OfFlow> = Vec::with_capacity(flows.len());
+    let mut index: HashMap<(u8, u16, OfMatch), usize> = HashMap::new();
+    for f in flows {
+        let is_conj = !f.actions.is_empty()
+            && f.actions
+                .iter()
+                .all(|a| matches!(a, OfAction::Conjunction { .. }));
+        if is_conj {
+            let key = (f.table, f.priority, f.m.clone());
+            if let Some(&i) = index.get(&key) {
+                for a in f.actions {
+                    if !out[i].actions.contains(&a) {
+                        out[i].actions.push(a);
+                    }
+                }
+                continue;
+            }
+            index.insert(key, out.len());
+        }
+        out.push(f);
+    }
+    out
+}
+
+/// OVN's conjunction-id start for (lflow, datapath): `hash_int(uuid_hash(lflow),
+/// uuid_hash(dp))` with OVS's murmur-based `hash_2words`.
+pub fn conj_id_hash(lflow_uuid: &str, dp_uuid: &str) -> u32 {
+    fn part0(u: &str) -> u32 {
+        u32::from_str_radix(u.get(..8).unwrap_or("0"), 16).unwrap_or(0)
+    }
+    fn add(h: u32, d: u32) -> u32 {
+        let mut h = h;
+        if d != 0 {
+            let d = d
+                .wrapping_mul(0xcc9e_2d51)
+                .rotate_left(15)
+                .wrapping_mul(0x1b87_3593);
+            h ^= d;
+        }
+        h.rotate_left(13).wrapping_mul(5).wrapping_add(0xe654_6b64)
+    }
+    fn finish(mut h: u32) -> u32 {
+        h ^= h >> 16;
+        h = h.wrapping_mul(0x85eb_ca6b);
+        h ^= h >> 13;
+        h = h.wrapping_mul(0xc2b2_ae35);
+        h ^ (h >> 16)
+    }
+    finish(add(add(part0(lflow_uuid), 0), part0(dp_uuid)) ^ 8)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn conj_id_hash_matches_ovn() {
+        // cookie 0x200b0200 on datapath sw0 got conjunction id 1228058175 (of_final.txt).
+        assert_eq!(
+            super::conj_id_hash(
+                "200b0200-ac6f-4f2b-b0e0-0164e83176ec",
+                "09518436-d3f1-46e9-8cae-88e25d5f7a8f"
+            ),
+            1_228_058_175
+        );
+    }
+}

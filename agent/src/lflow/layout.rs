@@ -1,0 +1,103 @@
+//! OpenFlow table numbers, chosen once (DESIGN.md "OpenFlow table layout").
+
+use super::actions::Pipeline;
+
+/// Every OpenFlow table number the lflow compiler uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableLayout {
+    pub ingress: u8,
+    pub ingress_len: u8,
+    pub egress: u8,
+    pub egress_len: u8,
+    /// Where an ingress `output;` goes.
+    pub output_entry: u8,
+    pub remote_output: u8,
+    pub local_output: u8,
+    pub check_loopback: u8,
+    pub save_inport: u8,
+    pub log_to_phy: u8,
+    pub mac_binding: u8,
+    pub mac_lookup: u8,
+    pub chk_lb_hairpin: u8,
+    pub chk_lb_hairpin_reply: u8,
+    pub ct_snat_hairpin: u8,
+    pub get_fdb: u8,
+    pub lookup_fdb: u8,
+    pub chk_in_port_sec: u8,
+    pub chk_in_port_sec_nd: u8,
+    pub chk_out_port_sec: u8,
+    pub ecmp_nh_mac: u8,
+    pub ecmp_nh: u8,
+    pub chk_lb_affinity: u8,
+}
+
+const TAIL: TableLayout = TableLayout {
+    ingress: 0,
+    ingress_len: 0,
+    egress: 0,
+    egress_len: 0,
+    output_entry: 0,
+    remote_output: 0,
+    local_output: 0,
+    check_loopback: 0,
+    save_inport: 64,
+    log_to_phy: 65,
+    mac_binding: 66,
+    mac_lookup: 67,
+    chk_lb_hairpin: 68,
+    chk_lb_hairpin_reply: 69,
+    ct_snat_hairpin: 70,
+    get_fdb: 71,
+    lookup_fdb: 72,
+    chk_in_port_sec: 73,
+    chk_in_port_sec_nd: 74,
+    chk_out_port_sec: 75,
+    ecmp_nh_mac: 76,
+    ecmp_nh: 77,
+    chk_lb_affinity: 78,
+};
+
+impl TableLayout {
+    /// The agent's default: ingress 1+N, output stage 32-34, egress 37+N.
+    pub const CLASSIC: Self = Self {
+        ingress: 1,
+        ingress_len: 31,
+        egress: 37,
+        egress_len: 27,
+        output_entry: 35,
+        remote_output: 32,
+        local_output: 33,
+        check_loopback: 34,
+        ..TAIL
+    };
+
+    /// Exactly ovn-controller 23.03.1's numbers.
+    pub const OVN_23_03: Self = Self {
+        ingress: 8,
+        ingress_len: 29,
+        egress: 42,
+        egress_len: 22,
+        output_entry: 37,
+        remote_output: 39,
+        local_output: 40,
+        check_loopback: 41,
+        ..TAIL
+    };
+
+    pub fn by_name(name: &str) -> Option<Self> {
+        match name {
+            "classic" => Some(Self::CLASSIC),
+            "ovn-23.03" => Some(Self::OVN_23_03),
+            _ => None,
+        }
+    }
+
+    /// OpenFlow table of logical table `t`, or `None` beyond the layout's capacity.
+    pub fn logical_table(&self, pipeline: Pipeline, t: u32) -> Option<u8> {
+        let (base, len) = match pipeline {
+            Pipeline::Ingress => (self.ingress, self.ingress_len),
+            Pipeline::Egress => (self.egress, self.egress_len),
+        };
+        (t < u32::from(len)).then(|| base + t as u8)
+    }
+}
