@@ -306,6 +306,10 @@ pub struct CompileReport {
     pub failures: Vec<Failure>,
     /// (lflow uuid, flows) in input order, before conjunction merging.
     pub per_lflow: Vec<(String, Vec<OfFlow>)>,
+    /// Match-cache hits and misses (a miss parses, annotates and simplifies).
+    pub cache_hits: usize,
+    pub cache_misses: usize,
+    pub cache_entries: usize,
 }
 
 /// Compiles every logical flow of `sb` for the local datapaths of `view`.
@@ -408,6 +412,9 @@ pub fn compile_all(
         flows: merge_conjunctions(all),
         failures,
         per_lflow,
+        cache_hits: cache.hits.load(std::sync::atomic::Ordering::Relaxed),
+        cache_misses: cache.misses.load(std::sync::atomic::Ordering::Relaxed),
+        cache_entries: cache.len(),
     }
 }
 

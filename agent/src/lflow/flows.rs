@@ -90,6 +90,17 @@ pub struct MatchCache {
     pub misses: std::sync::atomic::AtomicUsize,
 }
 
+impl MatchCache {
+    /// Number of distinct cached matches.
+    pub fn len(&self) -> usize {
+        self.map.read().map_or(0, |m| m.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 struct DpEnv<'a> {
     view: &'a dyn ChassisView,
     dp: &'a DpSpec<'a>,
@@ -352,6 +363,17 @@ pub fn conj_id_hash(lflow_uuid: &str, dp_uuid: &str) -> u32 {
         h ^ (h >> 16)
     }
     finish(add(add(part0(lflow_uuid), 0), part0(dp_uuid)) ^ 8)
+}
+
+impl OfFlow {
+    /// The same flow as the `openflow` crate's typed flow (for the wire encoder), through
+    /// the one text form both sides print and parse exactly like `ovs-ofctl`.
+    pub fn to_openflow(&self) -> std::result::Result<openflow::text::Flow, String> {
+        self.to_string()
+            .trim_start()
+            .parse::<openflow::text::Flow>()
+            .map_err(|e| e.to_string())
+    }
 }
 
 #[cfg(test)]
