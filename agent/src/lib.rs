@@ -4,3 +4,4 @@
 pub mod compile;
 pub mod lflow;
 pub mod sbdata;
+pub mod view;

@@ -7,7 +7,7 @@ use std::sync::{OnceLock, RwLock};
 use super::error::{semantic, Result};
 use super::expr::{parse_expr, Cmp, CmpValue, Expr, NoSets, Relop};
 use super::fields::MfField;
-use super::symtab::{symtab, SymKind};
+use super::symtab::{symtab, SymKind, SymbolTable};
 
 /// A comparison on a whole OVS field, named by its root OVN symbol.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -100,13 +100,13 @@ pub fn annotate(e: Expr<Cmp>) -> Result<AExpr> {
 }
 
 fn prereqs_of(symbol: &str, depth: usize) -> Result<Option<AExpr>> {
-    let t = symtab();
+    // The symbol table is static, so its strings can key the expansion cache directly.
+    let t: &'static SymbolTable = symtab();
     let mut out = Vec::new();
     let mut cur = t.get(symbol);
     while let Some(s) = cur {
         if let Some(p) = &s.prereqs {
-            let p: &'static str = p.clone().leak_static();
-            out.push(expansion(p, depth)?);
+            out.push(expansion(p.as_str(), depth)?);
         }
         cur = match &s.kind {
             SymKind::Subfield { parent, .. } => t.get(parent),
@@ -118,27 +118,6 @@ fn prereqs_of(symbol: &str, depth: usize) -> Result<Option<AExpr>> {
     } else {
         Some(Expr::and_or(true, out))
     })
-}
-
-trait LeakStatic {
-    fn leak_static(self) -> &'static str;
-}
-
-impl LeakStatic for String {
-    /// Prerequisite strings are few and fixed (they come from the symbol table), so they
-    /// are interned once for the life of the process.
-    fn leak_static(self) -> &'static str {
-        static INTERN: OnceLock<RwLock<HashMap<String, &'static str>>> = OnceLock::new();
-        let m = INTERN.get_or_init(|| RwLock::new(HashMap::new()));
-        if let Some(s) = m.read().ok().and_then(|g| g.get(&self).copied()) {
-            return s;
-        }
-        let leaked: &'static str = Box::leak(self.clone().into_boxed_str());
-        if let Ok(mut g) = m.write() {
-            g.insert(self, leaked);
-        }
-        leaked
-    }
 }
 
 fn unique_symbol(e: &Expr<Cmp>) -> Option<&str> {
@@ -197,14 +176,14 @@ fn single_field_symbol(v: &[Expr<Cmp>]) -> Option<String> {
 }
 
 fn annotate_cmp(c: Cmp, depth: usize, with_prereqs: bool) -> Result<AExpr> {
-    let t = symtab();
+    let t: &'static SymbolTable = symtab();
     let Some(sym) = t.get(&c.symbol) else {
         return semantic(format!("{}: unknown symbol", c.symbol));
     };
-    let sym_name: &'static str = sym.name.clone().leak_static();
+    let sym_name: &'static str = sym.name.as_str();
     let core = match (&sym.kind, c.value) {
         (SymKind::Predicate(text), CmpValue::Int { value, .. }) => {
-            let text: &'static str = text.clone().leak_static();
+            let text: &'static str = text.as_str();
             let positive = (c.relop == Relop::Eq) == (value != 0);
             let e = expansion(text, depth)?;
             if positive {
@@ -223,7 +202,7 @@ fn annotate_cmp(c: Cmp, depth: usize, with_prereqs: bool) -> Result<AExpr> {
             let (field, off) = t.resolve(&c.symbol).ok_or_else(|| {
                 super::error::LflowError::Semantic(format!("{}: cannot resolve", c.symbol))
             })?;
-            let root = root_symbol(&c.symbol);
+            let root = root_symbol(&c.symbol).unwrap_or(sym_name);
             let shift = off + c.lo;
             Expr::Leaf(Leaf::Int {
                 sym: root,
@@ -247,13 +226,31 @@ fn annotate_cmp(c: Cmp, depth: usize, with_prereqs: bool) -> Result<AExpr> {
     })
 }
 
-fn root_symbol(name: &str) -> &'static str {
-    let t = symtab();
-    let mut cur = name.to_string();
-    while let Some(SymKind::Subfield { parent, .. }) = t.get(&cur).map(|s| &s.kind) {
-        cur.clone_from(parent);
+fn root_symbol(name: &str) -> Option<&'static str> {
+    let t: &'static SymbolTable = symtab();
+    let mut sym = t.get(name)?;
+    while let SymKind::Subfield { parent, .. } = &sym.kind {
+        sym = t.get(parent)?;
     }
-    cur.leak_static()
+    Some(sym.name.as_str())
+}
+
+/// A prerequisite text (from the symbol table or an action), parsed and annotated once.
+pub fn prerequisite(text: &str) -> Result<AExpr> {
+    if let Some(sym) = symtab().get(text) {
+        // Action prerequisites are predicate names such as "ip" or "nd_ns".
+        if let SymKind::Predicate(_) = sym.kind {
+            return expansion_of_symbol(sym);
+        }
+    }
+    annotate(parse_expr(text, &NoSets)?)
+}
+
+fn expansion_of_symbol(sym: &'static super::symtab::Symbol) -> Result<AExpr> {
+    match &sym.kind {
+        SymKind::Predicate(text) => expansion(text.as_str(), 0),
+        _ => semantic("not a predicate"),
+    }
 }
 
 pub fn negate_a(e: AExpr) -> AExpr {

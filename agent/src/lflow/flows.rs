@@ -9,7 +9,7 @@ use super::actions::{parse_actions, ParseOptions, Pipeline};
 use super::annotate::{annotate, AExpr};
 use super::encode::{EncodeEnv, EncodeParams, Encoder};
 use super::error::{LflowError, Result};
-use super::expr::{parse_expr, Expr, ExprContext, NoSets};
+use super::expr::{parse_expr, Expr, ExprContext};
 use super::fields::MfField;
 use super::layout::TableLayout;
 use super::normalize::{eval_conditions, normalize, simplify, to_matches, MatchKind, PortResolver};
@@ -63,7 +63,8 @@ pub struct OfFlow {
     pub priority: u16,
     pub cookie: u32,
     pub m: OfMatch,
-    pub actions: Vec<OfAction>,
+    /// Shared by all the flows of one lflow on one datapath.
+    pub actions: Arc<Vec<OfAction>>,
 }
 
 impl fmt::Display for OfFlow {
@@ -170,9 +171,17 @@ fn prereq_expr(texts: &[String]) -> Result<Option<AExpr>> {
     }
     let mut parts = Vec::new();
     for t in texts {
-        parts.push(simplify(annotate(parse_expr(t, &NoSets)?)?));
+        parts.push(simplify(super::annotate::prerequisite(t)?));
     }
     Ok(Some(Expr::and_or(true, parts)))
+}
+
+fn has_conditions(e: &AExpr) -> bool {
+    match e {
+        Expr::Resident { .. } => true,
+        Expr::And(v) | Expr::Or(v) => v.iter().any(has_conditions),
+        _ => false,
+    }
 }
 
 /// Compiles one logical flow for one datapath.
@@ -204,12 +213,15 @@ pub fn compile_lflow(
         },
     )?;
     let m = prepared_match(&match_text, &env, cache)?;
-    let full = match prereq_expr(&parsed.prereqs)? {
-        Some(p) => Expr::and_or(true, vec![(*m).clone(), p]),
-        None => (*m).clone(),
-    };
     let resident = |p: &str| view.is_resident(p);
-    let dnf = normalize(&eval_conditions(full, &resident), limit)?;
+    let dnf = match prereq_expr(&parsed.prereqs)? {
+        Some(p) => normalize(
+            &eval_conditions(Expr::and_or(true, vec![(*m).clone(), p]), &resident),
+            limit,
+        )?,
+        None if has_conditions(&m) => normalize(&eval_conditions((*m).clone(), &resident), limit)?,
+        None => normalize(&m, limit)?,
+    };
     let matches = to_matches(&dnf, &env, limit)?;
     if matches.is_empty() {
         return Ok(vec![]);
@@ -224,11 +236,13 @@ pub fn compile_lflow(
         lflow_uuid: lf.uuid.to_string(),
         dp_key: dp.key,
     };
-    let actions = Encoder {
-        env: &env,
-        p: &params,
-    }
-    .encode(&parsed.actions)?;
+    let actions = Arc::new(
+        Encoder {
+            env: &env,
+            p: &params,
+        }
+        .encode(&parsed.actions)?,
+    );
     let cookie = u32::from_str_radix(lf.uuid.get(..8).unwrap_or("0"), 16).unwrap_or(0);
     let n_conj = matches
         .iter()
@@ -303,7 +317,7 @@ pub fn compile_lflow(
                     priority: lf.priority,
                     cookie: 0,
                     m,
-                    actions: acts,
+                    actions: Arc::new(acts),
                 });
             }
         }
@@ -324,9 +338,10 @@ pub fn merge_conjunctions(flows: Vec<OfFlow>) -> Vec<OfFlow> {
         if is_conj {
             let key = (f.table, f.priority, f.m.clone());
             if let Some(&i) = index.get(&key) {
-                for a in f.actions {
-                    if !out[i].actions.contains(&a) {
-                        out[i].actions.push(a);
+                let merged = Arc::make_mut(&mut out[i].actions);
+                for a in f.actions.iter() {
+                    if !merged.contains(a) {
+                        merged.push(a.clone());
                     }
                 }
                 continue;

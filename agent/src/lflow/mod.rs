@@ -8,6 +8,7 @@ pub mod error;
 pub mod expr;
 pub mod fields;
 pub mod flows;
+pub mod hash;
 pub mod layout;
 pub mod lexer;
 pub mod normalize;

@@ -1,8 +1,6 @@
 //! Simplification to masked `==`, chassis-residency evaluation, disjunctive normal form with
 //! per-symbol OR clauses, and conversion to OpenFlow matches with conjunctive matches.
 
-use std::collections::BTreeMap;
-
 use super::annotate::{AExpr, Leaf, Relop2};
 use super::error::{LflowError, Result};
 use super::expr::Expr;
@@ -171,47 +169,58 @@ fn xprod(sym: &str) -> bool {
 }
 
 fn dedup(v: &mut Vec<Leaf>) {
-    let mut seen = std::collections::HashSet::new();
-    v.retain(|l| seen.insert(l.clone()));
+    if v.len() > 1 {
+        v.sort_unstable();
+        v.dedup();
+    }
 }
 
 /// Merges comparisons and clauses that share a symbol. `None` if the term is unsatisfiable.
 fn crush(c: Conj) -> Option<Conj> {
-    let mut terms: BTreeMap<&'static str, Leaf> = BTreeMap::new();
+    let mut terms: Vec<Leaf> = Vec::with_capacity(c.terms.len());
     for t in c.terms {
-        let merged = match terms.get(t.sym()) {
-            Some(prev) => intersect(prev, &t)?,
-            None => t,
-        };
-        terms.insert(merged.sym(), merged);
+        if let Some(prev) = terms.iter_mut().find(|p| p.sym() == t.sym()) {
+            *prev = intersect(prev, &t)?;
+        } else {
+            terms.push(t);
+        }
     }
-    let mut clauses: BTreeMap<&'static str, Vec<Leaf>> = BTreeMap::new();
+    let mut clauses: Vec<Vec<Leaf>> = Vec::with_capacity(c.clauses.len());
     for cl in c.clauses {
-        let sym = cl.first().map(Leaf::sym)?;
-        let merged = match clauses.remove(sym) {
-            Some(prev) => prev
+        let sym = cl.first()?.sym();
+        if let Some(prev) = clauses
+            .iter_mut()
+            .find(|p| p.first().map(Leaf::sym) == Some(sym))
+        {
+            let merged: Vec<Leaf> = prev
                 .iter()
                 .flat_map(|a| cl.iter().filter_map(|b| intersect(a, b)))
-                .collect(),
-            None => cl,
-        };
-        clauses.insert(sym, merged);
+                .collect();
+            if merged.is_empty() {
+                return None;
+            }
+            *prev = merged;
+        } else {
+            clauses.push(cl);
+        }
     }
+    // Conjunction clause numbers follow the symbol names, as in ovn-controller.
+    clauses.sort_by_key(|c| c.first().map(Leaf::sym));
     let mut out = Conj::default();
-    for (sym, mut cl) in clauses {
-        if let Some(t) = terms.remove(sym) {
+    for mut cl in clauses {
+        let sym = cl.first()?.sym();
+        if let Some(i) = terms.iter().position(|t| t.sym() == sym) {
+            let t = terms.swap_remove(i);
             cl = cl.iter().filter_map(|d| intersect(d, &t)).collect();
         }
         dedup(&mut cl);
         match cl.len() {
             0 => return None,
-            1 => {
-                terms.insert(sym, cl.pop()?);
-            }
+            1 => terms.push(cl.pop()?),
             _ => out.clauses.push(cl),
         }
     }
-    out.terms = terms.into_values().collect();
+    out.terms = terms;
     Some(out)
 }
 
@@ -319,7 +328,8 @@ pub fn to_matches(
     limit: usize,
 ) -> Result<Vec<(OfMatch, Vec<MatchKind>)>> {
     let mut out: Vec<(OfMatch, Vec<MatchKind>)> = Vec::new();
-    let mut index: std::collections::HashMap<OfMatch, usize> = std::collections::HashMap::new();
+    let mut index: std::collections::HashMap<OfMatch, usize, super::hash::FxBuild> =
+        std::collections::HashMap::default();
     let mut push =
         |m: OfMatch, k: MatchKind, out: &mut Vec<(OfMatch, Vec<MatchKind>)>| -> Result<()> {
             if let Some(&i) = index.get(&m) {

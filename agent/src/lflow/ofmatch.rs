@@ -1,6 +1,5 @@
 //! A small OpenFlow match model that prints exactly like `ovs-ofctl` (`match_format`).
 
-use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -41,7 +40,8 @@ pub enum Slot {
 /// A set of (value, mask) constraints on flow slots.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct OfMatch {
-    slots: BTreeMap<Slot, (u128, u128)>,
+    /// Sorted by slot; a handful of entries, so a vector beats a tree.
+    slots: Vec<(Slot, u128, u128)>,
 }
 
 fn ones(bits: u32) -> u128 {
@@ -98,25 +98,36 @@ impl OfMatch {
     }
 
     pub fn set_conj_id(&mut self, id: u32) {
-        self.slots
-            .insert(Slot::ConjId, (u128::from(id), u128::from(u32::MAX)));
+        let v = (Slot::ConjId, u128::from(id), u128::from(u32::MAX));
+        match self.slots.binary_search_by_key(&Slot::ConjId, |e| e.0) {
+            Ok(i) => self.slots[i] = v,
+            Err(i) => self.slots.insert(i, v),
+        }
     }
 
     fn put(&mut self, slot: Slot, value: u128, mask: u128) -> bool {
         if mask == 0 {
             return true;
         }
-        let e = self.slots.entry(slot).or_insert((0, 0));
-        if (e.0 ^ value) & e.1 & mask != 0 {
-            return false;
+        match self.slots.binary_search_by_key(&slot, |e| e.0) {
+            Ok(i) => {
+                let e = &mut self.slots[i];
+                if (e.1 ^ value) & e.2 & mask != 0 {
+                    return false;
+                }
+                e.1 |= value & mask;
+                e.2 |= mask;
+            }
+            Err(i) => self.slots.insert(i, (slot, value & mask, mask)),
         }
-        e.0 |= value & mask;
-        e.1 |= mask;
         true
     }
 
     pub fn get(&self, slot: Slot) -> Option<(u128, u128)> {
-        self.slots.get(&slot).copied()
+        self.slots
+            .binary_search_by_key(&slot, |e| e.0)
+            .ok()
+            .map(|i| (self.slots[i].1, self.slots[i].2))
     }
 }
 
@@ -258,7 +269,7 @@ fn put_flags(s: &mut String, name: &str, v: u128, m: u128, names: &[&str], full:
 impl fmt::Display for OfMatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut s = String::new();
-        let g = |slot| self.slots.get(&slot).copied();
+        let g = |slot| self.get(slot);
         if let Some((v, m)) = g(Slot::PktMark) {
             put_masked_u(&mut s, "pkt_mark", v, m, ones(32));
         }
