@@ -90,6 +90,9 @@ pub struct CompileReport {
     pub cache_hits: usize,
     pub cache_misses: usize,
     pub cache_entries: usize,
+    /// Flows dropped because an earlier lflow already produced the same table, priority
+    /// and match (ofctrl keeps the first).
+    pub duplicates: usize,
 }
 
 /// One lflow's uuid, flows and failure.
@@ -230,8 +233,10 @@ pub fn compile_all_threads(
         .iter()
         .flat_map(|(_, f)| f.iter().cloned())
         .collect();
+    let (flows, duplicates) = merge_conjunctions(all);
     CompileReport {
-        flows: merge_conjunctions(all),
+        flows,
+        duplicates,
         failures,
         per_lflow,
         cache_hits: cache.hits.load(std::sync::atomic::Ordering::Relaxed),

@@ -88,6 +88,7 @@ fn identical_flows_percentage() {
         None,
         agent::lflow::DEFAULT_FLOW_LIMIT,
     );
+    assert_eq!(report.duplicates, 0);
     let ours_text: Vec<String> = report.flows.iter().map(ToString::to_string).collect();
     let ours = by_cookie(ours_text.iter().map(String::as_str));
     let real_text = std::fs::read_to_string(format!("{DATA}/of_final.txt")).unwrap();

@@ -325,32 +325,48 @@ pub fn compile_lflow(
     Ok(out)
 }
 
-/// Merges conjunction-only flows with the same table, priority and match (from different
-/// lflows) into one flow whose actions are all their `conjunction` actions.
-pub fn merge_conjunctions(flows: Vec<OfFlow>) -> Vec<OfFlow> {
+/// Installs flows the way ofctrl does: conjunction-only flows with the same table, priority
+/// and match (from different lflows) become one flow with all their `conjunction` actions;
+/// any other flow whose (table, priority, match) is already taken is dropped (the first one
+/// wins). Returns the flows and the number dropped.
+pub fn merge_conjunctions(flows: Vec<OfFlow>) -> (Vec<OfFlow>, usize) {
+    use std::hash::BuildHasher;
     let mut out: Vec<OfFlow> = Vec::with_capacity(flows.len());
-    let mut index: HashMap<(u8, u16, OfMatch), usize> = HashMap::new();
-    for f in flows {
-        let is_conj = !f.actions.is_empty()
+    // Hash of (table, priority, match) to the first flow with it; `chain` links the others
+    // with the same hash, so no match is cloned.
+    let mut heads: HashMap<u64, usize, super::hash::FxBuild> = HashMap::default();
+    let mut chain: Vec<Option<usize>> = Vec::with_capacity(flows.len());
+    let build = super::hash::FxBuild::default();
+    let mut dropped = 0;
+    let is_conj = |f: &OfFlow| {
+        !f.actions.is_empty()
             && f.actions
                 .iter()
-                .all(|a| matches!(a, OfAction::Conjunction { .. }));
-        if is_conj {
-            let key = (f.table, f.priority, f.m.clone());
-            if let Some(&i) = index.get(&key) {
-                let merged = Arc::make_mut(&mut out[i].actions);
-                for a in f.actions.iter() {
-                    if !merged.contains(a) {
-                        merged.push(a.clone());
+                .all(|a| matches!(a, OfAction::Conjunction { .. }))
+    };
+    'flows: for f in flows {
+        let h = build.hash_one((f.table, f.priority, &f.m));
+        let mut cur = heads.get(&h).copied();
+        while let Some(i) = cur {
+            if out[i].table == f.table && out[i].priority == f.priority && out[i].m == f.m {
+                if is_conj(&f) && is_conj(&out[i]) {
+                    let merged = Arc::make_mut(&mut out[i].actions);
+                    for a in f.actions.iter() {
+                        if !merged.contains(a) {
+                            merged.push(a.clone());
+                        }
                     }
+                } else {
+                    dropped += 1;
                 }
-                continue;
+                continue 'flows;
             }
-            index.insert(key, out.len());
+            cur = chain[i];
         }
+        chain.push(heads.insert(h, out.len()));
         out.push(f);
     }
-    out
+    (out, dropped)
 }
 
 /// OVN's conjunction-id start for (lflow, datapath): `hash_int(uuid_hash(lflow),
