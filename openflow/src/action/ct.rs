@@ -92,10 +92,7 @@ pub(super) fn decode_ct(b: &mut Reader<'_>) -> Result<Ct, DecodeError> {
         (None, zone_v)
     } else {
         (
-            Some(SubField::from_ofs_nbits(
-                HeaderRef::from_raw(zone_hdr),
-                zone_v,
-            )),
+            Some(SubField::from_ofs_nbits(HeaderRef(zone_hdr), zone_v)),
             0,
         )
     };

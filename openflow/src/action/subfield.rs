@@ -1,53 +1,59 @@
-//! Subfields (`NXM_NX_REG0[0..15]`) and raw field headers inside actions.
+//! Subfields (`NXM_NX_REG0[0..15]`) and field headers inside actions.
 
 use bytes::{BufMut, BytesMut};
 
 use crate::oxm::FieldId;
 use crate::wire::reader::{DecodeError, Reader};
 
-/// A field header inside an action: a known field or a raw 32-bit NXM/OXM header.
+/// A 32-bit NXM/OXM field header as it appears inside an action. The exact header is
+/// kept (a field may have both an NXM and an OXM header) so re-encoding is lossless.
 #[derive(Clone, Copy, Debug, Eq, PartialEq, Hash)]
-#[non_exhaustive]
-pub enum HeaderRef {
-    Known(FieldId),
-    Raw(u32),
+pub struct HeaderRef(pub u32);
+
+fn header(class: u16, field: u8, width: usize) -> u32 {
+    (u32::from(class) << 16) | (u32::from(field) << 9) | width as u32
 }
 
 impl HeaderRef {
-    pub fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
-        let h = r.u32("field header")?;
-        Ok(Self::from_raw(h))
+    /// The field's original (NXM if it has one) header, as Nicira actions use.
+    pub fn nxm(id: FieldId) -> Self {
+        let d = id.def();
+        let (c, f) = d.nxm.or(d.oxm).unwrap_or((0, 0));
+        Self(header(c, f, d.width))
     }
 
-    pub fn from_raw(h: u32) -> Self {
-        let class = (h >> 16) as u16;
-        let field = ((h >> 9) & 0x7f) as u8;
-        match FieldId::by_header(class, field) {
-            Some(id) if h & 0x100 == 0 => Self::Known(id),
-            _ => Self::Raw(h),
+    /// The field's OpenFlow 1.5 (OXM if it has one) header.
+    pub fn oxm(id: FieldId) -> Self {
+        let d = id.def();
+        let (c, f) = d.wire_header();
+        Self(header(c, f, d.width))
+    }
+
+    /// The field this header names, if it is in the table.
+    pub fn field(self) -> Option<FieldId> {
+        if self.0 & 0x100 != 0 {
+            return None;
         }
+        FieldId::by_header((self.0 >> 16) as u16, ((self.0 >> 9) & 0x7f) as u8)
+    }
+
+    pub fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        Ok(Self(r.u32("field header")?))
     }
 
     pub fn raw(self) -> u32 {
-        match self {
-            HeaderRef::Known(id) => {
-                let d = id.def();
-                let (c, f) = d.wire_header();
-                (u32::from(c) << 16) | (u32::from(f) << 9) | d.width as u32
-            }
-            HeaderRef::Raw(h) => h,
-        }
+        self.0
     }
 
     pub fn encode(self, out: &mut BytesMut) {
-        out.put_u32(self.raw());
+        out.put_u32(self.0);
     }
 
-    /// Number of bits of the field (raw headers: 8 * length byte).
+    /// Number of bits of the field (unknown headers: 8 * length byte).
     pub fn n_bits(self) -> u16 {
-        match self {
-            HeaderRef::Known(id) => id.def().n_bits,
-            HeaderRef::Raw(h) => ((h & 0xff) * 8) as u16,
+        match self.field() {
+            Some(id) => id.def().n_bits,
+            None => ((self.0 & 0xff) * 8) as u16,
         }
     }
 }
@@ -61,10 +67,10 @@ pub struct SubField {
 }
 
 impl SubField {
-    /// The whole field.
+    /// The whole field, with its NXM header.
     pub fn whole(id: FieldId) -> Self {
         Self {
-            field: HeaderRef::Known(id),
+            field: HeaderRef::nxm(id),
             ofs: 0,
             n_bits: id.def().n_bits,
         }
@@ -80,6 +86,17 @@ impl SubField {
             field,
             ofs: v >> 6,
             n_bits: (v & 0x3f) + 1,
+        }
+    }
+
+    /// The same bits named by the field's OXM header.
+    pub fn with_oxm_header(self) -> Self {
+        match self.field.field() {
+            Some(id) => Self {
+                field: HeaderRef::oxm(id),
+                ..self
+            },
+            None => self,
         }
     }
 }

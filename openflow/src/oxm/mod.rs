@@ -145,10 +145,21 @@ impl MatchField {
             return 4;
         };
         match id.def().name.as_str() {
-            "eth_type" | "vlan_vid" | "vlan_tci" => 0,
+            "eth_type" => 0,
             "nw_proto" => 1,
             "icmpv6_type" | "icmp_type" => 2,
             _ => 3,
+        }
+    }
+
+    /// Which prerequisite level (see `wire_rank`) must precede this field.
+    fn needs_rank(&self) -> Option<u8> {
+        let id = self.field.known()?;
+        match id.def().prereq {
+            Prereq::None => None,
+            Prereq::Ip | Prereq::Ipv4 | Prereq::Ipv6 | Prereq::Arp => Some(0),
+            Prereq::Tcp | Prereq::Udp | Prereq::Sctp | Prereq::Icmpv4 | Prereq::Icmpv6 => Some(1),
+            Prereq::Nd | Prereq::NdSolicit | Prereq::NdAdvert => Some(2),
         }
     }
 }
@@ -184,10 +195,26 @@ impl Match {
 
     /// The OXM TLVs only, in wire order (no `ofp_match` header).
     pub fn encode_oxms(&self, out: &mut BytesMut) {
-        let mut order: Vec<&MatchField> = self.fields.iter().collect();
-        order.sort_by_key(|f| f.wire_rank());
-        for f in order {
-            f.encode(out);
+        // Keep the caller's order when every prerequisite already precedes its user
+        // (so decode -> encode is the identity); otherwise move prerequisites first.
+        let mut seen = [false; 3];
+        let in_order = self.fields.iter().all(|f| {
+            let ok = f.needs_rank().is_none_or(|r| seen[r as usize]);
+            if let Some(s) = seen.get_mut(f.wire_rank() as usize) {
+                *s = true;
+            }
+            ok
+        });
+        if in_order {
+            for f in &self.fields {
+                f.encode(out);
+            }
+        } else {
+            let mut order: Vec<&MatchField> = self.fields.iter().collect();
+            order.sort_by_key(|f| f.wire_rank());
+            for f in order {
+                f.encode(out);
+            }
         }
     }
 

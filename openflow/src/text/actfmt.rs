@@ -8,17 +8,15 @@ use crate::action::ct::{
     NX_NAT_F_PROTO_HASH, NX_NAT_F_PROTO_RANDOM, NX_NAT_F_SRC,
 };
 use crate::action::learn::{NX_LEARN_F_DELETE_LEARNED, NX_LEARN_F_SEND_FLOW_REM};
-use crate::action::{
-    Action, Controller, Ct, HeaderRef, Learn, LearnDst, LearnSrc, Nat, NatRange, SubField,
-};
+use crate::action::{Action, Controller, Ct, Learn, LearnDst, LearnSrc, Nat, NatRange, SubField};
 use crate::oxm::FieldRef;
 
 /// `NXM_NX_REG0[0..15]`.
-pub fn fmt_subfield(s: &mut String, sf: &SubField) {
-    match sf.field {
-        HeaderRef::Known(id) => s.push_str(&id.def().nxm_name),
-        HeaderRef::Raw(h) => {
-            let _ = write!(s, "0x{h:08x}");
+pub fn fmt_subfield(s: &mut String, sf: SubField) {
+    match sf.field.field() {
+        Some(id) => s.push_str(&id.def().nxm_name),
+        None => {
+            let _ = write!(s, "0x{:08x}", sf.field.raw());
         }
     }
     if sf.ofs == 0 && sf.n_bits == sf.field.n_bits() {
@@ -163,7 +161,7 @@ fn put_ct(s: &mut String, c: &Ct) {
     }
     if let Some(z) = &c.zone_src {
         let mut t = String::from("zone=");
-        fmt_subfield(&mut t, z);
+        fmt_subfield(&mut t, *z);
         parts.push(t);
     } else if c.zone_imm != 0 {
         parts.push(format!("zone={}", c.zone_imm));
@@ -219,8 +217,8 @@ fn put_learn(s: &mut String, l: &Learn) {
     for spec in &l.specs {
         s.push(',');
         match (&spec.src, &spec.dst) {
-            (LearnSrc::Immediate(v), LearnDst::Match(dst)) => match dst.field {
-                HeaderRef::Known(id) if dst.ofs == 0 && dst.n_bits == id.def().n_bits => {
+            (LearnSrc::Immediate(v), LearnDst::Match(dst)) => match dst.field.field() {
+                Some(id) if dst.ofs == 0 && dst.n_bits == id.def().n_bits => {
                     let d = id.def();
                     let mut full = vec![0u8; d.width.saturating_sub(v.len())];
                     full.extend_from_slice(v);
@@ -228,33 +226,33 @@ fn put_learn(s: &mut String, l: &Learn) {
                     fmt_value(s, d.kind, Ctx::SetField, &full, None);
                 }
                 _ => {
-                    fmt_subfield(s, dst);
+                    fmt_subfield(s, *dst);
                     s.push('=');
                     put_hex(s, v);
                 }
             },
             (LearnSrc::Field(src), LearnDst::Match(dst)) => {
-                fmt_subfield(s, dst);
+                fmt_subfield(s, *dst);
                 if src.field != dst.field || src.ofs != dst.ofs {
                     s.push('=');
-                    fmt_subfield(s, src);
+                    fmt_subfield(s, *src);
                 }
             }
             (LearnSrc::Immediate(v), LearnDst::Load(dst)) => {
                 s.push_str("load:");
                 put_hex(s, v);
                 s.push_str("->");
-                fmt_subfield(s, dst);
+                fmt_subfield(s, *dst);
             }
             (LearnSrc::Field(src), LearnDst::Load(dst)) => {
                 s.push_str("load:");
-                fmt_subfield(s, src);
+                fmt_subfield(s, *src);
                 s.push_str("->");
-                fmt_subfield(s, dst);
+                fmt_subfield(s, *dst);
             }
             (LearnSrc::Field(src), LearnDst::Output) => {
                 s.push_str("output:");
-                fmt_subfield(s, src);
+                fmt_subfield(s, *src);
             }
             (LearnSrc::Immediate(v), LearnDst::Output) => {
                 s.push_str("output:");
@@ -316,13 +314,13 @@ fn put_action(s: &mut String, a: &Action) {
         }
         Action::RegLoad { dst, value } => {
             let _ = write!(s, "load:{value:#x}->");
-            fmt_subfield(s, dst);
+            fmt_subfield(s, *dst);
         }
         Action::Move { src, dst, .. } => {
             s.push_str("move:");
-            fmt_subfield(s, src);
+            fmt_subfield(s, *src);
             s.push_str("->");
-            fmt_subfield(s, dst);
+            fmt_subfield(s, *dst);
         }
         Action::Resubmit { in_port, table, ct } => {
             if *in_port != 0xfff8 && *table == 255 && !ct {
@@ -345,11 +343,11 @@ fn put_action(s: &mut String, a: &Action) {
         }
         Action::StackPush(sf) => {
             s.push_str("push:");
-            fmt_subfield(s, sf);
+            fmt_subfield(s, *sf);
         }
         Action::StackPop(sf) => {
             s.push_str("pop:");
-            fmt_subfield(s, sf);
+            fmt_subfield(s, *sf);
         }
         Action::Conjunction {
             id,
@@ -374,7 +372,7 @@ fn put_action(s: &mut String, a: &Action) {
         }
         Action::CheckPktLarger { pkt_len, dst } => {
             let _ = write!(s, "check_pkt_larger({pkt_len})->");
-            fmt_subfield(s, dst);
+            fmt_subfield(s, *dst);
         }
         Action::Note(n) => {
             s.push_str("note:");
@@ -395,7 +393,7 @@ fn put_action(s: &mut String, a: &Action) {
         Action::Exit => s.push_str("exit"),
         Action::OutputReg { src, .. } => {
             s.push_str("output:");
-            fmt_subfield(s, src);
+            fmt_subfield(s, *src);
         }
         Action::Unknown { ty, body } => {
             let _ = write!(s, "unknown_action(type={ty:#x},body=");

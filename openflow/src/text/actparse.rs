@@ -56,23 +56,23 @@ pub fn parse_subfield(t: &str) -> Result<SubField, ParseError> {
         return Err(bad(t));
     }
     Ok(SubField {
-        field: HeaderRef::Known(id),
+        field: HeaderRef::nxm(id),
         ofs,
         n_bits,
     })
 }
 
-fn field_def_of(sf: &SubField) -> Result<FieldId, ParseError> {
-    match sf.field {
-        HeaderRef::Known(id) => Ok(id),
-        HeaderRef::Raw(_) => Err(ParseError::UnknownField("raw header".into())),
+fn field_def_of(sf: SubField) -> Result<FieldId, ParseError> {
+    match sf.field.field() {
+        Some(id) => Ok(id),
+        None => Err(ParseError::UnknownField("raw header".into())),
     }
 }
 
 /// `load:V->SUBFIELD` as OF1.5 sends it: a (masked) set_field.
 fn load_as_set_field(v: &str, dst: &str) -> Result<Action, ParseError> {
     let sf = parse_subfield(dst)?;
-    let id = field_def_of(&sf)?;
+    let id = field_def_of(sf)?;
     let d = id.def();
     let value = parse_u128(v)?;
     let width = d.width;
@@ -317,7 +317,7 @@ fn parse_learn_spec(a: &str) -> Result<LearnSpec, ParseError> {
             } else if k.contains('[') {
                 LearnSrc::Immediate(imm_bytes(v, dst.n_bits)?)
             } else {
-                let d = field_def_of(&dst)?.def();
+                let d = field_def_of(dst)?.def();
                 let (val, mask) = parse_value(d.kind, d.width, v)?;
                 if mask.is_some() {
                     return Err(bad(a));
@@ -402,9 +402,10 @@ pub fn parse_action(t: &str) -> Result<Action, ParseError> {
             if src.n_bits != dst.n_bits {
                 return Err(bad(t));
             }
+            // OF1.5 copy_field names both fields by their OXM headers, as OVS does.
             Action::Move {
-                src,
-                dst,
+                src: src.with_oxm_header(),
+                dst: dst.with_oxm_header(),
                 nx: false,
             }
         }

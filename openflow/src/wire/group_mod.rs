@@ -138,7 +138,9 @@ impl Bucket {
         Action::encode_list(&self.actions, out);
         let alen = (out.len() - a0) as u16;
         if let Some(w) = self.weight {
-            put_prop(out, OFPGBPT_WEIGHT, &w.to_be_bytes());
+            // `ofp15_group_bucket_prop_weight` counts its 2 pad bytes in the length.
+            let [a, b] = w.to_be_bytes();
+            put_prop(out, OFPGBPT_WEIGHT, &[a, b, 0, 0]);
         }
         if let Some(p) = self.watch_port {
             put_prop(out, OFPGBPT_WATCH_PORT, &p.to_be_bytes());
