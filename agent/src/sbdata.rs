@@ -49,6 +49,7 @@ pub struct PortBindingRow {
     pub ty: String,
     pub chassis: Option<String>,
     pub options: HashMap<String, String>,
+    pub ha_chassis_group: Option<String>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -73,6 +74,10 @@ pub struct SbData {
     /// Chassis name to template variables.
     pub template_vars: HashMap<String, HashMap<String, String>>,
     pub meters: Vec<String>,
+    /// HA_Chassis_Group uuid to its HA_Chassis uuids.
+    pub ha_groups: HashMap<String, Vec<String>>,
+    /// HA_Chassis uuid to (chassis uuid, priority).
+    pub ha_chassis: HashMap<String, (Option<String>, i64)>,
 }
 
 fn uuid(v: &Value) -> Option<String> {
@@ -141,6 +146,10 @@ fn guess_table(caption: Option<&str>, heads: &[String]) -> String {
         "Logical_Flow"
     } else if has("logical_port") && has("tunnel_key") {
         "Port_Binding"
+    } else if has("ha_chassis") {
+        "HA_Chassis_Group"
+    } else if has("priority") && has("chassis") && !has("match") {
+        "HA_Chassis"
     } else if has("datapaths") {
         "Logical_DP_Group"
     } else if has("addresses") && has("name") {
@@ -254,6 +263,7 @@ impl SbData {
                 ty: s(r.get("type")),
                 chassis: opt_uuid(r.get("chassis")),
                 options: map(r.get("options")),
+                ha_chassis_group: opt_uuid(r.get("ha_chassis_group")),
             }),
             "Multicast_Group" => self.mcast_groups.push(McastRow {
                 datapath: opt_uuid(r.get("datapath")).unwrap_or_default(),
@@ -276,6 +286,21 @@ impl SbData {
                     .insert(s(r.get("chassis")), map(r.get("variables")));
             }
             "Meter" => self.meters.push(s(r.get("name"))),
+            "HA_Chassis_Group" => {
+                let members = r
+                    .get("ha_chassis")
+                    .map(set)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(uuid)
+                    .collect();
+                self.ha_groups.insert(id, members);
+            }
+            "HA_Chassis" => {
+                let prio = r.get("priority").and_then(Value::as_i64).unwrap_or(0);
+                self.ha_chassis
+                    .insert(id, (opt_uuid(r.get("chassis")), prio));
+            }
             _ => {}
         }
     }

@@ -78,7 +78,13 @@ impl<'a> SbView<'a> {
                 .entry(p.datapath.clone())
                 .or_insert_with(HashMap::new)
                 .insert(p.name.clone(), p.key);
-            if here(&p.chassis) {
+            let active_here = match (&p.ty[..], &p.ha_chassis_group) {
+                ("chassisredirect", Some(g)) => chassis_uuid
+                    .as_deref()
+                    .is_some_and(|me| ha_active(sb, g) == Some(me)),
+                _ => here(&p.chassis),
+            };
+            if active_here {
                 resident.insert(p.name.clone());
             }
             if here(&p.chassis) || ALWAYS_RELATED.contains(&p.ty.as_str()) {
@@ -180,6 +186,22 @@ impl<'a> SbView<'a> {
     pub fn has_chassis(&self) -> bool {
         self.chassis_uuid.is_some()
     }
+}
+
+/// The active chassis of an HA chassis group: highest priority first, ties by chassis name.
+/// (BFD tunnel state is not known here, so every member with a chassis counts as up.)
+fn ha_active<'s>(sb: &'s SbData, group: &str) -> Option<&'s str> {
+    let members = sb.ha_groups.get(group)?;
+    let mut candidates: Vec<(i64, &str, &str)> = members
+        .iter()
+        .filter_map(|m| {
+            let (ch, prio) = sb.ha_chassis.get(m)?;
+            let ch = ch.as_deref()?;
+            Some((*prio, sb.chassis.get(ch).map_or("", String::as_str), ch))
+        })
+        .collect();
+    candidates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    candidates.first().map(|c| c.2)
 }
 
 impl ChassisView for SbView<'_> {
