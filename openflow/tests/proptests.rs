@@ -1,0 +1,413 @@
+//! Property tests: struct -> bytes -> struct for match fields, actions and messages, and
+//! "any bytes: an error, never a panic" for every decoder.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use bytes::BytesMut;
+use openflow::action::{
+    Action, Controller, Ct, HeaderRef, Learn, LearnDst, LearnSpec, LearnSrc, Nat, NatRange,
+    SubField,
+};
+use openflow::oxm::{FieldId, Match, MatchField};
+use openflow::wire::group_mod::OFPGT_SELECT;
+use openflow::wire::reader::Reader;
+use openflow::wire::{
+    Bucket, FlowMod, Group, GroupMod, Instruction, Message, OfpMessage, PacketIn2, PacketInProp,
+    TlvMap, TlvTableMod,
+};
+use proptest::prelude::*;
+
+fn field_id() -> impl Strategy<Value = FieldId> {
+    let n = FieldId::all().count() as u16;
+    (0..n).prop_map(FieldId)
+}
+
+fn match_field() -> impl Strategy<Value = MatchField> {
+    (field_id(), any::<bool>(), any::<u64>()).prop_flat_map(|(id, masked, _)| {
+        let d = id.def();
+        let width = if d.name.starts_with("tun_metadata") {
+            4
+        } else {
+            d.width
+        };
+        let masked = masked && d.maskable;
+        (
+            proptest::collection::vec(any::<u8>(), width),
+            proptest::collection::vec(any::<u8>(), width),
+        )
+            .prop_map(move |(v, m)| MatchField::new(id, v, masked.then_some(m)))
+    })
+}
+
+fn a_match() -> impl Strategy<Value = Match> {
+    proptest::collection::vec(match_field(), 0..6).prop_map(|fields| Match { fields })
+}
+
+fn header() -> impl Strategy<Value = HeaderRef> {
+    prop_oneof![
+        field_id().prop_map(HeaderRef::nxm),
+        field_id().prop_map(HeaderRef::oxm),
+        any::<u32>().prop_map(HeaderRef),
+    ]
+}
+
+fn subfield() -> impl Strategy<Value = SubField> {
+    (header(), 0u16..1024, 1u16..=64).prop_map(|(field, ofs, n_bits)| SubField {
+        field,
+        ofs,
+        n_bits,
+    })
+}
+
+fn nat() -> impl Strategy<Value = Nat> {
+    let range = prop_oneof![
+        Just(NatRange::None),
+        (any::<u32>(), proptest::option::of(any::<u32>())).prop_map(|(a, b)| NatRange::V4 {
+            min: Some(Ipv4Addr::from(a)),
+            max: b.map(Ipv4Addr::from),
+        }),
+        (any::<u128>(), proptest::option::of(any::<u128>())).prop_map(|(a, b)| NatRange::V6 {
+            min: Some(Ipv6Addr::from(a)),
+            max: b.map(Ipv6Addr::from),
+        }),
+    ];
+    (
+        0u16..32,
+        range,
+        proptest::option::of(any::<u16>()),
+        proptest::option::of(any::<u16>()),
+    )
+        .prop_map(|(flags, range, proto_min, proto_max)| Nat {
+            flags,
+            range,
+            proto_min,
+            proto_max,
+        })
+}
+
+fn learn_spec() -> impl Strategy<Value = LearnSpec> {
+    (1u16..=128, subfield(), subfield(), 0u8..5, any::<u128>()).prop_map(
+        |(n_bits, mut src, mut dst, kind, imm)| {
+            // One n_bits on the wire covers both ends.
+            src.n_bits = n_bits;
+            dst.n_bits = n_bits;
+            let nbytes = (n_bits as usize).div_ceil(8);
+            let mut v = imm.to_be_bytes()[16 - nbytes..].to_vec();
+            // The wire carries exactly n_bits bits of an immediate.
+            if n_bits % 8 != 0 {
+                v[0] &= (1u8 << (n_bits % 8)) - 1;
+            }
+            let (src, dst) = match kind {
+                0 => (LearnSrc::Field(src), LearnDst::Match(dst)),
+                1 => (LearnSrc::Immediate(v), LearnDst::Match(dst)),
+                2 => (LearnSrc::Field(src), LearnDst::Load(dst)),
+                3 => (LearnSrc::Immediate(v), LearnDst::Load(dst)),
+                _ => (LearnSrc::Field(src), LearnDst::Output),
+            };
+            LearnSpec { n_bits, src, dst }
+        },
+    )
+}
+
+fn leaf_action() -> impl Strategy<Value = Action> {
+    prop_oneof![
+        (any::<u32>(), any::<u16>()).prop_map(|(port, max_len)| Action::Output { port, max_len }),
+        any::<u32>().prop_map(Action::Group),
+        any::<u32>().prop_map(Action::SetQueue),
+        any::<u32>().prop_map(Action::Meter),
+        Just(Action::DecNwTtl),
+        proptest::collection::vec(any::<u16>(), 0..5).prop_map(|ids| Action::DecTtl { ids }),
+        any::<u16>().prop_map(Action::PushVlan),
+        Just(Action::PopVlan),
+        match_field().prop_map(Action::SetField),
+        (subfield(), any::<u64>()).prop_map(|(dst, value)| Action::RegLoad { dst, value }),
+        (subfield(), subfield(), any::<bool>()).prop_map(|(src, mut dst, nx)| {
+            dst.n_bits = src.n_bits;
+            Action::Move { src, dst, nx }
+        }),
+        (any::<u16>(), any::<u8>(), any::<bool>())
+            .prop_map(|(in_port, table, ct)| Action::Resubmit { in_port, table, ct }),
+        (header(), any::<u16>(), any::<u16>()).prop_map(|(field, ofs, n_bits)| {
+            Action::StackPush(SubField { field, ofs, n_bits })
+        }),
+        (header(), any::<u16>(), any::<u16>())
+            .prop_map(|(field, ofs, n_bits)| Action::StackPop(SubField { field, ofs, n_bits })),
+        (any::<u32>(), any::<u8>(), any::<u8>()).prop_map(|(id, clause, n_clauses)| {
+            Action::Conjunction {
+                id,
+                clause,
+                n_clauses,
+            }
+        }),
+        Just(Action::CtClear),
+        nat().prop_map(Action::Nat),
+        (
+            any::<u16>(),
+            any::<u16>(),
+            0u8..6,
+            proptest::collection::vec(any::<u8>(), 0..20),
+            any::<bool>(),
+            any::<u32>()
+        )
+            .prop_map(|(max_len, controller_id, reason, userdata, pause, meter_id)| {
+                Action::Controller(Controller {
+                    max_len,
+                    controller_id,
+                    reason,
+                    userdata,
+                    pause,
+                    meter_id,
+                })
+            }),
+        (any::<u16>(), header(), any::<u16>()).prop_map(|(pkt_len, field, ofs)| {
+            Action::CheckPktLarger {
+                pkt_len,
+                dst: SubField {
+                    field,
+                    ofs,
+                    n_bits: 1,
+                },
+            }
+        }),
+        (0usize..4).prop_map(|k| Action::Note(vec![7; 6 + 8 * k])),
+        (any::<u16>(), any::<u32>(), any::<u32>(), any::<u32>()).prop_map(|(p, c, d, o)| {
+            Action::Sample {
+                probability: p,
+                collector_set_id: c,
+                obs_domain_id: d,
+                obs_point_id: o,
+            }
+        }),
+        Just(Action::Exit),
+        (subfield(), any::<u16>()).prop_map(|(src, max_len)| Action::OutputReg { src, max_len }),
+        (
+            any::<u16>(),
+            any::<u16>(),
+            any::<u32>(),
+            any::<u32>(),
+            0u8..=255,
+            proptest::collection::vec(learn_spec(), 0..5)
+        )
+            .prop_map(|(idle, hard, prio, cookie, table, specs)| {
+                Action::Learn(Learn {
+                    idle_timeout: idle,
+                    hard_timeout: hard,
+                    priority: prio as u16,
+                    cookie: u64::from(cookie),
+                    flags: 2,
+                    table_id: table,
+                    fin_idle_timeout: 1,
+                    fin_hard_timeout: 2,
+                    specs,
+                })
+            }),
+        (0usize..3).prop_map(|k| Action::Unknown {
+            ty: 0x7777,
+            body: vec![9; 4 + 8 * k],
+        }),
+    ]
+}
+
+fn action() -> impl Strategy<Value = Action> {
+    leaf_action().prop_recursive(2, 16, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Action::Clone),
+            (
+                0u16..4,
+                proptest::option::of(subfield()),
+                any::<u16>(),
+                any::<u8>(),
+                any::<u16>(),
+                proptest::collection::vec(inner, 0..3)
+            )
+                .prop_map(|(flags, zone_src, zone_imm, recirc_table, alg, actions)| {
+                    let zone_src = zone_src.filter(|z| z.field.raw() != 0);
+                    Action::Ct(Ct {
+                        flags,
+                        zone_imm: if zone_src.is_some() { 0 } else { zone_imm },
+                        zone_src,
+                        recirc_table,
+                        alg,
+                        actions,
+                    })
+                }),
+        ]
+    })
+}
+
+fn instructions() -> impl Strategy<Value = Vec<Instruction>> {
+    (
+        proptest::collection::vec(action(), 0..6),
+        proptest::option::of(any::<u8>()),
+    )
+        .prop_map(|(acts, goto)| {
+            let mut v = vec![Instruction::ApplyActions(acts)];
+            if let Some(t) = goto {
+                v.push(Instruction::GotoTable(t));
+            }
+            v
+        })
+}
+
+fn sorted(m: &Match) -> Vec<String> {
+    let mut v: Vec<String> = m.fields.iter().map(|f| format!("{f:?}")).collect();
+    v.sort();
+    v
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn match_round_trips(m in a_match()) {
+        let mut b = BytesMut::new();
+        m.encode(&mut b);
+        prop_assert_eq!(b.len() % 8, 0);
+        let d = Match::decode(&mut Reader::new(&b)).unwrap();
+        prop_assert_eq!(sorted(&d), sorted(&m));
+    }
+
+    #[test]
+    fn actions_round_trip(list in proptest::collection::vec(action(), 0..8)) {
+        let mut b = BytesMut::new();
+        Action::encode_list(&list, &mut b);
+        prop_assert_eq!(Action::decode_list(&b).unwrap(), list);
+    }
+
+    #[test]
+    fn flow_mod_round_trips(
+        cookie in any::<u64>(), table_id in any::<u8>(), command in 0u8..5,
+        priority in any::<u16>(), m in a_match(), instructions in instructions(),
+    ) {
+        let fm = FlowMod { cookie, table_id, command, priority, r#match: m, instructions, ..FlowMod::default() };
+        let msg = OfpMessage::new(9, Message::FlowMod(fm));
+        let d = OfpMessage::decode(&msg.to_bytes()).unwrap();
+        let (Message::FlowMod(a), Message::FlowMod(b)) = (&d.body, &msg.body) else { panic!() };
+        prop_assert_eq!(&a.instructions, &b.instructions);
+        prop_assert_eq!(sorted(&a.r#match), sorted(&b.r#match));
+        prop_assert_eq!((a.cookie, a.table_id, a.command, a.priority), (b.cookie, b.table_id, b.command, b.priority));
+    }
+
+    #[test]
+    fn group_mod_round_trips(
+        group_id in any::<u32>(),
+        buckets in proptest::collection::vec(
+            (any::<u32>(), proptest::option::of(any::<u16>()), proptest::option::of(any::<u32>()),
+             proptest::collection::vec(action(), 0..3)), 0..4),
+    ) {
+        let g = Group {
+            group_id,
+            group_type: OFPGT_SELECT,
+            selection_method: "hash".into(),
+            selection_method_param: 7,
+            fields: vec![MatchField::new(FieldId::by_name("ip_src").unwrap(), vec![], None)],
+            buckets: buckets.into_iter().map(|(bucket_id, weight, watch_port, actions)| Bucket {
+                bucket_id, weight, watch_port, watch_group: None, actions, unknown_props: vec![],
+            }).collect(),
+            unknown_props: vec![],
+        };
+        let msg = OfpMessage::new(3, Message::GroupMod(GroupMod { command: 0, command_bucket_id: 0xffff_ffff, group: g }));
+        prop_assert_eq!(OfpMessage::decode(&msg.to_bytes()).unwrap(), msg);
+    }
+
+    #[test]
+    fn packet_in2_round_trips(
+        packet in proptest::collection::vec(any::<u8>(), 0..100),
+        userdata in proptest::collection::vec(any::<u8>(), 1..30),
+        cookie in any::<u64>(), table in any::<u8>(), m in a_match(),
+        cont in proptest::collection::vec(any::<u8>(), 0..40),
+    ) {
+        let pi = PacketIn2 { props: vec![
+            PacketInProp::Packet(packet), PacketInProp::FullLen(5), PacketInProp::BufferId(u32::MAX),
+            PacketInProp::TableId(table), PacketInProp::Cookie(cookie), PacketInProp::Reason(1),
+            PacketInProp::Metadata(m), PacketInProp::Userdata(userdata), PacketInProp::Continuation(cont),
+        ]};
+        let msg = OfpMessage::new(1, Message::PacketIn2(pi));
+        let d = OfpMessage::decode(&msg.to_bytes()).unwrap();
+        let (Message::PacketIn2(a), Message::PacketIn2(b)) = (&d.body, &msg.body) else { panic!() };
+        prop_assert_eq!(a.props.len(), b.props.len());
+        prop_assert_eq!(a.packet(), b.packet());
+        prop_assert_eq!(a.userdata(), b.userdata());
+        prop_assert_eq!(sorted(a.metadata().unwrap()), sorted(b.metadata().unwrap()));
+    }
+
+    #[test]
+    fn tlv_table_mod_round_trips(maps in proptest::collection::vec((any::<u16>(), any::<u8>(), any::<u8>(), 0u16..64), 0..5)) {
+        let m = TlvTableMod { command: 0, mappings: maps.into_iter().map(|(c, t, l, i)| TlvMap {
+            option_class: c, option_type: t, option_len: l, index: i }).collect() };
+        let msg = OfpMessage::new(4, Message::TlvTableMod(m));
+        prop_assert_eq!(OfpMessage::decode(&msg.to_bytes()).unwrap(), msg);
+    }
+
+    /// Any bytes: every decoder returns, never panics.
+    #[test]
+    fn decoders_never_panic_on_random_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+        let _ = OfpMessage::decode(&bytes);
+        let _ = Action::decode_list(&bytes);
+        let _ = Instruction::decode_list(&bytes);
+        let _ = Match::decode(&mut Reader::new(&bytes));
+        let _ = Match::decode_oxms(Reader::new(&bytes));
+        // Random bodies behind a valid header, for every message type.
+        for ty in 0u8..40 {
+            let mut m = vec![6, ty, 0, 0, 0, 0, 0, 1];
+            if ty == 4 {
+                m.extend_from_slice(&[0, 0, 0x23, 0x20, 0, 0, 0, bytes.first().copied().unwrap_or(30) % 40]);
+            }
+            m.extend_from_slice(&bytes);
+            let len = m.len().min(0xffff) as u16;
+            m[2..4].copy_from_slice(&len.to_be_bytes());
+            m.truncate(len as usize);
+            let _ = OfpMessage::decode(&m);
+        }
+    }
+
+    /// Every truncation of a valid message is rejected or decoded, never a panic.
+    #[test]
+    fn truncated_messages_never_panic(instructions in instructions(), m in a_match(), cut in any::<usize>()) {
+        let fm = FlowMod { r#match: m, instructions, ..FlowMod::default() };
+        let bytes = OfpMessage::new(1, Message::FlowMod(fm)).to_bytes();
+        let n = cut % bytes.len();
+        let mut t = bytes[..n].to_vec();
+        if t.len() >= 4 {
+            let len = t.len() as u16;
+            t[2..4].copy_from_slice(&len.to_be_bytes());
+        }
+        let _ = OfpMessage::decode(&t);
+        let _ = Instruction::decode_list(&bytes[48.min(bytes.len())..n.max(48).min(bytes.len())]);
+    }
+}
+
+fn sample_lines() -> Vec<String> {
+    let path = format!("{}/tests/data/of_final.txt", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with(' '))
+        .step_by(40)
+        .map(str::to_owned)
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    /// Any text, and any cut or byte flip of a real flow line: the text parsers return
+    /// (error or value) and accepted flows print and encode.
+    #[test]
+    fn text_parsers_never_panic(s in "\\PC{0,80}", idx in any::<usize>(), cut in any::<usize>(), flip in any::<u8>()) {
+        let _ = s.parse::<openflow::text::Flow>();
+        let _ = s.parse::<Group>();
+        let _ = openflow::text::parse_actions(&s);
+        let lines = sample_lines();
+        let line = &lines[idx % lines.len()];
+        let mut b = line.as_bytes().to_vec();
+        let at = cut % b.len();
+        b[at] = flip;
+        for cand in [String::from_utf8_lossy(&b).into_owned(), line[..at.min(line.len())].to_owned()] {
+            if let Ok(f) = cand.parse::<openflow::text::Flow>() {
+                let _ = f.to_string();
+                let _ = OfpMessage::new(1, Message::FlowMod(f.add())).to_bytes();
+            }
+        }
+    }
+}
