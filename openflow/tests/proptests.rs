@@ -149,16 +149,18 @@ fn leaf_action() -> impl Strategy<Value = Action> {
             any::<bool>(),
             any::<u32>()
         )
-            .prop_map(|(max_len, controller_id, reason, userdata, pause, meter_id)| {
-                Action::Controller(Controller {
-                    max_len,
-                    controller_id,
-                    reason,
-                    userdata,
-                    pause,
-                    meter_id,
-                })
-            }),
+            .prop_map(
+                |(max_len, controller_id, reason, userdata, pause, meter_id)| {
+                    Action::Controller(Controller {
+                        max_len,
+                        controller_id,
+                        reason,
+                        userdata,
+                        pause,
+                        meter_id,
+                    })
+                }
+            ),
         (any::<u16>(), header(), any::<u16>()).prop_map(|(pkt_len, field, ofs)| {
             Action::CheckPktLarger {
                 pkt_len,
