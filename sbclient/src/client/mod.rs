@@ -14,6 +14,7 @@ mod monitor;
 mod remote;
 mod server_db;
 mod session;
+mod tls;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -31,6 +32,7 @@ use crate::transaction::{Transaction, TxnError, TxnOutcome};
 pub use monitor::{InitialMonitor, MonitorState, ZERO_TXN_ID};
 pub use remote::{Remote, RemoteError};
 pub use server_db::{check_server, ServerDatabase, Unsuitable};
+pub use tls::{TlsError, TlsFiles};
 
 /// How to connect and what to monitor.
 #[derive(Debug, Clone)]
@@ -52,6 +54,8 @@ pub struct ClientConfig {
     pub backoff_max: Duration,
     /// Largest accepted message.
     pub max_message: usize,
+    /// Key, certificate and CA certificate for `ssl:` remotes.
+    pub tls: Option<TlsFiles>,
 }
 
 impl ClientConfig {
@@ -67,6 +71,7 @@ impl ClientConfig {
             backoff_min: Duration::from_secs(1),
             backoff_max: Duration::from_secs(8),
             max_message: 1 << 32,
+            tls: None,
         }
     }
 

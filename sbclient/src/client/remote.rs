@@ -8,6 +8,11 @@ use std::task::{Context, Poll};
 use thiserror::Error;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpStream, UnixStream};
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::rustls::ClientConfig as TlsConfig;
+use tokio_rustls::TlsConnector;
+
+use super::tls::server_name;
 
 /// A remote that cannot be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -94,10 +99,14 @@ impl Remote {
 pub enum Stream {
     Unix(UnixStream),
     Tcp(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
 }
 
-/// Connects to a remote. `ssl:` is not supported yet.
-pub async fn connect(remote: &Remote) -> std::io::Result<Stream> {
+/// Connects to a remote; `ssl:` needs a TLS configuration.
+pub async fn connect(
+    remote: &Remote,
+    tls: Option<&std::sync::Arc<TlsConfig>>,
+) -> std::io::Result<Stream> {
     match remote {
         Remote::Unix(path) => Ok(Stream::Unix(UnixStream::connect(path).await?)),
         Remote::Tcp { host, port } => {
@@ -105,10 +114,20 @@ pub async fn connect(remote: &Remote) -> std::io::Result<Stream> {
             s.set_nodelay(true)?;
             Ok(Stream::Tcp(s))
         }
-        Remote::Ssl { .. } => Err(std::io::Error::new(
-            std::io::ErrorKind::Unsupported,
-            "ssl: remotes are not supported yet",
-        )),
+        Remote::Ssl { host, port } => {
+            let config = tls.ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "ssl: remote without private key, certificate and CA certificate",
+                )
+            })?;
+            let tcp = TcpStream::connect((host.as_str(), *port)).await?;
+            tcp.set_nodelay(true)?;
+            let stream = TlsConnector::from(std::sync::Arc::clone(config))
+                .connect(server_name(host)?, tcp)
+                .await?;
+            Ok(Stream::Tls(Box::new(stream)))
+        }
     }
 }
 
@@ -121,6 +140,7 @@ impl AsyncRead for Stream {
         match self.get_mut() {
             Stream::Unix(s) => Pin::new(s).poll_read(cx, buf),
             Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
         }
     }
 }
@@ -134,18 +154,21 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Unix(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
         }
     }
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         match self.get_mut() {
             Stream::Unix(s) => Pin::new(s).poll_flush(cx),
             Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
         }
     }
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         match self.get_mut() {
             Stream::Unix(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }
 }

@@ -67,6 +67,7 @@ pub(super) struct Driver {
     max_cluster_index: Option<i64>,
     queued: VecDeque<Command>,
     shutdown: bool,
+    tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
 }
 
 struct Session {
@@ -90,7 +91,19 @@ impl Driver {
         for (table, cond) in std::mem::take(&mut config.conditions) {
             monitor.set_condition(&table, cond);
         }
+        // Loaded once; a bad configuration is logged and ssl: remotes then fail to connect.
+        let tls = config
+            .tls
+            .as_ref()
+            .and_then(|files| match super::tls::client_config(files) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot load the SSL configuration");
+                    None
+                }
+            });
         Self {
+            tls,
             config,
             commands,
             events,
@@ -122,7 +135,7 @@ impl Driver {
                 return;
             };
             let started = Instant::now();
-            let end = match connect(&remote).await {
+            let end = match connect(&remote, self.tls.as_ref()).await {
                 Ok(stream) => self.session(stream, &remote).await,
                 Err(e) => {
                     self.stat(|s| s.connect_failures += 1);

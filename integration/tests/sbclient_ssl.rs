@@ -1,0 +1,126 @@
+//! sbclient over `ssl:` (rustls) to a real `ovsdb-server --remote=pssl:…`, with
+//! certificates made by `ovs-pki`; a client certificate from another CA is refused.
+
+use std::time::Duration;
+
+use integration::daemon::{ControlSocket, Daemon};
+use integration::host::Host;
+use integration::ovsdb_cluster::free_port;
+use sbclient::client::TlsFiles;
+use sbclient::ovn_sb::{self, SbGlobal};
+use sbclient::{spawn, ClientConfig, Columns, Event, Remote, Replica, Transaction};
+
+const DB: &str = "OVN_Southbound";
+
+fn files(host: &Host, name: &str, ca: &str) -> TlsFiles {
+    TlsFiles {
+        private_key: host.path(&format!("{name}-privkey.pem")),
+        certificate: host.path(&format!("{name}-cert.pem")),
+        ca_cert: host.path(&format!("pki/{ca}/cacert.pem")),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ssl_remote_with_ovs_pki_certificates() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = Host::create(dir.path(), "ssl").unwrap();
+    let pki = host.path("pki").display().to_string();
+    host.run("ovs-pki", &[format!("--dir={pki}"), "init".into()])
+        .unwrap();
+    for (name, kind) in [
+        ("server", "switch"),
+        ("client", "switch"),
+        ("rogue", "controller"),
+    ] {
+        host.run(
+            "ovs-pki",
+            &[
+                format!("--dir={pki}"),
+                "req+sign".into(),
+                name.into(),
+                kind.into(),
+            ],
+        )
+        .unwrap();
+    }
+    let db = host.path("sb.db").display().to_string();
+    host.run(
+        "ovsdb-tool",
+        &["create", &db, "/usr/share/ovn/ovn-sb.ovsschema"],
+    )
+    .unwrap();
+    let server_files = files(&host, "server", "switchca");
+    let port = free_port().unwrap();
+    let _server = Daemon::start(
+        &host,
+        "sb",
+        "ovsdb-server",
+        ControlSocket::Explicit,
+        &[
+            format!("--private-key={}", server_files.private_key.display()),
+            format!("--certificate={}", server_files.certificate.display()),
+            format!("--ca-cert={}", server_files.ca_cert.display()),
+            format!("--remote=pssl:{port}:127.0.0.1"),
+            db,
+        ],
+    )
+    .unwrap();
+    let remote = format!("ssl:127.0.0.1:{port}");
+
+    // A client whose certificate the server's CA signed.
+    let mut replica = Replica::new(DB);
+    ovn_sb::register_all(&mut replica);
+    let mut config =
+        ClientConfig::new(Remote::parse_list(&remote).unwrap(), DB).monitor_replica(&replica);
+    config.tls = Some(files(&host, "client", "switchca"));
+    config.backoff_min = Duration::from_millis(100);
+    let (client, mut events) = spawn(config);
+    let mut txn = Transaction::new(DB);
+    txn.insert("SB_Global", Columns::new().set("nb_cfg", 42), None);
+    // Queued until the connection is up, then sent.
+    let outcome = tokio::time::timeout(Duration::from_secs(30), client.transact(txn))
+        .await
+        .expect("transaction in time")
+        .unwrap();
+    assert_eq!(outcome.results.len(), 1);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let event = tokio::time::timeout_at(deadline, events.recv())
+            .await
+            .expect("SB_Global row over ssl")
+            .unwrap();
+        event.apply(&mut replica).unwrap();
+        let sb = replica.table::<SbGlobal>().unwrap();
+        if sb.iter().any(|(_, r)| r.nb_cfg == 42) {
+            break;
+        }
+    }
+    client.shutdown().await;
+
+    // A client certificate from another CA: the handshake fails, no connection.
+    let mut config =
+        ClientConfig::new(Remote::parse_list(&remote).unwrap(), DB).monitor_replica(&replica);
+    let mut rogue = files(&host, "rogue", "controllerca");
+    rogue.ca_cert = host.path("pki/switchca/cacert.pem");
+    config.tls = Some(rogue);
+    config.backoff_min = Duration::from_millis(100);
+    config.backoff_max = Duration::from_millis(200);
+    let (client, mut events) = spawn(config);
+    let mut disconnects = 0;
+    while disconnects < 3 {
+        match tokio::time::timeout(Duration::from_secs(30), events.recv())
+            .await
+            .expect("events")
+            .unwrap()
+        {
+            Event::Connected { .. } => panic!("a rogue certificate was accepted"),
+            Event::Disconnected { reason, .. } => {
+                eprintln!("rogue client disconnected: {reason}");
+                disconnects += 1;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(client.stats().connections, 0);
+    client.shutdown().await;
+}
