@@ -28,8 +28,8 @@ pub enum Command {
 
 #[derive(clap::Args, Debug)]
 pub struct CompileArgs {
-    /// Southbound content: `ovn-sbctl --format=json list TABLE` or `ovsdb-client -f json dump`
-    /// output files (repeatable).
+    /// Southbound database remote (`unix:PATH`, `tcp:IP:PORT`), or files holding
+    /// `ovn-sbctl --format=json list TABLE` / `ovsdb-client -f json dump` output (repeatable).
     #[arg(long, required = true)]
     pub sb: Vec<String>,
     /// Chassis name.
@@ -256,6 +256,21 @@ pub fn compile_all(
     compile_all_threads(sb, view, layout, only_dp, limit, 1)
 }
 
+fn merge(into: &mut SbData, from: SbData) {
+    into.lflows.extend(from.lflows);
+    into.dp_groups.extend(from.dp_groups);
+    into.datapaths.extend(from.datapaths);
+    into.port_bindings.extend(from.port_bindings);
+    into.mcast_groups.extend(from.mcast_groups);
+    into.address_sets.extend(from.address_sets);
+    into.port_groups.extend(from.port_groups);
+    into.chassis.extend(from.chassis);
+    into.template_vars.extend(from.template_vars);
+    into.meters.extend(from.meters);
+    into.ha_groups.extend(from.ha_groups);
+    into.ha_chassis.extend(from.ha_chassis);
+}
+
 /// Runs the command line; returns the process exit status.
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     let Command::Compile(args) = cli.cmd;
@@ -267,6 +282,15 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     })?;
     let mut sb = SbData::default();
     for f in &args.sb {
+        if crate::sbfetch::is_remote(f) {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            let fetched =
+                rt.block_on(crate::sbfetch::fetch(f, std::time::Duration::from_secs(10)))?;
+            merge(&mut sb, fetched);
+            continue;
+        }
         let text = std::fs::read_to_string(f).map_err(|e| anyhow::anyhow!("{f}: {e}"))?;
         sb.load_str(&text)
             .map_err(|e| anyhow::anyhow!("{f}: {e}"))?;

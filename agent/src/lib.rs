@@ -4,4 +4,5 @@
 pub mod compile;
 pub mod lflow;
 pub mod sbdata;
+pub mod sbfetch;
 pub mod view;
