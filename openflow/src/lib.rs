@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod action;
+pub mod conn;
 pub mod oxm;
 pub mod text;
 pub mod wire;

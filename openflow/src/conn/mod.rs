@@ -1,0 +1,7 @@
+//! Connection to a switch: a sans-IO [`session`] driven by a thin tokio task ([`client`]).
+
+pub mod client;
+pub mod session;
+
+pub use client::{connect, ConnError, Connection, Handle};
+pub use session::{Config, Event, Session, SessionError};
