@@ -224,8 +224,10 @@ impl Replica {
     pub fn apply_update(&mut self, updates: &RawValue) -> Result<(), UpdateError> {
         let mut de = serde_json::Deserializer::from_str(updates.get());
         let result = UpdatesSeed { replica: self }.deserialize(&mut de);
-        if result.is_err() {
+        if let Err(error) = &result {
             self.stats.bad_messages += 1;
+            tracing::warn!(%error, bad_messages = self.stats.bad_messages,
+                "malformed table-updates, rest of the message skipped");
         }
         Ok(result?)
     }
@@ -308,7 +310,12 @@ impl<'de> Visitor<'de> for RowsSeed<'_> {
                 Ok(()) => self.stats.rows_applied += 1,
                 Err(error) => {
                     self.stats.rows_skipped += 1;
-                    tracing::warn!(table = self.table, row = %key, %error, "row update skipped");
+                    // Rate-limited: the first few, then at powers of two.
+                    let n = self.stats.rows_skipped;
+                    if n <= 5 || n.is_power_of_two() {
+                        tracing::warn!(table = self.table, row = %key, %error, skipped_so_far = n,
+                            "row update skipped");
+                    }
                 }
             }
         }

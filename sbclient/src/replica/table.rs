@@ -1,5 +1,6 @@
 //! One replicated table of typed rows, with indexes and change tracking.
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::Deserialize;
@@ -204,7 +205,16 @@ impl<T: Row> Table<T> {
             index.add(uuid, &new);
         }
         if !self.changes.inserted.contains(&uuid) {
-            self.changes.modified.entry(uuid).or_insert(old);
+            match self.changes.modified.entry(uuid) {
+                // Back to the value before the batch: nothing to report.
+                Entry::Occupied(first) if *first.get() == new => {
+                    first.remove();
+                }
+                Entry::Occupied(_) => {}
+                Entry::Vacant(slot) => {
+                    slot.insert(old);
+                }
+            }
         }
         self.rows.insert(uuid, new);
     }

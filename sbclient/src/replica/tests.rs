@@ -227,3 +227,252 @@ fn monitor_requests_list_all_columns_and_conditions() {
     let cols = req["Port_Binding"][0]["columns"].as_array().unwrap();
     assert_eq!(cols.len(), PortBinding::COLUMNS.len());
 }
+
+mod model {
+    //! Model-based check of update2 semantics: a tiny reference implementation
+    //! over datums, compared with the typed replica after random operations.
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    const CHASSIS: [&str; 2] = [
+        "00000000-0000-0000-0000-0000000000c1",
+        "00000000-0000-0000-0000-0000000000c2",
+    ];
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(usize, String, i64),
+        Modify {
+            row: usize,
+            port: Option<String>,
+            macs: Vec<String>,
+            options: Vec<(String, String)>,
+            chassis: Vec<usize>,
+        },
+        Delete(usize),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0..4usize, "[ab]{1,2}", 0..5i64).prop_map(|(r, p, k)| Op::Insert(r, p, k)),
+            (
+                0..4usize,
+                proptest::option::of("[ab]{1,2}"),
+                proptest::collection::vec("[xyz]", 0..3),
+                proptest::collection::vec(("[kl]", "[12]"), 0..3),
+                proptest::collection::vec(0..2usize, 0..3),
+            )
+                .prop_map(|(row, port, macs, options, chassis)| Op::Modify {
+                    row,
+                    port,
+                    macs,
+                    options,
+                    chassis
+                }),
+            (0..4usize).prop_map(Op::Delete),
+        ]
+    }
+
+    fn row_uuid(i: usize) -> String {
+        format!("00000000-0000-0000-0000-00000000000{i}")
+    }
+
+    #[derive(Debug, Clone, Default, PartialEq)]
+    struct ModelRow {
+        port: String,
+        key: i64,
+        macs: BTreeSet<String>,
+        options: BTreeMap<String, String>,
+        chassis: BTreeSet<usize>,
+    }
+
+    fn wire(op: &Op) -> serde_json::Value {
+        match op {
+            Op::Insert(r, p, k) => {
+                json!({"Port_Binding": {row_uuid(*r): {"insert": {"logical_port": p, "tunnel_key": k}}}})
+            }
+            Op::Modify {
+                row,
+                port,
+                macs,
+                options,
+                chassis,
+            } => {
+                let mut m = serde_json::Map::new();
+                if let Some(p) = port {
+                    m.insert("logical_port".into(), json!(p));
+                }
+                if !macs.is_empty() {
+                    m.insert("mac".into(), json!(["set", macs]));
+                }
+                if !options.is_empty() {
+                    let pairs: Vec<_> = options.iter().map(|(k, v)| json!([k, v])).collect();
+                    m.insert("options".into(), json!(["map", pairs]));
+                }
+                if !chassis.is_empty() {
+                    let set: Vec<_> = chassis
+                        .iter()
+                        .map(|c| json!(["uuid", CHASSIS[*c]]))
+                        .collect();
+                    m.insert("chassis".into(), json!(["set", set]));
+                }
+                json!({"Port_Binding": {row_uuid(*row): {"modify": m}}})
+            }
+            Op::Delete(r) => json!({"Port_Binding": {row_uuid(*r): {"delete": null}}}),
+        }
+    }
+
+    fn apply_model(model: &mut BTreeMap<usize, ModelRow>, op: &Op) {
+        match op {
+            Op::Insert(r, p, k) => {
+                model.entry(*r).or_insert_with(|| ModelRow {
+                    port: p.clone(),
+                    key: *k,
+                    ..ModelRow::default()
+                });
+            }
+            Op::Modify {
+                row,
+                port,
+                macs,
+                options,
+                chassis,
+            } => {
+                let Some(old) = model.get(row) else { return };
+                let mut new = old.clone();
+                if let Some(p) = port {
+                    new.port = p.clone();
+                }
+                for m in macs {
+                    if !new.macs.remove(m) {
+                        new.macs.insert(m.clone());
+                    }
+                }
+                for (k, v) in options {
+                    if new.options.get(k) == Some(v) {
+                        new.options.remove(k);
+                    } else {
+                        new.options.insert(k.clone(), v.clone());
+                    }
+                }
+                for c in chassis {
+                    if !new.chassis.remove(c) {
+                        new.chassis.insert(*c);
+                    }
+                }
+                if new.chassis.len() <= 1 {
+                    model.insert(*row, new);
+                }
+            }
+            Op::Delete(r) => {
+                model.remove(r);
+            }
+        }
+    }
+
+    fn as_model(pb: &PortBinding) -> ModelRow {
+        ModelRow {
+            port: pb.logical_port.clone(),
+            key: pb.tunnel_key,
+            macs: pb.mac.clone(),
+            options: pb.options.clone(),
+            chassis: pb
+                .chassis
+                .iter()
+                .map(|c| CHASSIS.iter().position(|s| uuid(s) == *c).unwrap())
+                .collect(),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn replica_matches_reference_model(ops in proptest::collection::vec(op(), 1..40)) {
+            let mut r = replica();
+            let mut model = BTreeMap::new();
+            for op in &ops {
+                apply(&mut r, &wire(op));
+                apply_model(&mut model, op);
+            }
+            let table = r.table::<PortBinding>().unwrap();
+            let ours: BTreeMap<usize, ModelRow> = (0..4)
+                .filter_map(|i| table.get(&uuid(&row_uuid(i))).map(|pb| (i, as_model(pb))))
+                .collect();
+            prop_assert_eq!(&ours, &model);
+            // The index agrees with the rows.
+            for (u, pb) in table.iter() {
+                let hits: Vec<_> = table.find("logical_port", &Atom::from(pb.logical_port.as_str())).map(|(u, _)| *u).collect();
+                prop_assert!(hits.contains(u));
+            }
+            let indexed: usize = ["a", "b", "aa", "ab", "ba", "bb"]
+                .iter()
+                .map(|p| table.find("logical_port", &Atom::from(*p)).count())
+                .sum();
+            prop_assert_eq!(indexed, table.len());
+            // Change sets: every present row inserted in this batch is in `inserted`
+            // (nothing was cleared), and nothing is both inserted and deleted.
+            let ch = table.changes();
+            prop_assert_eq!(ch.inserted.len(), table.len());
+            prop_assert!(ch.modified.is_empty());
+            prop_assert!(ch.deleted.is_empty());
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn change_sets_are_exact(first in proptest::collection::vec(op(), 0..20),
+                                 second in proptest::collection::vec(op(), 0..20)) {
+            let mut r = replica();
+            let mut model = BTreeMap::new();
+            for op in &first {
+                apply(&mut r, &wire(op));
+                apply_model(&mut model, op);
+            }
+            r.clear_changes();
+            let mid = model.clone();
+            for op in &second {
+                apply(&mut r, &wire(op));
+                apply_model(&mut model, op);
+            }
+            let table = r.table::<PortBinding>().unwrap();
+            let ch = table.changes();
+            for i in 0..4 {
+                let u = uuid(&row_uuid(i));
+                match (mid.get(&i), model.get(&i)) {
+                    (None, Some(_)) => {
+                        prop_assert!(ch.inserted.contains(&u));
+                        prop_assert!(!ch.modified.contains_key(&u) && !ch.deleted.contains_key(&u));
+                    }
+                    (Some(before), None) => {
+                        prop_assert_eq!(&as_model(&ch.deleted[&u]), before);
+                        prop_assert!(!ch.inserted.contains(&u) && !ch.modified.contains_key(&u));
+                    }
+                    (Some(before), Some(after)) if before != after => {
+                        prop_assert_eq!(&as_model(&ch.modified[&u]), before);
+                        prop_assert!(!ch.inserted.contains(&u) && !ch.deleted.contains_key(&u));
+                    }
+                    _ => {
+                        prop_assert!(!ch.inserted.contains(&u));
+                        prop_assert!(!ch.modified.contains_key(&u) && !ch.deleted.contains_key(&u));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_change_undone_in_the_same_batch_is_not_reported() {
+    let mut r = replica();
+    apply(&mut r, &initial());
+    r.clear_changes();
+    apply(
+        &mut r,
+        &json!({"Port_Binding": {PB1: {"modify": {"tunnel_key": 9}}}}),
+    );
+    apply(
+        &mut r,
+        &json!({"Port_Binding": {PB1: {"modify": {"tunnel_key": 1}}}}),
+    );
+    assert!(r.table::<PortBinding>().unwrap().changes().is_empty());
+}
