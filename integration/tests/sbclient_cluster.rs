@@ -245,3 +245,48 @@ async fn survives_leader_and_server_loss_and_resumes() {
     assert!(stats.snapshots <= 1 + (stats.resume_attempts - stats.resumed));
     client.shutdown().await;
 }
+
+/// Waits for the next `Connected` event and returns its remote.
+async fn next_connection(events: &mut Receiver<Event>, replica: &mut Replica) -> String {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let event = tokio::time::timeout_at(deadline, events.recv())
+            .await
+            .expect("a connection in time")
+            .expect("client alive");
+        event.apply(replica).expect("apply event");
+        if let Event::Connected { remote, .. } = event {
+            return remote;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_only_follows_the_leader() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cluster = Cluster::start(dir.path(), 3).unwrap();
+    let mut replica = Replica::new(DB);
+    replica.add_table::<AddressSet>();
+    let mut config = ClientConfig::new(Remote::parse_list(&cluster.remotes()).unwrap(), DB)
+        .monitor_replica(&replica);
+    config.leader_only = true;
+    config.backoff_min = Duration::from_millis(100);
+    config.backoff_max = Duration::from_millis(400);
+    let (client, mut events) = spawn(config);
+
+    let remote = next_connection(&mut events, &mut replica).await;
+    let leader = cluster.leader(Duration::from_secs(30)).unwrap();
+    assert_eq!(remote, cluster.remote(leader), "connected to the leader");
+
+    cluster.stop_server(leader);
+    let remote = next_connection(&mut events, &mut replica).await;
+    let new_leader = cluster.leader(Duration::from_secs(30)).unwrap();
+    assert_ne!(new_leader, leader);
+    assert_eq!(
+        remote,
+        cluster.remote(new_leader),
+        "followed the new leader"
+    );
+    eprintln!("client stats: {:?}", client.stats());
+    client.shutdown().await;
+}
