@@ -248,7 +248,7 @@ async fn survives_leader_and_server_loss_and_resumes() {
 
 /// Waits for the next `Connected` event and returns its remote.
 async fn next_connection(events: &mut Receiver<Event>, replica: &mut Replica) -> String {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(45);
     loop {
         let event = tokio::time::timeout_at(deadline, events.recv())
             .await
