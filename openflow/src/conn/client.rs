@@ -202,9 +202,14 @@ impl Handle {
             })
             .await?;
         }
-        let commit = self.request(ctrl(OFPBCT_COMMIT_REQUEST)).await?;
+        // A failed commit comes back as an error; the barrier after it collects the
+        // errors of the individual messages that caused it.
+        let commit = self
+            .request(ctrl(OFPBCT_COMMIT_REQUEST))
+            .await
+            .and_then(|msgs| expect_bundle_reply(msgs, OFPBCT_COMMIT_REPLY));
         let errors = self.barrier().await?;
-        match expect_bundle_reply(commit, OFPBCT_COMMIT_REPLY) {
+        match commit {
             Ok(()) if errors.is_empty() => Ok(()),
             Ok(()) => Err(ConnError::BundleFailed(errors)),
             Err(ConnError::Peer(e)) => {
