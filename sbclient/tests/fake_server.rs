@@ -82,14 +82,27 @@ impl Conn {
 
     /// Answers the `_Server` monitor with one Database row.
     async fn server_db(&mut self, model: &str, connected: bool, leader: bool, index: Option<i64>) {
+        self.server_db_with_schema(model, connected, leader, index, None)
+            .await;
+    }
+
+    async fn server_db_with_schema(
+        &mut self,
+        model: &str,
+        connected: bool,
+        leader: bool,
+        index: Option<i64>,
+        schema: Option<&str>,
+    ) {
         let (id, params) = self.expect("monitor_cond").await;
         assert_eq!(params[0], "_Server");
         let index = index.map_or(json!(["set", []]), |i| json!(i));
+        let schema = schema.map_or(json!(["set", []]), |s| json!(s));
         self.reply(
             id,
             json!({"Database": {"00000000-0000-0000-0000-00000000000d": {"initial": {
                 "name": DB, "model": model, "connected": connected, "leader": leader,
-                "cid": ["set", []], "index": index}}}}),
+                "cid": ["set", []], "index": index, "schema": schema}}}}),
         )
         .await;
     }
@@ -410,5 +423,42 @@ async fn condition_change_in_flight_at_disconnect_forces_a_snapshot() {
         0,
         "lp1 was inserted and deleted in this batch"
     );
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn monitors_only_what_the_server_schema_has() {
+    let (_dir, listener, remote) = listener();
+    let mut replica = Replica::new(DB);
+    replica.add_table::<PortBinding>();
+    replica.add_table::<sbclient::ovn_sb::Mirror>();
+    let config =
+        ClientConfig::new(Remote::parse_list(&remote).unwrap(), DB).monitor_replica(&replica);
+    let (client, mut events) = spawn(config);
+    let mut conn = accept(&listener).await;
+    // An older server: no Mirror table, Port_Binding without most columns.
+    let old_schema =
+        json!({"name": DB, "version": "1.0.0", "tables": {"Port_Binding": {"columns": {
+        "logical_port": {"type": "string"}, "tunnel_key": {"type": "integer"}}}}})
+        .to_string();
+    conn.server_db_with_schema("standalone", true, true, None, Some(&old_schema))
+        .await;
+    let (id, params) = conn.expect("monitor_cond_since").await;
+    let requests = params[2].as_object().unwrap();
+    assert_eq!(requests.keys().collect::<Vec<_>>(), ["Port_Binding"]);
+    assert_eq!(
+        requests["Port_Binding"][0]["columns"],
+        json!(["logical_port", "tunnel_key"])
+    );
+    conn.reply(
+        id,
+        json!([false, TXN1, {"Port_Binding": {PB1: {"initial": {"logical_port": "lp1", "tunnel_key": 1}}}}]),
+    )
+    .await;
+    pump(&mut events, &mut replica, |_, e| {
+        matches!(e, Event::Connected { .. })
+    })
+    .await;
+    assert_eq!(ports(&replica), ["lp1"]);
     client.shutdown().await;
 }

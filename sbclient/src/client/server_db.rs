@@ -21,6 +21,8 @@ pub struct ServerDatabase {
     pub leader: bool,
     pub cid: Option<Uuid>,
     pub index: Option<i64>,
+    /// The database schema as the server has it (JSON text).
+    pub schema: Option<String>,
 }
 
 #[doc(hidden)]
@@ -39,12 +41,21 @@ pub struct ServerDatabaseUpdate {
     cid: Option<WireSet<Uuid>>,
     #[serde(default)]
     index: Option<WireSet<i64>>,
+    #[serde(default)]
+    schema: Option<WireSet<String>>,
 }
 
 impl Row for ServerDatabase {
     const TABLE: &'static str = "Database";
-    const COLUMNS: &'static [&'static str] =
-        &["name", "model", "connected", "leader", "cid", "index"];
+    const COLUMNS: &'static [&'static str] = &[
+        "name",
+        "model",
+        "connected",
+        "leader",
+        "cid",
+        "index",
+        "schema",
+    ];
     type Update = ServerDatabaseUpdate;
 
     fn apply_new(&mut self, u: Self::Update) -> Result<(), RowError> {
@@ -66,6 +77,9 @@ impl Row for ServerDatabase {
         if let Some(v) = u.index {
             self.index = at_most_one(v.0, "index")?;
         }
+        if let Some(v) = u.schema {
+            self.schema = at_most_one(v.0, "schema")?;
+        }
         Ok(())
     }
 
@@ -77,6 +91,7 @@ impl Row for ServerDatabase {
             leader,
             cid,
             index,
+            schema,
         } = u;
         self.apply_new(ServerDatabaseUpdate {
             name,
@@ -85,12 +100,16 @@ impl Row for ServerDatabase {
             leader,
             cid: None,
             index: None,
+            schema: None,
         })?;
         if let Some(v) = cid {
             apply_optional_diff(&mut self.cid, v.0, "cid")?;
         }
         if let Some(v) = index {
             apply_optional_diff(&mut self.index, v.0, "index")?;
+        }
+        if let Some(v) = schema {
+            apply_optional_diff(&mut self.schema, v.0, "schema")?;
         }
         Ok(())
     }
@@ -110,6 +129,7 @@ impl Row for ServerDatabase {
             ("leader", scalar_datum(&self.leader)),
             ("cid", optional_datum(&self.cid)),
             ("index", optional_datum(&self.index)),
+            ("schema", optional_datum(&self.schema)),
         ]
     }
 }
@@ -183,6 +203,7 @@ mod tests {
             leader,
             cid: None,
             index: Some(index),
+            schema: None,
         }
     }
 

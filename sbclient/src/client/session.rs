@@ -316,9 +316,23 @@ impl Driver {
     fn monitor_requests(
         &self,
         conditions: &std::collections::BTreeMap<String, crate::Condition>,
+        server_schema: Option<&crate::schema::DatabaseSchema>,
     ) -> Value {
         let mut obj = serde_json::Map::new();
         for (table, columns) in &self.config.tables {
+            let columns: Vec<&String> = match server_schema {
+                None => columns.iter().collect(),
+                Some(schema) => {
+                    let Some(ts) = schema.tables.get(table) else {
+                        tracing::info!(%table, "table not in the server's schema, not monitored");
+                        continue;
+                    };
+                    columns
+                        .iter()
+                        .filter(|c| ts.columns.contains_key(*c))
+                        .collect()
+                }
+            };
             let mut req = json!({ "columns": columns });
             if let Some(c) = conditions.get(table) {
                 req["where"] = json!(c);
@@ -328,9 +342,31 @@ impl Driver {
         Value::Object(obj)
     }
 
+    /// Restricts the monitored tables and columns to those of the server's
+    /// schema (an older server lacks newer tables and columns, and refuses a
+    /// monitor request that names them).
+    fn server_schema_filter(&self, s: &Session) -> Option<crate::schema::DatabaseSchema> {
+        let text = s
+            .server
+            .table::<ServerDatabase>()?
+            .iter()
+            .map(|(_, r)| r)
+            .find(|r| r.name == self.config.database)?
+            .schema
+            .clone()?;
+        match crate::schema::DatabaseSchema::parse(&text) {
+            Ok(schema) => Some(schema),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot parse the server's schema; monitoring everything");
+                None
+            }
+        }
+    }
+
     async fn start_data_monitor(&mut self, s: &mut Session, since: bool) -> Result<(), End> {
         let init = self.monitor.start_monitor();
-        let requests = self.monitor_requests(&init.conditions);
+        let schema = self.server_schema_filter(s);
+        let requests = self.monitor_requests(&init.conditions, schema.as_ref());
         let db = self.config.database.clone();
         s.phase = Phase::Subscribing;
         if since {
