@@ -1,6 +1,6 @@
 //! Action encoding: OVN actions to OpenFlow actions (as ovn-controller 23.03.1 does).
 
-use super::actions::{Action, CtNatKind, FieldRef, LbBackend, Pipeline, ResultFn, Rhs};
+use super::actions::{Action, CtNatKind, FieldRef, Pipeline, Rhs};
 use super::controller;
 use super::error::{semantic, LflowError, Result};
 use super::fields::MfField;
@@ -43,7 +43,7 @@ pub struct Encoder<'a> {
     pub p: &'a EncodeParams,
 }
 
-fn sub(f: &FieldRef) -> Subfield {
+pub(super) fn sub(f: &FieldRef) -> Subfield {
     Subfield {
         field: f.field,
         ofs: f.ofs,
@@ -59,7 +59,7 @@ fn zone(reg: u8) -> Subfield {
     }
 }
 
-fn reg10_bit(bit: u32) -> Subfield {
+pub(super) fn reg10_bit(bit: u32) -> Subfield {
     Subfield {
         field: MfField::Reg(10),
         ofs: bit,
@@ -67,7 +67,7 @@ fn reg10_bit(bit: u32) -> Subfield {
     }
 }
 
-fn clear_flag(bit: u32) -> OfAction {
+pub(super) fn clear_flag(bit: u32) -> OfAction {
     OfAction::SetField {
         field: MfField::Reg(10),
         value: 0,
@@ -88,7 +88,7 @@ impl Encoder<'_> {
             .ok_or(LflowError::TableOutOfRange { table: t })
     }
 
-    fn next_table(&self) -> Result<u8> {
+    pub(super) fn next_table(&self) -> Result<u8> {
         self.table_of(self.p.pipeline, self.p.table + 1)
     }
 
@@ -100,7 +100,7 @@ impl Encoder<'_> {
     }
 
     /// The ct zone of `ct_next`, `ct_commit`, `ct_lb*`: per-port on switches, DNAT zone on routers.
-    fn default_zone(&self) -> Subfield {
+    pub(super) fn default_zone(&self) -> Subfield {
         zone(if self.p.is_switch { 13 } else { 11 })
     }
 
@@ -112,7 +112,7 @@ impl Encoder<'_> {
         Ok(out)
     }
 
-    fn controller(&self, userdata: Vec<u8>, pause: bool) -> OfAction {
+    pub(super) fn controller(&self, userdata: Vec<u8>, pause: bool) -> OfAction {
         OfAction::Controller {
             userdata,
             pause,
@@ -577,108 +577,6 @@ impl Encoder<'_> {
                     out.push(OfAction::Text(format!("sample(probability={probability},collector_set_id={collector_set},obs_domain_id={domain},obs_point_id={point})")));
                 }
             }
-        }
-        Ok(())
-    }
-
-    fn result_fn(&self, dst: &FieldRef, func: ResultFn, out: &mut Vec<OfAction>) {
-        let l = &self.p.layout;
-        let lookup = |bit: u32, table: u8, out: &mut Vec<OfAction>| {
-            out.push(clear_flag(bit));
-            out.push(OfAction::Resubmit(table));
-            out.push(OfAction::Move {
-                src: reg10_bit(bit),
-                dst: sub(dst),
-            });
-        };
-        match func {
-            ResultFn::CheckPktLarger(len) => {
-                out.push(OfAction::CheckPktLarger { len, dst: sub(dst) });
-            }
-            ResultFn::ChkLbHairpin => lookup(7, l.chk_lb_hairpin, out),
-            ResultFn::ChkLbHairpinReply => lookup(7, l.chk_lb_hairpin_reply, out),
-            ResultFn::CheckInPortSec => lookup(12, l.chk_in_port_sec, out),
-            ResultFn::CheckOutPortSec => lookup(12, l.chk_out_port_sec, out),
-            ResultFn::ChkEcmpNhMac => lookup(13, l.ecmp_nh_mac, out),
-            ResultFn::ChkEcmpNh => lookup(13, l.ecmp_nh, out),
-            ResultFn::ChkLbAff => lookup(14, l.chk_lb_affinity, out),
-            ResultFn::DnsLookup => {
-                let mut ud = controller::header(6);
-                controller::put_result_dst(&mut ud, &sub(dst));
-                out.push(self.controller(ud, true));
-            }
-        }
-    }
-
-    fn ct_lb(
-        &self,
-        mark: bool,
-        backends: &[LbBackend],
-        hash_fields: Option<&str>,
-        flag: Option<&str>,
-        out: &mut Vec<OfAction>,
-    ) -> Result<()> {
-        let t = self.next_table()?;
-        let z = self.default_zone();
-        if backends.is_empty() {
-            out.push(OfAction::Ct {
-                commit: false,
-                table: Some(t),
-                zone: z,
-                nat: Some(Nat::Plain),
-                exec: vec![],
-            });
-            return Ok(());
-        }
-        let field = if mark {
-            MfField::CtMark
-        } else {
-            MfField::CtLabel
-        };
-        let mut exec = vec![OfAction::SetField {
-            field,
-            value: 2,
-            mask: 2,
-        }];
-        match flag {
-            Some("skip_snat") => exec.push(OfAction::SetField {
-                field,
-                value: 4,
-                mask: 4,
-            }),
-            Some("force_snat") => exec.push(OfAction::SetField {
-                field,
-                value: 8,
-                mask: 8,
-            }),
-            _ => {}
-        }
-        let buckets: Vec<String> = backends
-            .iter()
-            .enumerate()
-            .map(|(i, b)| {
-                let nat = Nat::Typed {
-                    src: false,
-                    addr: Some(b.addr),
-                    ports: b.port.map(|p| (p, p)),
-                };
-                let ct = OfAction::Ct {
-                    commit: true,
-                    table: Some(t),
-                    zone: z,
-                    nat: Some(nat),
-                    exec: exec.clone(),
-                };
-                format!("bucket=bucket_id:{i},weight:100,actions={ct}")
-            })
-            .collect();
-        let method = match hash_fields {
-            Some(f) => format!("selection_method=hash,fields({f})"),
-            None => "selection_method=dp_hash".to_string(),
-        };
-        let desc = format!("type=select,{method},{}", buckets.join(","));
-        if let Some(id) = self.env.group_id(&desc) {
-            out.push(OfAction::Group(id));
         }
         Ok(())
     }

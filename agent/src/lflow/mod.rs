@@ -4,6 +4,7 @@ pub mod actions;
 pub mod annotate;
 pub mod controller;
 pub mod encode;
+mod encode_lookup;
 pub mod error;
 pub mod expr;
 pub mod fields;
