@@ -75,6 +75,12 @@ impl ClientConfig {
         }
     }
 
+    /// Sets the inactivity probe as `ovn-remote-probe-interval` does: in
+    /// milliseconds, 0 disables it, values below 1000 are raised to 1000.
+    pub fn set_probe_interval_ms(&mut self, ms: u64) {
+        self.probe_interval = (ms != 0).then(|| Duration::from_millis(ms.max(1000)));
+    }
+
     /// Monitors all columns of every table of `replica`.
     pub fn monitor_replica(mut self, replica: &Replica) -> Self {
         for name in replica.table_names() {
@@ -254,5 +260,21 @@ impl Client {
     /// Stops the client task.
     pub async fn shutdown(&self) {
         let _ = self.commands.send(Command::Shutdown).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_interval_semantics() {
+        let mut c = ClientConfig::new(Vec::new(), "db");
+        c.set_probe_interval_ms(0);
+        assert_eq!(c.probe_interval, None);
+        c.set_probe_interval_ms(300);
+        assert_eq!(c.probe_interval, Some(Duration::from_secs(1)));
+        c.set_probe_interval_ms(30_000);
+        assert_eq!(c.probe_interval, Some(Duration::from_secs(30)));
     }
 }

@@ -281,6 +281,26 @@ mod tests {
         assert!(!m.has_pending_changes());
     }
 
+    /// The request ovn-controller 23.03 sent for `ovn-monitor-all=true`
+    /// (captured with jsonrpc debug logging; see physical-pipeline.md section 6).
+    #[test]
+    fn matches_ovn_controller_monitor_all_change() {
+        const CAPTURED: &str = r#"[["monid","OVN_Southbound"],["monid","OVN_Southbound"],{"Chassis_Private":[{"where":[true]}],"Chassis_Template_Var":[{"where":[true]}],"IGMP_Group":[{"where":[true]}],"Port_Binding":[{"where":[true]}],"MAC_Binding":[{"where":[true]}],"Multicast_Group":[{"where":[true]}],"DNS":[{"where":[true]}],"Controller_Event":[{"where":[true]}],"IP_Multicast":[{"where":[true]}],"Logical_Flow":[{"where":[true]}]}]"#;
+        let captured: Value = serde_json::from_str(CAPTURED).unwrap();
+        let mut m = MonitorState::new();
+        for table in captured[2].as_object().unwrap().keys() {
+            m.set_condition(table, Condition::none());
+        }
+        m.start_monitor();
+        m.on_monitor_reply(None);
+        for table in captured[2].as_object().unwrap().keys() {
+            m.set_condition(table, Condition::all());
+        }
+        let changes = m.next_change().unwrap();
+        let id = json!(["monid", "OVN_Southbound"]);
+        assert_eq!(MonitorState::change_params(&id, &changes), captured);
+    }
+
     #[test]
     fn change_params_shape() {
         let id = json!(["monid", "OVN_Southbound"]);
