@@ -476,3 +476,80 @@ fn a_change_undone_in_the_same_batch_is_not_reported() {
     );
     assert!(r.table::<PortBinding>().unwrap().changes().is_empty());
 }
+
+mod fuzz {
+    //! Arbitrary table-updates never panic the replica.
+    use super::*;
+    use proptest::prelude::*;
+
+    fn value() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(json!(null)),
+            any::<bool>().prop_map(|b| json!(b)),
+            any::<i64>().prop_map(|i| json!(i)),
+            Just(json!(["uuid", PB1])),
+            Just(json!(["uuid", "nope"])),
+            Just(json!(["set", []])),
+            Just(json!(["map", [["a", "b"]]])),
+            "[a-z_]{0,8}".prop_map(|s| json!(s)),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
+                proptest::collection::btree_map(
+                    prop_oneof![
+                        Just("logical_port".to_owned()),
+                        Just("tunnel_key".to_owned()),
+                        Just("options".to_owned()),
+                        Just("mac".to_owned()),
+                        Just("chassis".to_owned()),
+                        Just("insert".to_owned()),
+                        Just("modify".to_owned()),
+                        Just("delete".to_owned()),
+                        Just("initial".to_owned()),
+                        "[a-z]{1,3}",
+                    ],
+                    inner,
+                    0..4
+                )
+                .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn updates() -> impl Strategy<Value = serde_json::Value> {
+        proptest::collection::btree_map(
+            prop_oneof![
+                Just("Port_Binding".to_owned()),
+                Just("Datapath_Binding".to_owned()),
+                "[A-Z][a-z]{0,4}"
+            ],
+            proptest::collection::btree_map(
+                prop_oneof![Just(PB1.to_owned()), Just(PB2.to_owned()), "[0-9a-f-]{0,8}"],
+                value(),
+                0..4,
+            ),
+            0..3,
+        )
+        .prop_map(|m| json!(m))
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(batches in proptest::collection::vec(prop_oneof![updates(), value()], 1..6)) {
+            let mut r = replica();
+            apply(&mut r, &initial());
+            for (i, batch) in batches.iter().enumerate() {
+                let text = batch.to_string();
+                let raw = raw(&text).unwrap();
+                let _ = if i % 3 == 2 { r.apply_snapshot(raw) } else { r.apply_update(raw) };
+            }
+            // Indexes stay consistent with the rows.
+            let table = r.table::<PortBinding>().unwrap();
+            for (u, pb) in table.iter() {
+                let found = table.find("logical_port", &Atom::from(pb.logical_port.as_str())).any(|(x, _)| x == u);
+                prop_assert!(found);
+            }
+        }
+    }
+}
