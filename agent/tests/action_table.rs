@@ -203,6 +203,8 @@ fn errors() {
         ("set_queue(70000);", "Queue ID"),
         ("ip.ttl++;", "Invalid character"),
         ("log(verdict=maybe);", "verdict"),
+        ("log(name=\"x\");", "expecting verdict"),
+        ("set_meter(0);", "Rate 0"),
         (
             "reg0[3] = put_dhcp_opts(offerip = 10.0.0.2, domain_search_list = abc.com);",
             "expecting constant",

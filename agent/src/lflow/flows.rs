@@ -327,8 +327,8 @@ pub fn compile_lflow(
 
 /// Installs flows the way ofctrl does: conjunction-only flows with the same table, priority
 /// and match (from different lflows) become one flow with all their `conjunction` actions;
-/// any other flow whose (table, priority, match) is already taken is dropped (the first one
-/// wins). Returns the flows and the number dropped.
+/// otherwise one flow per (table, priority, match) survives: one with actions over a drop,
+/// a drop over a conjunction, else the first. Returns the flows and the number dropped.
 pub fn merge_conjunctions(flows: Vec<OfFlow>) -> (Vec<OfFlow>, usize) {
     use std::hash::BuildHasher;
     let mut out: Vec<OfFlow> = Vec::with_capacity(flows.len());
@@ -344,6 +344,15 @@ pub fn merge_conjunctions(flows: Vec<OfFlow>) -> (Vec<OfFlow>, usize) {
                 .iter()
                 .all(|a| matches!(a, OfAction::Conjunction { .. }))
     };
+    // ofctrl's preference among desired flows with one match: flows that do something,
+    // then drops, then conjunctions; the first of a kind wins.
+    let rank = |f: &OfFlow| {
+        if is_conj(f) {
+            2
+        } else {
+            u8::from(f.actions.is_empty())
+        }
+    };
     'flows: for f in flows {
         let h = build.hash_one((f.table, f.priority, &f.m));
         let mut cur = heads.get(&h).copied();
@@ -357,6 +366,9 @@ pub fn merge_conjunctions(flows: Vec<OfFlow>) -> (Vec<OfFlow>, usize) {
                         }
                     }
                 } else {
+                    if rank(&f) < rank(&out[i]) {
+                        out[i] = f;
+                    }
                     dropped += 1;
                 }
                 continue 'flows;
@@ -409,6 +421,51 @@ impl OfFlow {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    fn flow(cookie: u32, actions: Vec<OfAction>) -> OfFlow {
+        let mut m = OfMatch::new();
+        assert!(m.add(MfField::Metadata, 1, u128::from(u64::MAX)));
+        OfFlow {
+            table: 8,
+            priority: 10,
+            cookie,
+            m,
+            actions: Arc::new(actions),
+        }
+    }
+
+    #[test]
+    fn duplicates_follow_ofctrl_preference() {
+        let conj = |id| OfAction::Conjunction {
+            id,
+            clause: 0,
+            n_clauses: 2,
+        };
+        let (out, dropped) = merge_conjunctions(vec![
+            flow(1, vec![]),
+            flow(2, vec![OfAction::Resubmit(9)]),
+            flow(3, vec![]),
+        ]);
+        assert_eq!(
+            (out.len(), dropped, out[0].cookie),
+            (1, 2, 2),
+            "a flow with actions beats drops"
+        );
+        let (out, dropped) = merge_conjunctions(vec![
+            flow(0, vec![conj(5)]),
+            flow(0, vec![conj(6)]),
+            flow(0, vec![conj(5)]),
+        ]);
+        assert_eq!((out.len(), dropped), (1, 0));
+        assert_eq!(
+            format_actions(&out[0].actions),
+            "conjunction(5,1/2),conjunction(6,1/2)"
+        );
+        let (out, _) = merge_conjunctions(vec![flow(0, vec![conj(5)]), flow(7, vec![])]);
+        assert_eq!(out[0].cookie, 7, "a drop beats a conjunction");
+    }
+
     #[test]
     fn conj_id_hash_matches_ovn() {
         // cookie 0x200b0200 on datapath sw0 got conjunction id 1228058175 (of_final.txt).

@@ -195,16 +195,16 @@ impl AParser<'_> {
     }
 
     pub(super) fn log(&mut self) -> Result<Action> {
-        let (mut verdict, mut severity, mut name, mut meter) = (0u8, 6u8, None, None);
+        let (mut verdict, mut severity, mut name, mut meter) = (None, 6u8, None, None);
         for (k, v) in self.kv_args()? {
             match (k.as_str(), v) {
                 ("verdict", Token::Id(s)) => {
-                    verdict = match s.as_str() {
+                    verdict = Some(match s.as_str() {
                         "allow" => 0,
                         "drop" => 1,
                         "reject" => 2,
                         _ => return semantic("unknown verdict"),
-                    }
+                    });
                 }
                 ("severity", Token::Id(s)) => {
                     severity = match s.as_str() {
@@ -216,11 +216,18 @@ impl AParser<'_> {
                         _ => return semantic("unknown severity"),
                     }
                 }
-                ("name", Token::Str(s)) => name = Some(s),
+                // The name travels in datapath actions; OVN caps it below 64 bytes.
+                ("name", Token::Str(s)) if s.len() < 64 => name = Some(s),
+                ("name", Token::Str(_)) => {
+                    return semantic("name must be shorter than 64 characters")
+                }
                 ("meter", Token::Str(s)) => meter = Some(s),
                 _ => return semantic(format!("unexpected log argument {k}")),
             }
         }
+        let Some(verdict) = verdict else {
+            return semantic("log: expecting verdict");
+        };
         Ok(Action::Log {
             verdict,
             severity,

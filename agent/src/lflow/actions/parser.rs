@@ -263,6 +263,9 @@ impl AParser<'_> {
                     None
                 };
                 self.p.expect(&Token::RParen, "`)'")?;
+                if rate == 0 {
+                    return semantic("Rate 0 for set_meter is not valid.");
+                }
                 Action::SetMeter { rate, burst }
             }
             "log" => self.log()?,
