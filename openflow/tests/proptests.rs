@@ -182,6 +182,8 @@ fn leaf_action() -> impl Strategy<Value = Action> {
         }),
         Just(Action::Exit),
         (subfield(), any::<u16>()).prop_map(|(src, max_len)| Action::OutputReg { src, max_len }),
+        (any::<u16>(), any::<u32>())
+            .prop_map(|(port, max_len)| Action::OutputTrunc { port, max_len }),
         (
             any::<u16>(),
             any::<u16>(),

@@ -96,6 +96,11 @@ pub enum Action {
         src: SubField,
         max_len: u16,
     },
+    /// `NXAST_OUTPUT_TRUNC`: output truncated to `max_len` bytes.
+    OutputTrunc {
+        port: u16,
+        max_len: u32,
+    },
     /// Anything else, kept verbatim: `body` is what follows the 4-byte type/len header.
     Unknown {
         ty: u16,
@@ -138,6 +143,7 @@ pub(crate) mod nxast {
     pub const CLONE: u16 = 42;
     pub const CT_CLEAR: u16 = 43;
     pub const RESUBMIT_TABLE_CT: u16 = 44;
+    pub const OUTPUT_TRUNC: u16 = 39;
     pub const CHECK_PKT_LARGER: u16 = 49;
 }
 

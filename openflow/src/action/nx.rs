@@ -167,6 +167,10 @@ pub(super) fn decode(subtype: u16, b: &mut Reader<'_>) -> Result<Option<Action>,
                 max_len,
             }
         }
+        nxast::OUTPUT_TRUNC => Action::OutputTrunc {
+            port: b.u16("nx_action_output_trunc")?,
+            max_len: b.u32("nx_action_output_trunc")?,
+        },
         nxast::CT => Action::Ct(ct::decode_ct(b)?),
         nxast::NAT => Action::Nat(ct::decode_nat(b)?),
         nxast::LEARN => Action::Learn(learn::decode(b)?),
@@ -337,6 +341,11 @@ pub(super) fn encode(a: &Action, out: &mut BytesMut) {
             out.put_u16(src.ofs_nbits());
             src.field.encode(out);
             out.put_u16(*max_len);
+        }
+        Action::OutputTrunc { port, max_len } => {
+            nx_header(out, nxast::OUTPUT_TRUNC);
+            out.put_u16(*port);
+            out.put_u32(*max_len);
         }
         Action::Ct(c) => ct::encode_ct(c, out),
         Action::Nat(n) => ct::encode_nat(n, out),

@@ -395,6 +395,11 @@ fn put_action(s: &mut String, a: &Action) {
             s.push_str("output:");
             fmt_subfield(s, *src);
         }
+        Action::OutputTrunc { port, max_len } => {
+            s.push_str("output(port=");
+            fmt_port(s, u32::from(*port));
+            let _ = write!(s, ",max_len={max_len})");
+        }
         Action::Unknown { ty, body } => {
             let _ = write!(s, "unknown_action(type={ty:#x},body=");
             put_hex(s, body);

@@ -433,6 +433,20 @@ pub fn parse_action(t: &str) -> Result<Action, ParseError> {
 }
 
 fn parse_call(t: &str) -> Result<Action, ParseError> {
+    if let Some(x) = call(t, "output") {
+        let (mut port, mut max_len) = (None, None);
+        for kv in split_top(x) {
+            match kv.split_once('=') {
+                Some(("port", v)) => port = Some(parse_port(v)? as u16),
+                Some(("max_len", v)) => max_len = Some(num(v)?),
+                _ => return Err(bad(kv)),
+            }
+        }
+        return match (port, max_len) {
+            (Some(port), Some(max_len)) => Ok(Action::OutputTrunc { port, max_len }),
+            _ => Err(bad(t)),
+        };
+    }
     if let Some(x) = call(t, "resubmit") {
         return parse_resubmit(x);
     }
