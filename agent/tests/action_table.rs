@@ -29,6 +29,78 @@ impl EncodeEnv for Env {
     }
 }
 
+/// Records the group descriptions it is asked for.
+struct Groups(std::sync::Mutex<Vec<String>>);
+
+impl EncodeEnv for Groups {
+    fn port_key(&self, name: &str) -> Option<u32> {
+        Env.port_key(name)
+    }
+    fn group_id(&self, d: &str) -> Option<u32> {
+        self.0.lock().unwrap().push(d.to_string());
+        Some(1)
+    }
+    fn meter_id(&self, _: &str) -> Option<u32> {
+        None
+    }
+    fn named_meter(&self, _: &str) -> Option<u32> {
+        None
+    }
+    fn tunnel_ofport(&self, port: &str) -> Option<u32> {
+        (port == "p2").then_some(5)
+    }
+}
+
+#[test]
+fn group_descriptions() {
+    let env = Groups(std::sync::Mutex::new(Vec::new()));
+    let p = EncodeParams {
+        pipeline: Pipeline::Ingress,
+        table: 10,
+        layout: TableLayout::OVN_23_03,
+        is_switch: true,
+        common_zone_is_snat: false,
+        controller_meter: None,
+        lflow_uuid: "12345678-0000-0000-0000-000000000000".into(),
+        dp_key: 1,
+    };
+    let enc = |t: &str| {
+        let parsed = parse_actions(
+            t,
+            ParseOptions {
+                pipeline: Pipeline::Ingress,
+                table: 10,
+                n_tables: 29,
+            },
+        )
+        .unwrap();
+        format_actions(
+            &Encoder { env: &env, p: &p }
+                .encode(&parsed.actions)
+                .unwrap(),
+        )
+    };
+    assert_eq!(
+        enc("fwd_group(liveness=true, childports=\"p2\");"),
+        "group:1"
+    );
+    assert_eq!(
+        enc("fwd_group(liveness=true, childports=\"p1\", \"p2\");"),
+        "drop"
+    );
+    assert_eq!(enc("reg8[16..31] = select(1=20, 2=30);"), "group:1");
+    assert_eq!(enc("ct_lb_mark(backends=10.0.0.11:80,[aef0::1]:80; hash_fields=\"ip_src,ip_dst\"; skip_snat);"), "group:1");
+    let got = env.0.lock().unwrap().clone();
+    assert_eq!(
+        got,
+        [
+            "type=select,selection_method=dp_hash,bucket=bucket_id:0,watch_port:5,actions=set_field:0x2/0xffff->reg15,resubmit(,37)",
+            "type=select,selection_method=dp_hash,selection_method_param=4294967296,bucket=bucket_id:0,weight:20,actions=set_field:0x1000000000000/0xffff000000000000->xreg4,resubmit(,19),bucket=bucket_id:1,weight:30,actions=set_field:0x2000000000000/0xffff000000000000->xreg4,resubmit(,19)",
+            "type=select,selection_method=hash,fields(ip_src,ip_dst),bucket=bucket_id:0,weight:100,actions=ct(commit,table=19,zone=NXM_NX_REG13[0..15],nat(dst=10.0.0.11:80),exec(set_field:0x2/0x2->ct_mark,set_field:0x4/0x4->ct_mark)),bucket=bucket_id:1,weight:100,actions=ct(commit,table=19,zone=NXM_NX_REG13[0..15],nat(dst=[aef0::1]:80),exec(set_field:0x2/0x2->ct_mark,set_field:0x4/0x4->ct_mark))",
+        ]
+    );
+}
+
 fn encode_with(
     text: &str,
     pipeline: Pipeline,

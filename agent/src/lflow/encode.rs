@@ -18,6 +18,10 @@ pub trait EncodeEnv {
     fn meter_id(&self, description: &str) -> Option<u32>;
     /// Meter id of a named (NB `Meter`) meter.
     fn named_meter(&self, name: &str) -> Option<u32>;
+    /// OpenFlow port of the tunnel to the chassis that hosts `port` (fwd_group liveness).
+    fn tunnel_ofport(&self, _port: &str) -> Option<u32> {
+        None
+    }
     /// Whether a `Flow_Sample_Collector_Set` with this id exists on br-int.
     fn collector_set_exists(&self, _id: u32) -> bool {
         false
@@ -527,17 +531,24 @@ impl Encoder<'_> {
             Action::HandleDhcpv6Reply => out.push(self.controller(controller::header(19), false)),
             Action::BfdMsg => out.push(self.controller(controller::header(23), false)),
             Action::FwdGroup { liveness, ports } => {
-                if *liveness {
-                    // Liveness needs tunnel ofports (physical state): not encoded here.
-                    return Ok(());
-                }
                 let mut buckets = Vec::new();
                 for (i, p) in ports.iter().enumerate() {
                     let Some(key) = self.env.port_key(p) else {
                         return Ok(());
                     };
+                    // With liveness, each bucket watches the tunnel towards the child's
+                    // chassis; a child without one (e.g. local) makes the action encode to
+                    // nothing, as in ovn-controller 23.03.1.
+                    let watch = if *liveness {
+                        let Some(ofport) = self.env.tunnel_ofport(p) else {
+                            return Ok(());
+                        };
+                        format!("watch_port:{ofport},")
+                    } else {
+                        String::new()
+                    };
                     let out_t = self.output_table(Pipeline::Ingress);
-                    buckets.push(format!("bucket=bucket_id:{i},actions=set_field:{key:#x}/0xffff->reg15,resubmit(,{out_t})"));
+                    buckets.push(format!("bucket=bucket_id:{i},{watch}actions=set_field:{key:#x}/0xffff->reg15,resubmit(,{out_t})"));
                 }
                 let desc = format!("type=select,selection_method=dp_hash,{}", buckets.join(","));
                 if let Some(id) = self.env.group_id(&desc) {
