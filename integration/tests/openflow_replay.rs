@@ -14,8 +14,8 @@ fn data(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Build the `ofreplay` example and return its path.
-fn ofreplay_binary() -> PathBuf {
+/// Build an example of the openflow crate and return its path.
+fn example(name: &str) -> PathBuf {
     let out = Command::new(env!("CARGO"))
         .args([
             "build",
@@ -23,7 +23,7 @@ fn ofreplay_binary() -> PathBuf {
             "-p",
             "openflow",
             "--example",
-            "ofreplay",
+            name,
             "--message-format=json",
         ])
         .output()
@@ -36,7 +36,7 @@ fn ofreplay_binary() -> PathBuf {
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v["target"]["name"] == "ofreplay")
+        .filter(|v| v["target"]["name"] == name)
         .find_map(|v| v["executable"].as_str().map(PathBuf::from))
         .expect("ofreplay executable in cargo output")
 }
@@ -88,7 +88,7 @@ fn ofreplay_installs_of_final_exactly() {
     }
     let flows = data("of_final.txt");
     let groups = data("groups_final.txt");
-    let out = Command::new(ofreplay_binary())
+    let out = Command::new(example("ofreplay"))
         .arg(format!("unix:{}", chassis.br_int_mgmt().display()))
         .arg(&flows)
         .arg(&groups)
@@ -124,6 +124,34 @@ fn ofreplay_installs_of_final_exactly() {
     let want_groups = normalize(&std::fs::read_to_string(&groups).unwrap());
     let got_groups = normalize(&chassis.ofctl(&["dump-groups", "br-int"]).unwrap());
     assert_eq!(want_groups, got_groups);
+
+    // Read back through our own connection: OF1.5 flow_desc / group_desc replies decoded
+    // and printed by the openflow crate must give the same text.
+    let dump = |what: &str| {
+        let out = Command::new(example("ofdump"))
+            .arg(format!("unix:{}", chassis.br_int_mgmt().display()))
+            .arg(what)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        normalize(&String::from_utf8_lossy(&out.stdout))
+    };
+    let ours = dump("flows");
+    let bad: Vec<_> = ours
+        .iter()
+        .filter(|l| !want_flows.contains(l))
+        .take(5)
+        .collect();
+    assert!(
+        ours == want_flows,
+        "ofdump differs ({} lines): {bad:#?}",
+        ours.len()
+    );
+    assert_eq!(dump("groups"), want_groups);
 }
 
 #[test]
@@ -136,7 +164,7 @@ fn ofreplay_stops_at_the_first_bad_line_with_its_number() {
     )
     .unwrap();
     // No switch is needed: parsing happens first.
-    let out = Command::new(ofreplay_binary())
+    let out = Command::new(example("ofreplay"))
         .arg(format!("unix:{}", dir.path().join("none.sock").display()))
         .arg(&file)
         .output()
