@@ -76,7 +76,16 @@ fn flow_mod_to_dump(block: &str) -> String {
 
 #[test]
 fn of_final_flows_survive_the_real_decoder() {
-    let lines = lines("of_final.txt");
+    check_flows("of_final.txt");
+}
+
+#[test]
+fn experiment_flows_survive_the_real_decoder() {
+    check_flows("experiments_of_table35.txt");
+}
+
+fn check_flows(file: &str) {
+    let lines = lines(file);
     let msgs: Vec<OfpMessage> = lines
         .iter()
         .enumerate()
@@ -106,8 +115,9 @@ fn of_final_flows_survive_the_real_decoder() {
 }
 
 #[test]
-fn groups_final_survive_the_real_decoder() {
-    let lines = lines("groups_final.txt");
+fn groups_survive_the_real_decoder() {
+    let mut lines = lines("groups_final.txt");
+    lines.extend(self::lines("experiments_groups.txt"));
     let msgs: Vec<OfpMessage> = lines
         .iter()
         .enumerate()

@@ -16,8 +16,17 @@ fn lines(name: &str) -> Vec<String> {
 
 #[test]
 fn every_flow_of_of_final_round_trips_through_text() {
-    let lines = lines("of_final.txt");
-    assert!(lines.len() > 2000);
+    check_flows("of_final.txt", 2000);
+}
+
+#[test]
+fn every_flow_of_the_experiments_round_trips_through_text() {
+    check_flows("experiments_of_table35.txt", 150);
+}
+
+fn check_flows(file: &str, at_least: usize) {
+    let lines = lines(file);
+    assert!(lines.len() > at_least);
     let mut failures = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         match line.parse::<Flow>() {
@@ -45,9 +54,10 @@ fn every_flow_of_of_final_round_trips_through_text() {
 }
 
 #[test]
-fn every_group_of_groups_final_round_trips_through_text() {
-    let lines = lines("groups_final.txt");
-    assert!(lines.len() >= 15);
+fn every_group_round_trips_through_text() {
+    let mut lines = lines("groups_final.txt");
+    lines.extend(self::lines("experiments_groups.txt"));
+    assert!(lines.len() >= 30);
     for line in &lines {
         let g: Group = line.parse().unwrap_or_else(|e| panic!("{e}: {line}"));
         assert_eq!(&g.to_string(), line);
