@@ -12,7 +12,7 @@ use std::time::Duration;
 use integration::host::Host;
 use integration::ovsdb_cluster::{differences, dump, replica_dump, Cluster, DbDump};
 use sbclient::ovn_sb::{self, AddressSet};
-use sbclient::{spawn, ClientConfig, Event, Remote, Replica};
+use sbclient::{spawn, Clause, ClientConfig, Condition, Event, Function, Remote, Replica};
 use tokio::sync::mpsc::Receiver;
 
 const DB: &str = "OVN_Southbound";
@@ -159,6 +159,11 @@ async fn survives_leader_and_server_loss_and_resumes() {
     config.backoff_min = Duration::from_millis(100);
     config.backoff_max = Duration::from_millis(800);
     config.probe_interval = Some(Duration::from_secs(2));
+    // A condition, so that resuming must keep it: every row but as7.
+    let condition = Condition(vec![Clause::new("name", Function::Ne, "as7")]);
+    config
+        .conditions
+        .insert("Address_Set".into(), condition.clone());
     let (client, mut events) = spawn(config);
     let mut connected = None;
 
@@ -167,6 +172,31 @@ async fn survives_leader_and_server_loss_and_resumes() {
         (0..cluster.len()).map(|i| cluster.remote(i)).collect(),
     );
     wait_rows(&mut events, &mut replica, &mut connected, 20, &writer).await;
+
+    // Narrow the condition at run time (as7 and as8 excluded, by address) and
+    // wait for the server to confirm; the resumes below must keep it.
+    let condition = Condition(vec![Clause::new(
+        "addresses",
+        Function::Excludes,
+        sbclient::Datum::set(["10.0.0.7", "10.0.0.8"]),
+    )]);
+    let seq = client
+        .set_condition("Address_Set", condition.clone())
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let event = tokio::time::timeout_at(deadline, events.recv())
+            .await
+            .expect("condition change acknowledged")
+            .unwrap();
+        event.apply(&mut replica).unwrap();
+        match event {
+            Event::ConditionsAcked(s) if s >= seq => break,
+            Event::ConditionsRefused { error, .. } => panic!("refused: {error}"),
+            _ => {}
+        }
+    }
 
     // Stop the leader while the writer goes on.
     let leader = cluster.leader(Duration::from_secs(30)).unwrap();
@@ -211,7 +241,10 @@ async fn survives_leader_and_server_loss_and_resumes() {
             &mut connected,
         )
         .await;
-        let server = live_dump(&cluster);
+        let mut server = live_dump(&cluster);
+        if let Some(rows) = server.get_mut("Address_Set") {
+            rows.retain(|_, cols| condition.matches_any(&|c| cols.get(c).cloned()));
+        }
         let mine = replica_dump(&replica);
         diff = differences(&mine, &server);
         if diff.is_empty() {
@@ -231,7 +264,12 @@ async fn survives_leader_and_server_loss_and_resumes() {
         "client stats: {stats:?}\nreplica stats: {rstats:?}\nrows written: {}",
         writer.written()
     );
-    assert!(replica.table::<AddressSet>().unwrap().len() > 40);
+    let sets = replica.table::<AddressSet>().unwrap();
+    assert!(sets.len() > 40);
+    assert!(
+        sets.iter().all(|(_, s)| s.name != "as7"),
+        "the condition held"
+    );
     assert_eq!(
         rstats.rows_skipped, 0,
         "no update was refused (none applied twice)"

@@ -229,6 +229,34 @@ async fn monitor_conditions_transactions_and_dump() {
     );
     assert_eq!(replica.stats().rows_skipped, 0);
 
+    // A condition the server refuses (two values for a scalar column) is reported
+    // and the previous condition stays in effect.
+    let seq = client
+        .set_condition(
+            "Port_Binding",
+            Condition(vec![Clause::new(
+                "logical_port",
+                sbclient::Function::Excludes,
+                Datum::set(["lp1", "lp2"]),
+            )]),
+        )
+        .await
+        .unwrap();
+    let mut refused = None;
+    pump(&mut events, &mut replica, "the refusal", |_, e| {
+        if let Event::ConditionsRefused { seqno, error } = e {
+            refused = Some((*seqno, error.clone()));
+            true
+        } else {
+            false
+        }
+    })
+    .await;
+    let (seqno, error) = refused.unwrap();
+    assert_eq!(seqno, seq);
+    eprintln!("refused: {error}");
+    assert_eq!(pb_names(&replica), ["lp2"]);
+
     // A standalone server keeps no history: the client never resumed.
     let stats = client.stats();
     assert_eq!(stats.connections, 1);

@@ -109,6 +109,9 @@ pub enum Event {
     Update(Box<RawValue>),
     /// The conditions requested up to this sequence number are in effect.
     ConditionsAcked(u64),
+    /// The server refused the condition change with this sequence number; the
+    /// previous conditions stay in effect.
+    ConditionsRefused { seqno: u64, error: String },
     /// The connection was lost or abandoned; the client reconnects.
     Disconnected { remote: String, reason: String },
 }

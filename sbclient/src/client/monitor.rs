@@ -159,16 +159,19 @@ impl MonitorState {
     }
 
     /// The server refused the change in flight: forget it (the replica still
-    /// reflects `acked`) and stop asking for it.
-    pub fn on_change_failed(&mut self) {
-        if let Some((changes, _)) = self.in_flight.take() {
-            for table in changes.keys() {
-                match self.acked.get(table) {
-                    Some(c) => self.desired.insert(table.clone(), c.clone()),
-                    None => self.desired.remove(table),
+    /// reflects `acked`) and stop asking for it, unless something newer was
+    /// asked for since. Returns the sequence number of the refused change.
+    pub fn on_change_failed(&mut self) -> Option<u64> {
+        let (changes, seqno) = self.in_flight.take()?;
+        for (table, refused) in changes {
+            if self.desired.get(&table) == Some(&refused) {
+                match self.acked.get(&table) {
+                    Some(c) => self.desired.insert(table, c.clone()),
+                    None => self.desired.remove(&table),
                 };
             }
         }
+        Some(seqno)
     }
 
     /// The connection dropped.
@@ -276,9 +279,15 @@ mod tests {
         m.on_monitor_reply(None);
         m.set_condition("Port_Binding", cond("a"));
         assert!(m.next_change().is_some());
-        m.on_change_failed();
+        assert_eq!(m.on_change_failed(), Some(1));
         assert_eq!(m.next_change(), None);
         assert!(!m.has_pending_changes());
+        // A newer request made while the refused one was in flight survives.
+        m.set_condition("Port_Binding", cond("b"));
+        assert!(m.next_change().is_some());
+        m.set_condition("Port_Binding", cond("c"));
+        m.on_change_failed();
+        assert_eq!(m.next_change().unwrap()["Port_Binding"], cond("c"));
     }
 
     /// The request ovn-controller 23.03 sent for `ovn-monitor-all=true`

@@ -105,7 +105,13 @@ impl Driver {
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "monitor_cond_change refused");
-                        self.monitor.on_change_failed();
+                        if let Some(seqno) = self.monitor.on_change_failed() {
+                            self.emit(Event::ConditionsRefused {
+                                seqno,
+                                error: e.to_string(),
+                            })
+                            .await?;
+                        }
                     }
                 }
                 self.send_condition_change(s).await
