@@ -10,11 +10,11 @@ use openflow::wire::{
     BundleControl, Echo, Empty, ErrorCode, ErrorMsg, Hello, Message, OfpMessage, PacketIn2,
     PacketInProp,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{UnixListener, UnixStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::mpsc;
 
-async fn read_msg(s: &mut UnixStream) -> Option<OfpMessage> {
+async fn read_msg<S: AsyncRead + Unpin>(s: &mut S) -> Option<OfpMessage> {
     let mut h = [0u8; 8];
     s.read_exact(&mut h).await.ok()?;
     let len = u16::from_be_bytes([h[2], h[3]]) as usize;
@@ -24,7 +24,7 @@ async fn read_msg(s: &mut UnixStream) -> Option<OfpMessage> {
     Some(OfpMessage::decode(&all).expect("client sent a valid message"))
 }
 
-async fn write(s: &mut UnixStream, xid: u32, body: Message) {
+async fn write<S: AsyncWrite + Unpin>(s: &mut S, xid: u32, body: Message) {
     s.write_all(&OfpMessage::new(xid, body).to_bytes())
         .await
         .unwrap();
@@ -36,7 +36,15 @@ async fn fake_switch(
     seen: mpsc::UnboundedSender<OfpMessage>,
     reject_xid_of_table: Option<u8>,
 ) {
-    let (mut s, _) = listener.accept().await.unwrap();
+    let (s, _) = listener.accept().await.unwrap();
+    serve(s, seen, reject_xid_of_table).await;
+}
+
+async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+    mut s: S,
+    seen: mpsc::UnboundedSender<OfpMessage>,
+    reject_xid_of_table: Option<u8>,
+) {
     write(&mut s, 1, Message::Hello(Hello::with_versions(&[6]))).await;
     while let Some(m) = read_msg(&mut s).await {
         match &m.body {
@@ -191,4 +199,62 @@ async fn silent_switch_times_out_in_virtual_time() {
     );
     // Probe at 5 s, give up at 10 s: all in virtual time.
     assert!(started.elapsed() >= Duration::from_secs(10));
+}
+
+#[tokio::test]
+async fn works_over_tcp() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, _seen) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let (s, _) = listener.accept().await.unwrap();
+        serve(s, tx, None).await;
+    });
+    let (conn, handle, _a) =
+        connect(&format!("tcp:127.0.0.1:{port}"), ClientConfig::default()).unwrap();
+    tokio::spawn(conn.run());
+    let reply = handle
+        .request(Message::EchoRequest(Echo { data: vec![7] }))
+        .await
+        .unwrap();
+    assert_eq!(reply[0].body, Message::EchoReply(Echo { data: vec![7] }));
+    assert!(handle.barrier().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn reconnects_after_the_switch_drops_the_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sw.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    let (accepted_tx, mut accepted) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        // First connection: hello, then hang up.
+        let (mut s, _) = listener.accept().await.unwrap();
+        let _ = accepted_tx.send(1);
+        write(&mut s, 1, Message::Hello(Hello::with_versions(&[6]))).await;
+        drop(s);
+        let (s, _) = listener.accept().await.unwrap();
+        let _ = accepted_tx.send(2);
+        let (tx, _rx) = mpsc::unbounded_channel();
+        serve(s, tx, None).await;
+    });
+    let (conn, handle, _a) =
+        connect(&format!("unix:{}", path.display()), ClientConfig::default()).unwrap();
+    tokio::spawn(conn.run());
+    let mut attempts = 0;
+    let reply = loop {
+        attempts += 1;
+        assert!(attempts < 50, "never got an answer");
+        match handle
+            .request(Message::EchoRequest(Echo { data: vec![1] }))
+            .await
+        {
+            Ok(r) => break r,
+            Err(ConnError::Closed) => tokio::time::sleep(Duration::from_millis(50)).await,
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert_eq!(reply[0].body, Message::EchoReply(Echo { data: vec![1] }));
+    assert_eq!(accepted.recv().await, Some(1));
+    assert_eq!(accepted.recv().await, Some(2));
 }
