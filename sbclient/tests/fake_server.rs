@@ -217,6 +217,7 @@ async fn bad_updates_are_skipped_and_the_connection_stays_up() {
     assert_eq!(stats.rows_skipped, 2);
     assert_eq!(bad, 1);
     assert_eq!(client.stats().connections, 1, "never reconnected");
+    assert!(client.stats().connected);
     client.shutdown().await;
 }
 
@@ -358,6 +359,7 @@ async fn inactivity_probe_disconnects_a_silent_server() {
     )
     .await;
     let stats = client.stats();
+    assert!(!stats.connected);
     assert_eq!(stats.probes_sent, 1);
     assert_eq!(stats.probe_timeouts, 1);
     drop(conn);

@@ -81,6 +81,16 @@ impl ClientConfig {
         self.probe_interval = (ms != 0).then(|| Duration::from_millis(ms.max(1000)));
     }
 
+    /// Monitors only `columns` of `table` (the others keep their default value
+    /// in the replica), as ovn-controller does for the local Open_vSwitch DB.
+    pub fn monitor_columns(mut self, table: &str, columns: &[&str]) -> Self {
+        self.tables.insert(
+            table.to_owned(),
+            columns.iter().map(|c| (*c).to_owned()).collect(),
+        );
+        self
+    }
+
     /// Monitors all columns of every table of `replica`.
     pub fn monitor_replica(mut self, replica: &Replica) -> Self {
         for name in replica.table_names() {
@@ -130,6 +140,9 @@ impl Event {
 /// Counters, for tests and for `ovn-appctl` style introspection.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ClientStats {
+    /// True while a connection is monitoring (transactions sent now go out at
+    /// once; otherwise they wait for the next connection).
+    pub connected: bool,
     /// Connections that reached the monitoring state.
     pub connections: u64,
     /// Connection attempts that failed.
@@ -210,7 +223,10 @@ pub fn spawn(config: ClientConfig) -> (Client, mpsc::Receiver<Event>) {
 }
 
 impl Client {
-    /// Runs a transaction once connected. Conflicts and errors are returned, not retried.
+    /// Runs a transaction; while disconnected it waits for the next connection
+    /// (check [`ClientStats::connected`] first to avoid acting on a stale
+    /// replica, or add `wait` operations). Conflicts and errors are returned,
+    /// not retried.
     pub async fn transact(&self, txn: Transaction) -> Result<TxnOutcome, TxnError> {
         let (tx, rx) = oneshot::channel();
         self.commands

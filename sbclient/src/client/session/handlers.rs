@@ -171,7 +171,10 @@ impl Driver {
             self.emit(Event::Snapshot(updates.to_owned())).await?;
         }
         s.phase = Phase::Monitoring;
-        self.stat(|st| st.connections += 1);
+        self.stat(|st| {
+            st.connections += 1;
+            st.connected = true;
+        });
         s.send("set_db_change_aware", json!([true]), Pending::Ignore)
             .await?;
         let event = Event::Connected {

@@ -145,6 +145,7 @@ impl Driver {
                 }
             };
             self.monitor.on_disconnect();
+            self.stat(|st| st.connected = false);
             let healthy = match end {
                 Ok(()) | Err(End::Shutdown) => return,
                 Err(end) => {
