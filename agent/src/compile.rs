@@ -93,6 +93,8 @@ pub struct CompileReport {
     /// Flows dropped because an earlier lflow already produced the same table, priority
     /// and match (ofctrl keeps the first).
     pub duplicates: usize,
+    /// Lflows refused because they expand to more flows than the limit.
+    pub too_many_flows: usize,
 }
 
 /// One lflow's uuid, flows and failure.
@@ -234,9 +236,14 @@ pub fn compile_all_threads(
         .flat_map(|(_, f)| f.iter().cloned())
         .collect();
     let (flows, duplicates) = merge_conjunctions(all);
+    let too_many_flows = failures
+        .iter()
+        .filter(|f| matches!(f.error, LflowError::TooManyFlows { .. }))
+        .count();
     CompileReport {
         flows,
         duplicates,
+        too_many_flows,
         failures,
         per_lflow,
         cache_hits: cache.hits.load(std::sync::atomic::Ordering::Relaxed),

@@ -41,7 +41,14 @@ fn ovsdb_client_dump_is_read() {
         ]
     );
     assert_eq!(r.failures.len(), 1);
-    assert!(r.failures[0].to_string().contains("\"tcp.dst == 80 &&\""));
+    let line = r.failures[0].to_string();
+    assert!(
+        line.contains("\"tcp.dst == 80 &&\"")
+            && line.contains("end of input")
+            && line.contains("at position 16"),
+        "{line}"
+    );
+    assert_eq!(r.too_many_flows, 0);
 }
 
 fn two_chassis_sb() -> SbData {
@@ -94,4 +101,29 @@ fn port_groups_and_pinned_ports_are_filtered_to_this_chassis() {
         "{f2:?}"
     );
     assert_eq!(f2.len(), 3);
+}
+
+#[test]
+fn over_the_flow_bound_is_refused_and_counted() {
+    let text = r#"
+    {"caption":"Chassis table","headings":["_uuid","name"],"data":[[["uuid","c1"],"hv1"]]}
+    {"caption":"Datapath_Binding table","headings":["_uuid","tunnel_key","external_ids"],"data":[[["uuid","d1"],1,["map",[["logical-switch","x"]]]]]}
+    {"caption":"Port_Binding table","headings":["_uuid","logical_port","datapath","tunnel_key","type","chassis","options"],"data":[[["uuid","p1"],"a",["uuid","d1"],1,"",["uuid","c1"],["map",[]]]]}
+    {"caption":"Logical_Flow table","headings":["_uuid","logical_datapath","logical_dp_group","pipeline","table_id","priority","match","actions","external_ids"],"data":[
+        [["uuid","11111111-0000-0000-0000-000000000000"],["uuid","d1"],["set",[]],"ingress",0,1,"(reg0[0] == 1 || reg1[0] == 1) && (reg0[1] == 1 || reg1[1] == 1) && (reg0[2] == 1 || reg1[2] == 1) && (reg0[3] == 1 || reg1[3] == 1) && (reg0[4] == 1 || reg1[4] == 1) && (reg0[5] == 1 || reg1[5] == 1) && (reg0[6] == 1 || reg1[6] == 1)","next;",["map",[]]],
+        [["uuid","22222222-0000-0000-0000-000000000000"],["uuid","d1"],["set",[]],"ingress",0,2,"tcp.src != 0","next;",["map",[]]]]}
+    "#;
+    let mut sb = SbData::default();
+    sb.load_str(text).unwrap();
+    let view = SbView::new(&sb, "hv1");
+    let r = compile_all(&sb, &view, &TableLayout::OVN_23_03, None, 100);
+    assert_eq!(r.too_many_flows, 1);
+    assert!(
+        r.failures[0].to_string().contains("more than 100 flows"),
+        "{}",
+        r.failures[0]
+    );
+    // 2^7 = 128 AND terms (each OR spans two symbols, so it is distributed) > 100. The other
+    // lflow: `tcp.src != 0` is 16 single-bit flows, times tcp and tcp6.
+    assert_eq!(r.flows.len(), 32);
 }

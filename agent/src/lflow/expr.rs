@@ -286,7 +286,12 @@ impl Parser<'_> {
                 Ok((Expr::Bool(value == 1), true))
             }
             Token::Template(_) => Err(self.err("Unexpanded template.")),
-            _ => {
+            Token::Str(_)
+            | Token::Int { .. }
+            | Token::Masked { .. }
+            | Token::Macro(_)
+            | Token::PortGroup(_)
+            | Token::LCurly => {
                 let (consts, braced, m) = self.cset()?;
                 let relop = Relop::from_token(self.peek())
                     .ok_or_else(|| self.err("Syntax error: expecting relational operator"))?;
@@ -306,6 +311,10 @@ impl Parser<'_> {
                 }
                 Ok((e1, false))
             }
+            Token::End => {
+                Err(self.err("Syntax error at end of input expecting field name, constant or `('."))
+            }
+            _ => Err(self.err("Syntax error: expecting field name, constant or `('.")),
         }
     }
 
