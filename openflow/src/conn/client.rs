@@ -32,9 +32,9 @@ pub enum ConnError {
     Decode(#[from] DecodeError),
     #[error("session: {0}")]
     Session(#[from] SessionError),
-    #[error("switch returned an error: {0:?}")]
+    #[error("switch returned an error: {0}")]
     Peer(ErrorMsg),
-    #[error("bundle failed: {0:?}")]
+    #[error("bundle failed: {}", fmt_errors(.0))]
     BundleFailed(Vec<(u32, ErrorMsg)>),
     #[error("unexpected reply")]
     Unexpected,
@@ -42,6 +42,14 @@ pub enum ConnError {
     Closed,
     #[error("bad target `{0}` (want unix:PATH or tcp:HOST:PORT)")]
     BadTarget(String),
+}
+
+fn fmt_errors(errors: &[(u32, ErrorMsg)]) -> String {
+    let v: Vec<String> = errors
+        .iter()
+        .map(|(xid, e)| format!("message xid {xid:#x}: {e}"))
+        .collect();
+    v.join("; ")
 }
 
 impl From<std::io::Error> for ConnError {

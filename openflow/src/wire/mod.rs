@@ -5,6 +5,7 @@
 
 pub mod basic;
 pub mod bundle;
+pub mod errors;
 pub mod flow_mod;
 pub mod group_mod;
 pub mod header;
