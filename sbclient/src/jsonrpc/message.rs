@@ -91,9 +91,9 @@ pub struct OutRequest<'a, P: Serialize> {
 
 /// An outgoing response.
 #[derive(Debug, Serialize)]
-pub struct OutResponse<R: Serialize> {
+pub struct OutResponse<R: Serialize, E: Serialize = Value> {
     pub result: R,
-    pub error: Value,
+    pub error: E,
     pub id: Value,
 }
 
@@ -111,6 +111,15 @@ pub fn encode_response<R: Serialize>(result: R, id: Value) -> Result<Vec<u8>, Me
     Ok(serde_json::to_vec(&OutResponse {
         result,
         error: Value::Null,
+        id,
+    })?)
+}
+
+/// Encodes an error response (`result` null), e.g. for a unixctl command that failed.
+pub fn encode_error<E: Serialize>(error: E, id: Value) -> Result<Vec<u8>, MessageError> {
+    Ok(serde_json::to_vec(&OutResponse {
+        result: Value::Null,
+        error,
         id,
     })?)
 }
@@ -175,6 +184,11 @@ mod tests {
         assert_eq!(
             serde_json::from_slice::<Value>(&bytes).unwrap(),
             json!({"result":["x"],"error":null,"id":"echo"})
+        );
+        let bytes = encode_error("unknown command", json!(0)).unwrap();
+        assert_eq!(
+            serde_json::from_slice::<Value>(&bytes).unwrap(),
+            json!({"result":null,"error":"unknown command","id":0})
         );
     }
 }

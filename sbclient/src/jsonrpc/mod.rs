@@ -4,4 +4,4 @@ pub mod framer;
 pub mod message;
 
 pub use framer::{FrameError, Framer};
-pub use message::{encode_request, encode_response, Incoming, MessageError};
+pub use message::{encode_error, encode_request, encode_response, Incoming, MessageError};
