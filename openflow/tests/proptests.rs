@@ -120,6 +120,7 @@ fn leaf_action() -> impl Strategy<Value = Action> {
         any::<u16>().prop_map(Action::PushVlan),
         Just(Action::PopVlan),
         match_field().prop_map(Action::SetField),
+        match_field().prop_map(Action::RegLoad2),
         (subfield(), any::<u64>()).prop_map(|(dst, value)| Action::RegLoad { dst, value }),
         (subfield(), subfield(), any::<bool>()).prop_map(|(src, mut dst, nx)| {
             dst.n_bits = src.n_bits;

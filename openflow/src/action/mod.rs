@@ -47,6 +47,8 @@ pub enum Action {
     PopVlan,
     /// `OFPAT_SET_FIELD` / `NXAST_REG_LOAD2`: the value and optional mask of one field.
     SetField(MatchField),
+    /// `NXAST_REG_LOAD2`: same meaning as `SetField`, kept apart for lossless re-encoding.
+    RegLoad2(MatchField),
     /// `NXAST_REG_LOAD`: prints as `load:`.
     RegLoad {
         dst: SubField,

@@ -88,7 +88,7 @@ pub(super) fn decode(subtype: u16, b: &mut Reader<'_>) -> Result<Option<Action>,
                 value,
             }
         }
-        nxast::REG_LOAD2 => Action::SetField(MatchField::decode(b)?),
+        nxast::REG_LOAD2 => Action::RegLoad2(MatchField::decode(b)?),
         // Like OVS, the zero padding stays part of the note.
         nxast::NOTE => Action::Note(b.take_rest().to_vec()),
         nxast::EXIT => Action::Exit,
@@ -276,6 +276,10 @@ pub(super) fn encode(a: &Action, out: &mut BytesMut) {
             out.put_u16(dst.ofs_nbits());
             dst.field.encode(out);
             out.put_u64(*value);
+        }
+        Action::RegLoad2(f) => {
+            nx_header(out, nxast::REG_LOAD2);
+            f.encode(out);
         }
         Action::Note(n) => {
             nx_header(out, nxast::NOTE);

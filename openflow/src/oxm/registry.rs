@@ -170,11 +170,11 @@ static BASE: &[Row] = fields! {
     "dp_hash" "NXM_NX_DP_HASH" nxm(NXM1, 35) oxm() 4/32 mask Hex None;
     "recirc_id" "NXM_NX_RECIRC_ID" nxm(NXM1, 36) oxm() 4/32 exact Hex None;
     "conj_id" "NXM_NX_CONJ_ID" nxm(NXM1, 37) oxm() 4/32 exact Dec None;
-    "tun_gbp_id" "NXM_NX_TUN_GBP_ID" nxm(NXM1, 38) oxm() 2/16 mask Hex None;
+    "tun_gbp_id" "NXM_NX_TUN_GBP_ID" nxm(NXM1, 38) oxm() 2/16 mask Dec None;
     "tun_gbp_flags" "NXM_NX_TUN_GBP_FLAGS" nxm(NXM1, 39) oxm() 1/8 mask Hex None;
     "tun_flags" "NXM_NX_TUN_FLAGS" nxm(NXM1, 104) oxm() 2/16 mask Hex None;
     "ct_state" "NXM_NX_CT_STATE" nxm(NXM1, 105) oxm() 4/32 mask CtState None;
-    "ct_zone" "NXM_NX_CT_ZONE" nxm(NXM1, 106) oxm() 2/16 exact Hex None;
+    "ct_zone" "NXM_NX_CT_ZONE" nxm(NXM1, 106) oxm() 2/16 exact Dec None;
     "ct_mark" "NXM_NX_CT_MARK" nxm(NXM1, 107) oxm() 4/32 mask Hex None;
     "ct_label" "NXM_NX_CT_LABEL" nxm(NXM1, 108) oxm() 16/128 mask Hex None;
     "tun_ipv6_src" "NXM_NX_TUN_IPV6_SRC" nxm(NXM1, 109) oxm() 16/128 mask Ipv6 None;

@@ -297,12 +297,19 @@ fn put_action(s: &mut String, a: &Action) {
             let _ = write!(s, "push_vlan:{t:#x}");
         }
         Action::PopVlan => s.push_str("pop_vlan"),
-        Action::SetField(f) => {
+        Action::SetField(f) | Action::RegLoad2(f) => {
             s.push_str("set_field:");
             match f.field {
                 FieldRef::Known(id) => {
                     let d = id.def();
-                    fmt_value(s, d.kind, Ctx::SetField, &f.value, f.mask.as_deref());
+                    fmt_value(
+                        s,
+                        d.kind,
+                        Ctx::SetField,
+                        &f.value,
+                        // mf_format prints any mask, even one covering all field bits.
+                        f.mask.as_deref(),
+                    );
                     s.push_str("->");
                     s.push_str(&d.name);
                 }

@@ -42,8 +42,24 @@ impl<'a> View<'a> {
 fn item(s: &mut String, label: &str, f: &MatchField, kind: Kind) {
     s.push_str(label);
     s.push('=');
-    fmt_value(s, kind, Ctx::Match, &f.value, f.mask.as_deref());
+    fmt_value(s, kind, Ctx::Match, &f.value, effective_mask(f));
     s.push(',');
+}
+
+/// The mask, or `None` when it covers every meaningful bit of the field (OVS then prints
+/// the value alone, e.g. `ipv6_label=0x00005` for mask 0xfffff).
+pub(crate) fn effective_mask(f: &MatchField) -> Option<&[u8]> {
+    let m = f.mask.as_deref()?;
+    if let Some(id) = f.field.known() {
+        let bits = usize::from(id.def().n_bits);
+        if bits < m.len() * 8 && bits <= 128 {
+            let full = super::value::from_u128((1u128 << bits) - 1, m.len());
+            if m == full.as_slice() {
+                return None;
+            }
+        }
+    }
+    Some(m)
 }
 
 fn put(s: &mut String, v: &mut View<'_>, name: &str, label: &str) {
