@@ -128,7 +128,7 @@ pub(crate) mod nxast {
     pub const REG_MOVE: u16 = 6;
     pub const REG_LOAD: u16 = 7;
     pub const NOTE: u16 = 8;
-    pub const CONTROLLER: u16 = 11;
+    pub const CONTROLLER: u16 = 20;
     pub const RESUBMIT_TABLE: u16 = 14;
     pub const OUTPUT_REG: u16 = 15;
     pub const LEARN: u16 = 16;

@@ -11,7 +11,7 @@ use crate::action::ct::{
 use crate::action::learn::{NX_LEARN_F_DELETE_LEARNED, NX_LEARN_F_SEND_FLOW_REM};
 use crate::action::{
     Action, Controller, Ct, HeaderRef, Learn, LearnDst, LearnSpec, LearnSrc, Nat, NatRange,
-    SubField,
+    SubField, OFPP_CONTROLLER,
 };
 use crate::oxm::{FieldId, MatchField};
 use crate::wire::Instruction;
@@ -378,10 +378,11 @@ pub fn parse_action(t: &str) -> Result<Action, ParseError> {
             port: output_port(parse_port(p)?),
             max_len: 0,
         },
-        ("CONTROLLER" | "controller", Some(n)) => Action::Controller(Controller {
+        // As in OVS, a plain `controller:N` is an output to the CONTROLLER port.
+        ("CONTROLLER" | "controller", Some(n)) => Action::Output {
+            port: OFPP_CONTROLLER,
             max_len: num(n)?,
-            ..Controller::default()
-        }),
+        },
         ("resubmit", Some(p)) => Action::Resubmit {
             in_port: parse_port(p)? as u16,
             table: 255,
