@@ -258,7 +258,7 @@ impl Wire for TlvTableReply {
     }
 }
 
-/// `NXT_CT_FLUSH_ZONE`.
+/// `NXT_CT_FLUSH_ZONE` (`nx_zone_id`: 6 zero bytes, then the zone).
 #[derive(Clone, Debug, Default, Eq, PartialEq, Hash)]
 pub struct CtFlushZone {
     pub zone_id: u16,
@@ -267,13 +267,13 @@ pub struct CtFlushZone {
 impl Wire for CtFlushZone {
     fn decode(buf: &[u8]) -> Result<Self, DecodeError> {
         let mut r = Reader::new(buf);
-        let zone_id = r.u16("nx_zone_id")?;
         r.skip(6, "nx_zone_id")?;
+        let zone_id = r.u16("nx_zone_id")?;
         r.finish("nx_zone_id")?;
         Ok(Self { zone_id })
     }
     fn encode(&self, out: &mut BytesMut) {
-        out.put_u16(self.zone_id);
         out.put_slice(&[0; 6]);
+        out.put_u16(self.zone_id);
     }
 }

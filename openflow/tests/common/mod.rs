@@ -30,7 +30,8 @@ pub fn ofp_parse(msgs: &[OfpMessage]) -> Vec<String> {
     let text = String::from_utf8_lossy(&out.stdout);
     let mut blocks: Vec<String> = Vec::new();
     for l in text.lines() {
-        if l.starts_with("OFPT_") || blocks.is_empty() {
+        // A message starts at column 0 with its name; hex dumps start with digits.
+        if l.starts_with(|c: char| c.is_ascii_uppercase()) || blocks.is_empty() {
             blocks.push(l.to_owned());
         } else if let Some(b) = blocks.last_mut() {
             b.push('\n');
