@@ -11,7 +11,7 @@ pub mod value;
 use thiserror::Error;
 
 pub use actfmt::format_actions;
-pub use actparse::{parse_actions, parse_instructions};
+pub use actparse::{parse_action, parse_actions, parse_instructions};
 pub use flow::Flow;
 pub use matchfmt::{format_match, parse_match};
 
@@ -67,5 +67,72 @@ mod tests {
             vec!["a", "b(c,d)", "e[1..2]", "f"]
         );
         assert!(split_top("").is_empty());
+    }
+}
+
+impl std::fmt::Display for crate::oxm::Match {
+    /// The match as `match_format()` prints it (no priority).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&format_match(self, None))
+    }
+}
+
+impl std::str::FromStr for crate::oxm::Match {
+    type Err = ParseError;
+    fn from_str(s: &str) -> Result<Self, ParseError> {
+        parse_match(s)
+    }
+}
+
+impl std::str::FromStr for crate::action::Action {
+    type Err = ParseError;
+    fn from_str(s: &str) -> Result<Self, ParseError> {
+        actparse::parse_action(s)
+    }
+}
+
+/// An action list in text form (`drop` when empty).
+#[derive(Clone, Debug, Default, Eq, PartialEq, Hash)]
+pub struct Actions(pub Vec<crate::action::Action>);
+
+impl std::fmt::Display for Actions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&format_actions(&self.0))
+    }
+}
+
+impl std::str::FromStr for Actions {
+    type Err = ParseError;
+    fn from_str(s: &str) -> Result<Self, ParseError> {
+        parse_actions(s).map(Actions)
+    }
+}
+
+#[cfg(test)]
+mod trait_tests {
+    use super::Actions;
+    use crate::action::Action;
+    use crate::oxm::Match;
+
+    #[test]
+    fn match_and_actions_round_trip_as_text() {
+        let m: Match = "tcp,reg0=0x1/0x1,metadata=0x5,nw_dst=10.0.0.0/8,tp_dst=80"
+            .parse()
+            .unwrap();
+        // Printed in OVS order (registers and metadata after the protocol shorthand).
+        assert_eq!(
+            m.to_string(),
+            "tcp,reg0=0x1/0x1,metadata=0x5,nw_dst=10.0.0.0/8,tp_dst=80"
+        );
+        let a: Actions = "ct_clear,resubmit(,8)".parse().unwrap();
+        assert_eq!(a.to_string(), "ct_clear,resubmit(,8)");
+        assert_eq!("drop".parse::<Actions>().unwrap().to_string(), "drop");
+        let one: Action = "group:3".parse().unwrap();
+        assert_eq!(one, Action::Group(3));
+        assert!("frob".parse::<Action>().is_err());
+        assert!(
+            "tp_dst=80".parse::<Match>().is_err(),
+            "tp_dst needs a protocol"
+        );
     }
 }
