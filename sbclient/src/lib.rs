@@ -14,7 +14,7 @@
 //! - [`client`]: the tokio task (unix/tcp/ssl remotes, cluster awareness,
 //!   resume, condition changes, inactivity probe, reconnect).
 //!
-//! Everything but [`client`] does no I/O. Nothing panics on input from the
+//! Design notes: [`manual`]. Everything but [`client`] does no I/O. Nothing panics on input from the
 //! network: malformed messages and rows are counted, logged and skipped.
 #![forbid(unsafe_code)]
 
@@ -24,6 +24,7 @@ pub mod condition;
 pub mod datum;
 pub mod generated;
 pub mod jsonrpc;
+pub mod manual;
 pub mod replica;
 pub mod schema;
 pub mod transaction;

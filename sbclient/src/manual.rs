@@ -1,0 +1,59 @@
+//! Design notes (documentation only).
+//!
+//! # Framing
+//! OVSDB puts JSON-RPC objects back to back. [`crate::jsonrpc::Framer`] keeps
+//! its scan position, nesting depth and string/escape state across reads, so
+//! each byte is looked at once; a message that starts at the beginning of the
+//! buffer is handed out without copying. Bytes other than whitespace between
+//! messages are an error (the connection is then dropped and re-established).
+//!
+//! # Decoding without a JSON tree
+//! A message is decoded once into an envelope whose payload stays raw JSON.
+//! The replica walks the table-updates object with serde visitors and decodes
+//! each row operation from its own slice into the generated `*Update` struct
+//! (every column optional, unknown columns refused), then into the typed row.
+//! A row that fails is skipped and counted; the other rows of the message are
+//! applied. Only a table-updates object that is not an object of objects stops
+//! the rest of that message (counted in `ReplicaStats::bad_messages`).
+//!
+//! # update2 semantics
+//! `initial`/`insert` carry the columns that differ from the default; `modify`
+//! carries, for a scalar, the new value; for a set, the elements to toggle;
+//! for a map, pairs that remove a key (same value), replace its value (other
+//! value) or add it (new key); for an optional column, toggles of at most one
+//! value. `delete` carries nothing.
+//!
+//! # Change sets
+//! Per table, since the last `Replica::clear_changes`: `inserted` (uuids),
+//! `modified` (uuid -> value before the first change), `deleted` (uuid -> last
+//! value). An insert then delete leaves no trace; a delete then insert of the
+//! same uuid is a modification (or nothing if equal); a change undone within
+//! the batch is not reported. A full snapshot (reconnect without resume) is
+//! reported as the difference from what the replica held.
+//!
+//! # Conditions and resume
+//! `MonitorState` keeps the conditions the replica reflects (`acked`), the one
+//! change in flight, and the latest wanted (`desired`), with sequence numbers
+//! for the consumer (`Event::ConditionsAcked` / `ConditionsRefused`). After a
+//! reconnect the client resumes (`monitor_cond_since` with the last txn id)
+//! with the acked conditions and then sends the pending change; if a change
+//! was in flight when the connection dropped, the server may have applied it,
+//! so the client asks for a full snapshot instead, as ovsdb-cs does. A
+//! standalone server never resumes (it keeps no history), a clustered one does
+//! while the id is in its history.
+//!
+//! # Cluster awareness
+//! Each connection first monitors `_Server.Database` for the database: a
+//! clustered member that is not connected to the cluster, is not the leader
+//! when `leader_only` is set, or whose log index is lower than one already
+//! seen (stale) is abandoned for the next remote; the same checks run on every
+//! later `_Server` update. The server's schema from that row restricts what is
+//! monitored, so an older server is not sent unknown tables or columns.
+//!
+//! # Connection
+//! Remotes are shuffled and tried in turn, with exponential backoff between
+//! attempts (reset after a healthy session). The inactivity probe sends `echo`
+//! after an idle interval and drops the connection after a second one.
+//! Transactions and requests issued while disconnected wait for the next
+//! connection; those in flight when a connection drops fail with
+//! `TxnError::Connection` (they may or may not have committed).
