@@ -231,10 +231,11 @@ pub fn compile_all_threads(
         failures.extend(failure);
         per_lflow.push((uuid, flows));
     }
-    let all: Vec<OfFlow> = per_lflow
+    let mut all: Vec<OfFlow> = per_lflow
         .iter()
         .flat_map(|(_, f)| f.iter().cloned())
         .collect();
+    all.extend(port_security_flows(sb, view, layout, only_dp));
     let (flows, duplicates) = merge_conjunctions(all);
     let too_many_flows = failures
         .iter()
@@ -250,6 +251,43 @@ pub fn compile_all_threads(
         cache_misses: cache.misses.load(std::sync::atomic::Ordering::Relaxed),
         cache_entries: cache.len(),
     }
+}
+
+/// Tables 73-75 for the ports bound here that have port security.
+pub fn port_security_flows(
+    sb: &SbData,
+    view: &SbView<'_>,
+    layout: &TableLayout,
+    only_dp: Option<u32>,
+) -> Vec<OfFlow> {
+    let dp_key: HashMap<&str, u32> = sb
+        .datapaths
+        .iter()
+        .map(|d| (d.uuid.as_str(), d.key))
+        .collect();
+    let mut out = Vec::new();
+    for pb in sb
+        .port_bindings
+        .iter()
+        .filter(|p| !p.port_security.is_empty() && view.bound_here(p))
+    {
+        let Some(&dk) = dp_key.get(pb.datapath.as_str()) else {
+            continue;
+        };
+        if only_dp.is_some_and(|k| k != dk) {
+            continue;
+        }
+        let entries: Vec<_> = pb
+            .port_security
+            .iter()
+            .filter_map(|e| crate::portsec::parse_port_security(e))
+            .collect();
+        let cookie = u32::from_str_radix(pb.uuid.get(..8).unwrap_or("0"), 16).unwrap_or(0);
+        out.extend(crate::portsec::port_security_flows(
+            cookie, dk, pb.key, &entries, layout,
+        ));
+    }
+    out
 }
 
 /// Single-threaded [`compile_all_threads`].

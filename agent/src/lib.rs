@@ -3,6 +3,7 @@
 
 pub mod compile;
 pub mod lflow;
+pub mod portsec;
 pub mod sbdata;
 pub mod sbfetch;
 pub mod view;

@@ -50,6 +50,7 @@ pub struct PortBindingRow {
     pub chassis: Option<String>,
     pub options: HashMap<String, String>,
     pub ha_chassis_group: Option<String>,
+    pub port_security: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -264,6 +265,7 @@ impl SbData {
                 chassis: opt_uuid(r.get("chassis")),
                 options: map(r.get("options")),
                 ha_chassis_group: opt_uuid(r.get("ha_chassis_group")),
+                port_security: strs(r.get("port_security")),
             }),
             "Multicast_Group" => self.mcast_groups.push(McastRow {
                 datapath: opt_uuid(r.get("datapath")).unwrap_or_default(),

@@ -183,6 +183,11 @@ impl<'a> SbView<'a> {
         self.seed_meter(&format!("named:{name}"), id);
     }
 
+    /// Whether the port binding is claimed by this chassis.
+    pub fn bound_here(&self, pb: &crate::sbdata::PortBindingRow) -> bool {
+        pb.chassis.is_some() && pb.chassis == self.chassis_uuid
+    }
+
     pub fn has_chassis(&self) -> bool {
         self.chassis_uuid.is_some()
     }

@@ -109,14 +109,17 @@ peers = {'sw0-lr0': 'lr0-sw0', 'sw1-lr0': 'lr0-sw1', 'public-lr0': 'lr0-public',
          'join-gr0': 'gr0-join', 'ext-gr0': 'gr0-ext', 'sw1-lr1': 'lr1-sw1', 'sw2-lr1': 'lr1-sw2'}
 bound_here = {'sw0-p1', 'sw0-p2', 'sw0-p3', 'sw1-p1', 'sw1-p2', 'sw0-lport', 'sw2-p1',
               'cr-lr0-public', 'gr0-join', 'gr0-ext', 'join-gr0', 'ext-gr0'}
-# Local VIFs from table 0: (metadata, reg14) pairs.
+# Local VIFs from table 0: (metadata, reg14) pairs, and their cookies.
+port_security = {'sw0-p1': '50:54:00:00:00:01 10.0.0.11 aef0::11'}
+t0_cookie = {}
 t0 = set()
-for fl in of.values():
+for ck, fl in of.items():
     for t, m, a in fl:
         if t == 0 and 'in_port=' in m:
             mm = re.search(r'set_field:0x([0-9a-f]+)->metadata,set_field:0x([0-9a-f]+)->reg14', a)
             if mm:
                 t0.add((int(mm.group(1), 16), int(mm.group(2), 16)))
+                t0_cookie[(int(mm.group(1), 16), int(mm.group(2), 16))] = ck
 
 chassis_uuid = str(uuid.uuid5(uuid.NAMESPACE_DNS, 'hv1'))
 def u(name):
@@ -137,7 +140,12 @@ for name, (dp, ty) in sorted(ports.items()):
     chassis = ['uuid', chassis_uuid] if name in bound_here else ['set', []]
     peer = peers.get(name) or next((a for a, b in peers.items() if b == name), None)
     options = ['map', [['peer', peer]]] if peer else ['map', []]
-    pb.append([['uuid', u('pb-' + name)], name, ['uuid', uuid_of_dp[dp]], k, ty, chassis, options])
+    # Bound VIFs keep the uuid prefix the real controller used as their table-0 cookie.
+    pb_uuid = u('pb-' + name)
+    if (dpk, k) in t0_cookie:
+        pb_uuid = '%08x%s' % (t0_cookie[(dpk, k)], pb_uuid[8:])
+    ps = ['set', [port_security[name]]] if name in port_security else ['set', []]
+    pb.append([['uuid', pb_uuid], name, ['uuid', uuid_of_dp[dp]], k, ty, chassis, options, ps])
 vif_keys = {(key_of_dp[ports[n][0]], r[3]) for r in pb for n in [r[1]] if n in bound_here and ports[n][1] in ('', 'localport')}
 assert vif_keys <= t0 | vif_keys, (vif_keys, t0)
 
@@ -148,7 +156,7 @@ def dump(name, headings, data):
 dump('Datapath_Binding', ['_uuid', 'external_ids', 'tunnel_key'],
      [[['uuid', uu], ['map', [['logical-router' if n in routers else 'logical-switch', u('nb-' + n)], ['name', n]]], dp_key[uu]] for uu, n in sorted(dps.items())])
 dump('Logical_DP_Group', ['_uuid', 'datapaths'], [[['uuid', g], ['set', [['uuid', m] for m in sorted(ms)]]] for g, ms in sorted(groups.items())])
-dump('Port_Binding', ['_uuid', 'logical_port', 'datapath', 'tunnel_key', 'type', 'chassis', 'options'], pb)
+dump('Port_Binding', ['_uuid', 'logical_port', 'datapath', 'tunnel_key', 'type', 'chassis', 'options', 'port_security'], pb)
 mc = []
 for n in sorted(dps.values()):
     names = [('_MC_flood', 32768)] if n in routers else [('_MC_flood', 32768), ('_MC_unknown', 32769), ('_MC_mrouter_flood', 32770), ('_MC_static', 32771), ('_MC_flood_l2', 32772)]

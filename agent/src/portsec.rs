@@ -1,0 +1,387 @@
+//! Port security flows (tables 73-75) for the ports bound to this chassis, built from
+//! `Port_Binding.port_security` as ovn-controller's lflow module does. They give
+//! `check_in_port_sec()` / `check_out_port_sec()` their answers. Pure.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+
+use crate::lflow::fields::MfField;
+use crate::lflow::flows::OfFlow;
+use crate::lflow::layout::TableLayout;
+use crate::lflow::ofaction::OfAction;
+use crate::lflow::ofmatch::OfMatch;
+
+/// One `port_security` entry: a MAC and its allowed addresses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortSecAddrs {
+    pub mac: u64,
+    /// (address, prefix length)
+    pub ipv4: Vec<(Ipv4Addr, u32)>,
+    pub ipv6: Vec<(Ipv6Addr, u32)>,
+}
+
+/// Parses "MAC [IP[/PLEN]]..." (`extract_lsp_addresses`); `None` without a leading MAC.
+pub fn parse_port_security(entry: &str) -> Option<PortSecAddrs> {
+    let mut words = entry.split_whitespace();
+    let mac = parse_mac(words.next()?)?;
+    let mut out = PortSecAddrs {
+        mac,
+        ipv4: Vec::new(),
+        ipv6: Vec::new(),
+    };
+    for w in words {
+        let (a, plen) = match w.split_once('/') {
+            Some((a, p)) => (a, Some(p.parse::<u32>().ok()?)),
+            None => (w, None),
+        };
+        if let Ok(v4) = a.parse::<Ipv4Addr>() {
+            out.ipv4.push((v4, plen.unwrap_or(32).min(32)));
+        } else if let Ok(v6) = a.parse::<Ipv6Addr>() {
+            out.ipv6.push((v6, plen.unwrap_or(128).min(128)));
+        } else {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+fn parse_mac(s: &str) -> Option<u64> {
+    let parts: Vec<&str> = s.split(':').collect();
+    if parts.len() != 6 {
+        return None;
+    }
+    parts.iter().try_fold(0u64, |acc, p| {
+        Some((acc << 8) | u64::from(u8::from_str_radix(p, 16).ok()?))
+    })
+}
+
+/// EUI-64 link-local address of a MAC (`in6_generate_lla`).
+pub fn link_local(mac: u64) -> Ipv6Addr {
+    let b = mac.to_be_bytes();
+    let eui = [b[2] ^ 0x02, b[3], b[4], 0xff, 0xfe, b[5], b[6], b[7]];
+    let mut a = [0u8; 16];
+    a[0] = 0xfe;
+    a[1] = 0x80;
+    a[8..].copy_from_slice(&eui);
+    Ipv6Addr::from(a)
+}
+
+fn v4_mask(plen: u32) -> u32 {
+    if plen == 0 {
+        0
+    } else {
+        u32::MAX << (32 - plen)
+    }
+}
+
+fn v6_mask(plen: u32) -> u128 {
+    if plen == 0 {
+        0
+    } else {
+        u128::MAX << (128 - plen)
+    }
+}
+
+struct Builder {
+    cookie: u32,
+    dp_key: u32,
+    port_key: u32,
+    flows: Vec<OfFlow>,
+}
+
+const ETH_IP: u128 = 0x800;
+const ETH_IPV6: u128 = 0x86dd;
+const ETH_ARP: u128 = 0x806;
+
+impl Builder {
+    /// A match on metadata and inport (`reg`=14) or outport (15).
+    fn base(&self, reg: u8) -> OfMatch {
+        let mut m = OfMatch::new();
+        m.add(
+            MfField::Metadata,
+            u128::from(self.dp_key),
+            u128::from(u64::MAX),
+        );
+        m.add(MfField::Reg(reg), u128::from(self.port_key), 0xffff_ffff);
+        m
+    }
+
+    fn add(&mut self, table: u8, priority: u16, m: OfMatch, action: OfAction) {
+        self.flows.push(OfFlow {
+            table,
+            priority,
+            cookie: self.cookie,
+            m,
+            actions: Arc::new(vec![action]),
+        });
+    }
+}
+
+fn set(m: &mut OfMatch, f: MfField, v: u128) {
+    let full = if f.width() >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << f.width()) - 1
+    };
+    m.add(f, v, full);
+}
+
+fn allow() -> OfAction {
+    OfAction::SetField {
+        field: MfField::Reg(10),
+        value: 0,
+        mask: 0x1000,
+    }
+}
+
+fn deny() -> OfAction {
+    OfAction::SetField {
+        field: MfField::Reg(10),
+        value: 0x1000,
+        mask: 0x1000,
+    }
+}
+
+/// Flows for one port with non-empty port security. `cookie` is the Port_Binding uuid prefix.
+pub fn port_security_flows(
+    cookie: u32,
+    dp_key: u32,
+    port_key: u32,
+    entries: &[PortSecAddrs],
+    l: &TableLayout,
+) -> Vec<OfFlow> {
+    if entries.is_empty() {
+        return Vec::new();
+    }
+    let (t_in, t_nd, t_out) = (l.chk_in_port_sec, l.chk_in_port_sec_nd, l.chk_out_port_sec);
+    let adv = OfAction::Resubmit(t_nd);
+    let mut b = Builder {
+        cookie,
+        dp_key,
+        port_key,
+        flows: Vec::new(),
+    };
+
+    // Defaults: deny all from the port; ARP goes to the ND table, where it is denied unless
+    // allowed; NA denied, NS allowed (as ovn-controller does).
+    b.add(t_in, 80, b.base(14), deny());
+    let mut m = b.base(14);
+    set(&mut m, MfField::EthType, ETH_ARP);
+    b.add(t_in, 95, m.clone(), adv.clone());
+    b.add(t_nd, 80, m, deny());
+    for (ty, action) in [(136, deny()), (135, allow())] {
+        let mut m = b.base(14);
+        set(&mut m, MfField::EthType, ETH_IPV6);
+        set(&mut m, MfField::IpProto, 58);
+        set(&mut m, MfField::IpTtl, 255);
+        set(&mut m, MfField::Icmpv6Type, ty);
+        b.add(t_nd, 80, m, action);
+    }
+
+    for ps in entries {
+        let mac = u128::from(ps.mac);
+        let with_src = |b: &Builder, ty: Option<u128>| {
+            let mut m = b.base(14);
+            set(&mut m, MfField::EthSrc, mac);
+            if let Some(t) = ty {
+                set(&mut m, MfField::EthType, t);
+            }
+            m
+        };
+        if ps.ipv4.is_empty() && ps.ipv6.is_empty() {
+            let m = with_src(&b, None);
+            b.add(t_in, 90, m, adv.clone());
+        }
+        // IPv4 sources, and DHCP discovery from 0.0.0.0.
+        if !ps.ipv4.is_empty() {
+            for (a, plen) in &ps.ipv4 {
+                let mut m = with_src(&b, Some(ETH_IP));
+                let (addr, mask) = (u32::from(*a), v4_mask(*plen));
+                if *plen == 32 || addr & !mask != 0 {
+                    set(&mut m, MfField::Ipv4Src, u128::from(addr));
+                } else {
+                    m.add(MfField::Ipv4Src, u128::from(addr & mask), u128::from(mask));
+                }
+                b.add(t_in, 90, m, allow());
+            }
+            let mut m = with_src(&b, Some(ETH_IP));
+            set(&mut m, MfField::Ipv4Src, 0);
+            set(&mut m, MfField::Ipv4Dst, 0xffff_ffff);
+            set(&mut m, MfField::IpProto, 17);
+            set(&mut m, MfField::UdpSrc, 68);
+            set(&mut m, MfField::UdpDst, 67);
+            b.add(t_in, 90, m, allow());
+        }
+        // ARP: sha must be the MAC, spa one of the addresses (any, when there are none).
+        if !(ps.ipv4.is_empty() && !ps.ipv6.is_empty()) {
+            if ps.ipv4.is_empty() {
+                let mut m = with_src(&b, Some(ETH_ARP));
+                set(&mut m, MfField::ArpSha, mac);
+                b.add(t_nd, 90, m, allow());
+            }
+            for (a, plen) in &ps.ipv4 {
+                let mut m = with_src(&b, Some(ETH_ARP));
+                set(&mut m, MfField::ArpSha, mac);
+                let (addr, mask) = (u32::from(*a), v4_mask(*plen));
+                if *plen == 32 || addr & !mask != 0 {
+                    set(&mut m, MfField::ArpSpa, u128::from(addr));
+                } else {
+                    m.add(MfField::ArpSpa, u128::from(addr & mask), u128::from(mask));
+                }
+                b.add(t_nd, 90, m, allow());
+            }
+        }
+        // IPv6 sources (and the link-local one) go on to the ND checks.
+        let lla = u128::from(link_local(ps.mac));
+        if !ps.ipv6.is_empty() {
+            for (a, plen) in &ps.ipv6 {
+                let mut m = with_src(&b, Some(ETH_IPV6));
+                let (addr, mask) = (u128::from(*a), v6_mask(*plen));
+                if *plen == 128 || addr & !mask != 0 {
+                    set(&mut m, MfField::Ipv6Src, addr);
+                } else {
+                    m.add(MfField::Ipv6Src, addr & mask, mask);
+                }
+                b.add(t_in, 90, m, adv.clone());
+            }
+            let mut m = with_src(&b, Some(ETH_IPV6));
+            set(&mut m, MfField::Ipv6Src, lla);
+            b.add(t_in, 90, m, adv.clone());
+            // MLD reports and DAD solicitations from the unspecified address.
+            for (ty, action) in [(131, allow()), (143, allow()), (135, adv.clone())] {
+                let mut m = with_src(&b, Some(ETH_IPV6));
+                set(&mut m, MfField::Ipv6Src, 0);
+                m.add(MfField::Ipv6Dst, 0xff02 << 112, 0xffff << 112);
+                set(&mut m, MfField::IpProto, 58);
+                set(&mut m, MfField::Icmpv6Type, ty);
+                set(&mut m, MfField::Icmpv6Code, 0);
+                b.add(t_in, 90, m, action);
+            }
+        }
+        // Neighbour discovery. 23.03.1 matches nw_ttl=225 here (a typo fixed later, which
+        // makes valid NAs for the link-local target fail); we match 255.
+        let nd = |b: &Builder, ty: u128| {
+            let mut m = b.base(14);
+            set(&mut m, MfField::EthType, ETH_IPV6);
+            set(&mut m, MfField::IpProto, 58);
+            set(&mut m, MfField::IpTtl, 255);
+            set(&mut m, MfField::Icmpv6Type, ty);
+            set(&mut m, MfField::Icmpv6Code, 0);
+            m
+        };
+        for sll in [0, mac] {
+            let mut m = nd(&b, 135);
+            set(&mut m, MfField::NdSll, sll);
+            b.add(t_nd, 90, m, allow());
+        }
+        if ps.ipv6.is_empty() {
+            for tll in [0, mac] {
+                let mut m = nd(&b, 136);
+                set(&mut m, MfField::NdTll, tll);
+                b.add(t_nd, 90, m, allow());
+            }
+        } else {
+            for tll in [0, mac] {
+                let mut m = nd(&b, 136);
+                set(&mut m, MfField::NdTll, tll);
+                set(&mut m, MfField::NdTarget, lla);
+                b.add(t_nd, 90, m, allow());
+            }
+            for (a, plen) in &ps.ipv6 {
+                for tll in [0, mac] {
+                    let mut m = with_src(&b, Some(ETH_IPV6));
+                    set(&mut m, MfField::IpProto, 58);
+                    set(&mut m, MfField::Icmpv6Type, 136);
+                    set(&mut m, MfField::Icmpv6Code, 0);
+                    set(&mut m, MfField::NdTll, tll);
+                    let (addr, mask) = (u128::from(*a), v6_mask(*plen));
+                    if *plen == 128 || addr & !mask != 0 {
+                        set(&mut m, MfField::NdTarget, addr);
+                    } else {
+                        m.add(MfField::NdTarget, addr & mask, mask);
+                    }
+                    b.add(t_nd, 90, m, allow());
+                }
+            }
+        }
+    }
+
+    // Out port security.
+    b.add(t_out, 80, b.base(15), deny());
+    for ps in entries {
+        let mac = u128::from(ps.mac);
+        let with_dst = |b: &Builder, ty: Option<u128>| {
+            let mut m = b.base(15);
+            set(&mut m, MfField::EthDst, mac);
+            if let Some(t) = ty {
+                set(&mut m, MfField::EthType, t);
+            }
+            m
+        };
+        let m = with_dst(&b, None);
+        b.add(t_out, 85, m, allow());
+        if ps.ipv4.is_empty() && ps.ipv6.is_empty() {
+            continue;
+        }
+        b.add(t_out, 90, with_dst(&b, Some(ETH_IP)), deny());
+        if !ps.ipv4.is_empty() {
+            for (a, plen) in &ps.ipv4 {
+                let (addr, mask) = (u32::from(*a), v4_mask(*plen));
+                let mut m = with_dst(&b, Some(ETH_IP));
+                if *plen == 32 || addr & !mask != 0 {
+                    if *plen != 32 {
+                        let mut bc = m.clone();
+                        set(&mut bc, MfField::Ipv4Dst, u128::from(addr | !mask));
+                        b.add(t_out, 95, bc, allow());
+                    }
+                    set(&mut m, MfField::Ipv4Dst, u128::from(addr));
+                } else {
+                    m.add(MfField::Ipv4Dst, u128::from(addr & mask), u128::from(mask));
+                }
+                b.add(t_out, 95, m, allow());
+            }
+            let mut m = with_dst(&b, Some(ETH_IP));
+            set(&mut m, MfField::Ipv4Dst, 0xffff_ffff);
+            b.add(t_out, 95, m, allow());
+            let mut m = with_dst(&b, Some(ETH_IP));
+            m.add(MfField::Ipv4Dst, 0xe000_0000, 0xf000_0000);
+            b.add(t_out, 95, m, allow());
+        }
+        b.add(t_out, 90, with_dst(&b, Some(ETH_IPV6)), deny());
+        if !ps.ipv6.is_empty() {
+            for (a, plen) in &ps.ipv6 {
+                let (addr, mask) = (u128::from(*a), v6_mask(*plen));
+                let mut m = with_dst(&b, Some(ETH_IPV6));
+                if *plen == 128 || addr & !mask != 0 {
+                    set(&mut m, MfField::Ipv6Dst, addr);
+                } else {
+                    m.add(MfField::Ipv6Dst, addr & mask, mask);
+                }
+                b.add(t_out, 95, m, allow());
+            }
+            let mut m = with_dst(&b, Some(ETH_IPV6));
+            set(&mut m, MfField::Ipv6Dst, u128::from(link_local(ps.mac)));
+            b.add(t_out, 95, m, allow());
+            let mut m = with_dst(&b, Some(ETH_IPV6));
+            m.add(MfField::Ipv6Dst, 0xff << 120, 0xff << 120);
+            b.add(t_out, 95, m, allow());
+        }
+    }
+    b.flows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_entries_and_link_local() {
+        let p = parse_port_security("50:54:00:00:00:01 10.0.0.11 aef0::11/64").unwrap();
+        assert_eq!(p.mac, 0x5054_0000_0001);
+        assert_eq!(p.ipv4, vec![("10.0.0.11".parse().unwrap(), 32)]);
+        assert_eq!(p.ipv6, vec![("aef0::11".parse().unwrap(), 64)]);
+        assert_eq!(link_local(p.mac).to_string(), "fe80::5254:ff:fe00:1");
+        assert!(parse_port_security("10.0.0.1").is_none());
+        assert!(parse_port_security("").is_none());
+    }
+}
