@@ -14,6 +14,7 @@ mod monitor;
 mod remote;
 mod server_db;
 mod session;
+mod timing;
 mod tls;
 
 use std::collections::BTreeMap;
@@ -32,6 +33,7 @@ use crate::transaction::{Transaction, TxnError, TxnOutcome};
 pub use monitor::{InitialMonitor, MonitorState, ZERO_TXN_ID};
 pub use remote::{Remote, RemoteError};
 pub use server_db::{check_server, ServerDatabase, Unsuitable};
+pub use timing::{Backoff, Probe, ProbeAction};
 pub use tls::{TlsError, TlsFiles};
 
 /// How to connect and what to monitor.

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use super::monitor::{MonitorState, ZERO_TXN_ID};
 use super::remote::{connect, Remote, Stream};
 use super::server_db::{check_server, ServerDatabase, Unsuitable};
+use super::timing::{Backoff, Probe, ProbeAction};
 use super::{ClientConfig, ClientError, ClientStats, Command, Event};
 use crate::jsonrpc::{encode_request, Framer};
 use crate::replica::Replica;
@@ -124,7 +125,7 @@ impl Driver {
     }
 
     pub(super) async fn run(mut self) {
-        let mut backoff = self.config.backoff_min;
+        let mut backoff = Backoff::new(self.config.backoff_min, self.config.backoff_max);
         let mut order: Vec<Remote> = Vec::new();
         while !self.shutdown {
             if order.is_empty() {
@@ -146,7 +147,7 @@ impl Driver {
             };
             self.monitor.on_disconnect();
             self.stat(|st| st.connected = false);
-            let healthy = match end {
+            match end {
                 Ok(()) | Err(End::Shutdown) => return,
                 Err(end) => {
                     tracing::info!(remote = %remote, reason = %end, "OVSDB connection ended");
@@ -160,14 +161,11 @@ impl Driver {
                             reason: end.to_string(),
                         })
                         .await;
-                    started.elapsed() > self.config.backoff_max
+                    backoff.on_session_end(started.elapsed());
                 }
-            };
-            if healthy {
-                backoff = self.config.backoff_min;
             }
             // Wait, but keep serving commands (queued until connected).
-            let deadline = Instant::now() + backoff;
+            let deadline = Instant::now() + backoff.next_delay();
             loop {
                 tokio::select! {
                     () = tokio::time::sleep_until(deadline) => break,
@@ -177,7 +175,6 @@ impl Driver {
                     },
                 }
             }
-            backoff = (backoff * 2).min(self.config.backoff_max);
         }
     }
 
@@ -236,19 +233,16 @@ impl Driver {
         .await?;
         let mut framer = Framer::with_limit(self.config.max_message);
         let mut buf = vec![0u8; 256 * 1024];
-        let probe = self.config.probe_interval;
-        let mut last_rx = Instant::now();
-        let mut probe_sent = false;
+        let mut probe = Probe::new(self.config.probe_interval, Instant::now().into_std());
         loop {
-            let probe_at = probe.map(|p| last_rx + p);
+            let probe_at = probe.deadline().map(Instant::from_std);
             tokio::select! {
                 read = reader.read(&mut buf) => {
                     let n = read.map_err(|e| End::Io(e.to_string()))?;
                     if n == 0 {
                         return Err(End::Io("connection closed by peer".into()));
                     }
-                    last_rx = Instant::now();
-                    probe_sent = false;
+                    probe.on_receive(Instant::now().into_std());
                     framer.push(&buf[..n]);
                     while let Some(frame) = framer.next_frame().map_err(|e| End::Protocol(e.to_string()))? {
                         self.handle_frame(s, &frame).await?;
@@ -258,16 +252,17 @@ impl Driver {
                     None | Some(Command::Shutdown) => return Err(End::Shutdown),
                     Some(cmd) => self.command(s, cmd).await?,
                 },
-                () = sleep_until_opt(probe_at) => {
-                    if probe_sent {
+                () = sleep_until_opt(probe_at) => match probe.poll(Instant::now().into_std()) {
+                    ProbeAction::Wait => {}
+                    ProbeAction::SendEcho => {
+                        self.stat(|st| st.probes_sent += 1);
+                        s.send("echo", json!([]), Pending::Ignore).await?;
+                    }
+                    ProbeAction::Timeout => {
                         self.stat(|st| st.probe_timeouts += 1);
                         return Err(End::ProbeTimeout);
                     }
-                    probe_sent = true;
-                    last_rx = Instant::now();
-                    self.stat(|st| st.probes_sent += 1);
-                    s.send("echo", json!([]), Pending::Ignore).await?;
-                }
+                },
             }
         }
     }
