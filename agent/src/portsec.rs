@@ -213,7 +213,7 @@ pub fn port_security_flows(
             b.add(t_in, 90, m, allow());
         }
         // ARP: sha must be the MAC, spa one of the addresses (any, when there are none).
-        if !(ps.ipv4.is_empty() && !ps.ipv6.is_empty()) {
+        if !ps.ipv4.is_empty() || ps.ipv6.is_empty() {
             if ps.ipv4.is_empty() {
                 let mut m = with_src(&b, Some(ETH_ARP));
                 set(&mut m, MfField::ArpSha, mac);
