@@ -32,7 +32,7 @@ use crate::transaction::{Transaction, TxnError, TxnOutcome};
 
 pub use monitor::{InitialMonitor, MonitorState, ZERO_TXN_ID};
 pub use remote::{Remote, RemoteError};
-pub use server_db::{check_server, ServerDatabase, Unsuitable};
+pub use server_db::{ClusterMemory, ServerDatabase, Unsuitable};
 pub use timing::{Backoff, Probe, ProbeAction};
 pub use tls::{TlsError, TlsFiles};
 
@@ -264,8 +264,8 @@ impl Client {
         rx.await.map_err(|_| ClientError::Stopped)
     }
 
-    /// Forgets the highest cluster index seen (`sb-cluster-state-reset`), for a
-    /// cluster that was rebuilt from scratch.
+    /// Forgets the highest cluster index and the cluster id seen
+    /// (`sb-cluster-state-reset`), for a cluster that was rebuilt from scratch.
     pub async fn reset_cluster_index(&self) -> Result<(), ClientError> {
         self.commands
             .send(Command::ResetClusterIndex)

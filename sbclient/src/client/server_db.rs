@@ -146,6 +146,8 @@ pub enum Unsuitable {
     NotLeader,
     /// Its log index is lower than one already seen: it has stale data.
     Stale { index: i64, seen: i64 },
+    /// It belongs to another cluster than the one seen before.
+    OtherCluster { cid: Uuid, seen: Uuid },
 }
 
 impl std::fmt::Display for Unsuitable {
@@ -157,38 +159,65 @@ impl std::fmt::Display for Unsuitable {
             Unsuitable::Stale { index, seen } => {
                 write!(f, "stale (index {index} < {seen} already seen)")
             }
+            Unsuitable::OtherCluster { cid, seen } => {
+                write!(f, "cluster id {cid} differs from {seen} seen before")
+            }
         }
     }
 }
 
-/// Decides whether the server whose `_Server.Database` row is `row` may be used,
-/// and records the highest cluster index seen.
-pub fn check_server(
-    row: Option<&ServerDatabase>,
-    leader_only: bool,
-    max_index: &mut Option<i64>,
-) -> Result<(), Unsuitable> {
-    let Some(row) = row else {
-        return Err(Unsuitable::NoDatabase);
-    };
-    if row.model != "clustered" {
-        return Ok(());
+/// What the client remembers about the cluster across connections.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClusterMemory {
+    /// Highest log index seen.
+    pub max_index: Option<i64>,
+    /// The cluster id seen first.
+    pub cid: Option<Uuid>,
+}
+
+impl ClusterMemory {
+    /// Forgets everything (`sb-cluster-state-reset`), for a rebuilt cluster.
+    pub fn reset(&mut self) {
+        *self = Self::default();
     }
-    if !row.connected {
-        return Err(Unsuitable::NotConnected);
-    }
-    if leader_only && !row.leader {
-        return Err(Unsuitable::NotLeader);
-    }
-    if let Some(index) = row.index {
-        if let Some(seen) = *max_index {
+
+    /// Decides whether the server whose `_Server.Database` row is `row` may be
+    /// used, and remembers its index and cluster id.
+    pub fn check(
+        &mut self,
+        row: Option<&ServerDatabase>,
+        leader_only: bool,
+    ) -> Result<(), Unsuitable> {
+        let Some(row) = row else {
+            return Err(Unsuitable::NoDatabase);
+        };
+        if row.model != "clustered" {
+            return Ok(());
+        }
+        if !row.connected {
+            return Err(Unsuitable::NotConnected);
+        }
+        if leader_only && !row.leader {
+            return Err(Unsuitable::NotLeader);
+        }
+        if let (Some(seen), Some(cid)) = (self.cid, row.cid) {
+            if seen != cid {
+                return Err(Unsuitable::OtherCluster { cid, seen });
+            }
+        }
+        if let (Some(seen), Some(index)) = (self.max_index, row.index) {
             if index < seen {
                 return Err(Unsuitable::Stale { index, seen });
             }
         }
-        *max_index = Some(index);
+        if row.index.is_some() {
+            self.max_index = row.index;
+        }
+        if row.cid.is_some() {
+            self.cid = row.cid;
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -201,7 +230,7 @@ mod tests {
             model: "clustered".into(),
             connected,
             leader,
-            cid: None,
+            cid: Some(Uuid::from_u128(1)),
             index: Some(index),
             schema: None,
         }
@@ -209,38 +238,39 @@ mod tests {
 
     #[test]
     fn server_checks() {
-        let mut seen = None;
-        assert_eq!(
-            check_server(None, false, &mut seen),
-            Err(Unsuitable::NoDatabase)
-        );
+        let mut m = ClusterMemory::default();
+        assert_eq!(m.check(None, false), Err(Unsuitable::NoDatabase));
         let standalone = ServerDatabase {
             model: "standalone".into(),
             ..ServerDatabase::default()
         };
-        assert_eq!(check_server(Some(&standalone), true, &mut seen), Ok(()));
+        assert_eq!(m.check(Some(&standalone), true), Ok(()));
         assert_eq!(
-            check_server(Some(&clustered(false, true, 5)), false, &mut seen),
+            m.check(Some(&clustered(false, true, 5)), false),
             Err(Unsuitable::NotConnected)
         );
         assert_eq!(
-            check_server(Some(&clustered(true, false, 5)), true, &mut seen),
+            m.check(Some(&clustered(true, false, 5)), true),
             Err(Unsuitable::NotLeader)
         );
+        assert_eq!(m.check(Some(&clustered(true, false, 7)), false), Ok(()));
+        assert_eq!(m.max_index, Some(7));
         assert_eq!(
-            check_server(Some(&clustered(true, false, 7)), false, &mut seen),
-            Ok(())
-        );
-        assert_eq!(seen, Some(7));
-        assert_eq!(
-            check_server(Some(&clustered(true, true, 6)), false, &mut seen),
+            m.check(Some(&clustered(true, true, 6)), false),
             Err(Unsuitable::Stale { index: 6, seen: 7 })
         );
-        assert_eq!(
-            check_server(Some(&clustered(true, true, 9)), true, &mut seen),
-            Ok(())
-        );
-        assert_eq!(seen, Some(9));
+        assert_eq!(m.check(Some(&clustered(true, true, 9)), true), Ok(()));
+        assert_eq!(m.max_index, Some(9));
+        // Another cluster is refused until the memory is reset.
+        let mut other = clustered(true, true, 1);
+        other.cid = Some(Uuid::from_u128(2));
+        assert!(matches!(
+            m.check(Some(&other), false),
+            Err(Unsuitable::OtherCluster { .. })
+        ));
+        m.reset();
+        assert_eq!(m.check(Some(&other), false), Ok(()));
+        assert_eq!(m.cid, Some(Uuid::from_u128(2)));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use super::monitor::{MonitorState, ZERO_TXN_ID};
 use super::remote::{connect, Remote, Stream};
-use super::server_db::{check_server, ServerDatabase, Unsuitable};
+use super::server_db::{ClusterMemory, ServerDatabase, Unsuitable};
 use super::timing::{Backoff, Probe, ProbeAction};
 use super::{ClientConfig, ClientError, ClientStats, Command, Event};
 use crate::jsonrpc::{encode_request, Framer};
@@ -67,7 +67,7 @@ pub(super) struct Driver {
     events: mpsc::Sender<Event>,
     stats: Arc<Mutex<ClientStats>>,
     monitor: MonitorState,
-    max_cluster_index: Option<i64>,
+    cluster: ClusterMemory,
     queued: VecDeque<Command>,
     shutdown: bool,
     tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
@@ -112,7 +112,7 @@ impl Driver {
             events,
             stats,
             monitor,
-            max_cluster_index: None,
+            cluster: ClusterMemory::default(),
             queued: VecDeque::new(),
             shutdown: false,
         }
@@ -183,7 +183,7 @@ impl Driver {
             Command::SetCondition(table, cond, reply) => {
                 let _ = reply.send(self.monitor.set_condition(&table, cond));
             }
-            Command::ResetClusterIndex => self.max_cluster_index = None,
+            Command::ResetClusterIndex => self.cluster.reset(),
             Command::Shutdown => self.shutdown = true,
             other => self.queued.push_back(other),
         }
@@ -286,7 +286,7 @@ impl Driver {
                 self.send_condition_change(s).await
             }
             Command::ResetClusterIndex => {
-                self.max_cluster_index = None;
+                self.cluster.reset();
                 Ok(())
             }
             Command::Shutdown => Err(End::Shutdown),
@@ -394,7 +394,8 @@ impl Driver {
                 .map(|(_, r)| r)
                 .find(|r| r.name == self.config.database)
         });
-        check_server(row, self.config.leader_only, &mut self.max_cluster_index)
+        self.cluster
+            .check(row, self.config.leader_only)
             .map_err(End::Unsuitable)
     }
 }
