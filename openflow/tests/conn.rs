@@ -5,7 +5,7 @@ use std::time::Duration;
 use openflow::conn::client::ClientConfig;
 use openflow::conn::{connect, ConnError, SessionError};
 use openflow::text::Flow;
-use openflow::wire::bundle::{OFPBCT_COMMIT_REPLY, OFPBCT_OPEN_REPLY, OFPBF_ATOMIC, OFPBF_ORDERED};
+use openflow::wire::bundle::{OFPBF_ATOMIC, OFPBF_ORDERED};
 use openflow::wire::{
     BundleControl, Echo, Empty, ErrorCode, ErrorMsg, Hello, Message, OfpMessage, PacketIn2,
     PacketInProp,
@@ -68,11 +68,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             }
             Message::BundleControl(b) => {
                 let reply = BundleControl {
-                    ctrl_type: if b.ctrl_type == 0 {
-                        OFPBCT_OPEN_REPLY
-                    } else {
-                        OFPBCT_COMMIT_REPLY
-                    },
+                    ctrl_type: b.ctrl_type + 1,
                     ..b.clone()
                 };
                 write(&mut s, m.xid, Message::BundleControl(reply)).await;

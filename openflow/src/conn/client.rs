@@ -210,20 +210,21 @@ impl Handle {
             })
             .await?;
         }
-        // A failed commit comes back as an error; the barrier after it collects the
-        // errors of the individual messages that caused it.
-        let commit = self
-            .request(ctrl(OFPBCT_COMMIT_REQUEST))
-            .await
-            .and_then(|msgs| expect_bundle_reply(msgs, OFPBCT_COMMIT_REPLY));
-        let errors = self.barrier().await?;
+        // Errors of the added messages come when they are added or at commit; the barrier
+        // sent right behind the commit collects them.
+        let (commit_tx, commit_rx) = oneshot::channel();
+        let (barrier_tx, barrier_rx) = oneshot::channel();
+        self.cmd(Command::Request(ctrl(OFPBCT_COMMIT_REQUEST), commit_tx))
+            .await?;
+        self.cmd(Command::Barrier(barrier_tx)).await?;
+        let commit = commit_rx.await.map_err(|_| ConnError::Closed)?;
+        let mut errors = barrier_rx.await.map_err(|_| ConnError::Closed)??;
         match commit {
-            Ok(()) if errors.is_empty() => Ok(()),
-            Ok(()) => Err(ConnError::BundleFailed(errors)),
+            Ok(msgs) if errors.is_empty() => expect_bundle_reply(msgs, OFPBCT_COMMIT_REPLY),
+            Ok(_) => Err(ConnError::BundleFailed(errors)),
             Err(ConnError::Peer(e)) => {
-                let mut all = errors;
-                all.push((0, e));
-                Err(ConnError::BundleFailed(all))
+                errors.push((0, e));
+                Err(ConnError::BundleFailed(errors))
             }
             Err(e) => Err(e),
         }

@@ -80,10 +80,31 @@ pub struct Session {
     pending: HashMap<u32, Vec<OfpMessage>>,
     /// xids of barriers in flight, oldest first.
     barriers: VecDeque<u32>,
-    /// Errors for fire-and-forget messages since the last barrier reply.
+    /// Errors of tracked messages, held until the barrier reply that covers them.
     unclaimed_errors: Vec<(u32, ErrorMsg)>,
-    /// Messages sent with no reply expected and not yet covered by a barrier reply.
-    outstanding: HashSet<u32>,
+    /// Table modifications (flow/group/meter/TLV mods, bundle messages) sent without a
+    /// reply expected and not yet covered by a barrier reply. Their errors are reported
+    /// with the barrier; errors of other fire-and-forget messages (packet-outs, resumes)
+    /// are asynchronous, so that traffic keeps no state here.
+    tracked: HashSet<u32>,
+}
+
+/// Messages whose errors a later barrier reports.
+fn is_tracked(body: &Message) -> bool {
+    matches!(
+        body,
+        Message::FlowMod(_)
+            | Message::GroupMod(_)
+            | Message::MeterMod(_)
+            | Message::TlvTableMod(_)
+            | Message::BundleAddMessage(_)
+            | Message::BundleControl(_)
+    )
+}
+
+/// Was `a` sent before `b` (xids are allocated in increasing, wrapping order)?
+fn before(a: u32, b: u32) -> bool {
+    b.wrapping_sub(a).wrapping_sub(1) < (1 << 31)
 }
 
 impl Session {
@@ -100,7 +121,7 @@ impl Session {
             pending: HashMap::new(),
             barriers: VecDeque::new(),
             unclaimed_errors: Vec::new(),
-            outstanding: HashSet::new(),
+            tracked: HashSet::new(),
         };
         let xid = s.alloc_xid();
         s.transmit.push_back(OfpMessage::new(
@@ -134,17 +155,15 @@ impl Session {
             self.barriers.push_back(xid);
         } else if expect_reply {
             self.pending.insert(xid, Vec::new());
-        } else {
-            self.outstanding.insert(xid);
+        } else if is_tracked(&body) {
+            self.tracked.insert(xid);
         }
         self.transmit.push_back(OfpMessage::new(xid, body));
     }
 
     /// Take an xid without sending anything (for messages nested in bundles).
     pub fn reserve_xid(&mut self) -> u32 {
-        let xid = self.alloc_xid();
-        self.outstanding.insert(xid);
-        xid
+        self.alloc_xid()
     }
 
     /// A barrier request; its completion is [`Event::Barrier`].
@@ -206,14 +225,18 @@ impl Session {
                 if let Some(pos) = self.barriers.iter().position(|b| *b == xid) {
                     // Replies come in order; earlier barriers are implied.
                     self.barriers.drain(..=pos);
-                    self.outstanding.retain(|x| x.wrapping_sub(xid) < (1 << 31));
-                    let errors = std::mem::take(&mut self.unclaimed_errors);
+                    self.tracked.retain(|x| !before(*x, xid));
+                    let (errors, later): (Vec<_>, Vec<_>) =
+                        std::mem::take(&mut self.unclaimed_errors)
+                            .into_iter()
+                            .partition(|(x, _)| before(*x, xid));
+                    self.unclaimed_errors = later;
                     self.events.push_back(Event::Barrier { xid, errors });
                 } else {
                     self.events.push_back(Event::Async(msg));
                 }
             }
-            Message::Error(e) if self.outstanding.contains(&xid) => {
+            Message::Error(e) if self.tracked.contains(&xid) => {
                 self.unclaimed_errors.push((xid, e.clone()));
             }
             _ if self.pending.contains_key(&xid) => {
@@ -394,7 +417,43 @@ mod tests {
             })
         );
         // After the barrier, an error for `a` is no longer ours to claim.
-        s.handle_message(now, OfpMessage::new(a, Message::Error(err)));
+        s.handle_message(now, OfpMessage::new(a, Message::Error(err.clone())));
         assert!(matches!(s.poll_event(), Some(Event::Async(_))));
+        // Errors of untracked fire-and-forget messages (packet-outs) are asynchronous.
+        let c = s.send(
+            Message::PacketOut(crate::wire::PacketOut {
+                buffer_id: u32::MAX,
+                r#match: crate::oxm::Match::default(),
+                actions: vec![],
+                data: vec![],
+            }),
+            false,
+        );
+        s.handle_message(now, OfpMessage::new(c, Message::Error(err.clone())));
+        assert!(matches!(s.poll_event(), Some(Event::Async(_))));
+        // Errors of messages sent after the barrier in flight wait for the next one.
+        let d = s.send(Message::FlowMod(FlowMod::default()), false);
+        let bar2 = s.barrier();
+        let e = s.send(Message::FlowMod(FlowMod::default()), false);
+        let bar3 = s.barrier();
+        // (e's error even arrives before bar2's reply: it still belongs to bar3.)
+        s.handle_message(now, OfpMessage::new(d, Message::Error(err.clone())));
+        s.handle_message(now, OfpMessage::new(e, Message::Error(err.clone())));
+        s.handle_message(now, OfpMessage::new(bar2, Message::BarrierReply(Empty)));
+        s.handle_message(now, OfpMessage::new(bar3, Message::BarrierReply(Empty)));
+        assert_eq!(
+            s.poll_event(),
+            Some(Event::Barrier {
+                xid: bar2,
+                errors: vec![(d, err.clone())]
+            })
+        );
+        assert_eq!(
+            s.poll_event(),
+            Some(Event::Barrier {
+                xid: bar3,
+                errors: vec![(e, err)]
+            })
+        );
     }
 }
