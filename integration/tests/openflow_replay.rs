@@ -174,3 +174,30 @@ fn ofreplay_stops_at_the_first_bad_line_with_its_number() {
     assert!(err.contains("flows.txt:3:"), "{err}");
     assert!(err.contains("unknown action `frobnicate`"), "{err}");
 }
+
+#[test]
+fn ofreplay_bundle_is_atomic_and_reports_the_rejected_flow() {
+    let dir = tempfile::tempdir().unwrap();
+    let chassis = Chassis::start_bare(dir.path(), "hv1").unwrap();
+    let file = dir.path().join("flows.txt");
+    // The second flow needs meter 99, which does not exist.
+    std::fs::write(
+        &file,
+        "table=1,priority=5,ip actions=drop\ntable=1,priority=6,ip actions=meter:99,resubmit(,2)\n",
+    )
+    .unwrap();
+    let out = Command::new(example("ofreplay"))
+        .arg(format!("unix:{}", chassis.br_int_mgmt().display()))
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bundle failed") && err.contains("OFPMMFC_INVALID_METER"),
+        "{err}"
+    );
+    // Nothing was installed: the bundle was atomic.
+    let dump = chassis.ofctl(&["dump-flows", "br-int"]).unwrap();
+    assert!(normalize(&dump).is_empty(), "{dump}");
+}
