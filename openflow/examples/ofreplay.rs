@@ -51,13 +51,36 @@ fn load(
             n_groups += 1;
         }
     }
-    let mut n_flows = 0;
-    for (n, line) in content_lines(flows_path)? {
-        let f: Flow = line
-            .parse()
-            .map_err(|e| format!("{flows_path}:{n}: {e}\n  {line}"))?;
-        msgs.push(Message::FlowMod(f.add()));
-        n_flows += 1;
+    // Parse in parallel chunks; the first bad line (by line number) is reported.
+    let lines = content_lines(flows_path)?;
+    let n_flows = lines.len();
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let chunk = lines.len().div_ceil(threads).max(1);
+    let parsed: Vec<Result<Vec<Message>, String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = lines
+            .chunks(chunk)
+            .map(|part| {
+                s.spawn(move || {
+                    part.iter()
+                        .map(|(n, line)| {
+                            line.parse::<Flow>()
+                                .map(|f| Message::FlowMod(f.add()))
+                                .map_err(|e| format!("{flows_path}:{n}: {e}\n  {line}"))
+                        })
+                        .collect::<Result<Vec<_>, _>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("parser thread panicked".into()))
+            })
+            .collect()
+    });
+    for part in parsed {
+        msgs.extend(part?);
     }
     Ok((msgs, n_flows, n_groups))
 }
