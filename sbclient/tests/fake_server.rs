@@ -138,6 +138,7 @@ fn client(remote: &str, probe: Option<Duration>) -> (Client, Receiver<Event>, Re
     config.backoff_min = Duration::from_millis(20);
     config.backoff_max = Duration::from_millis(50);
     config.probe_interval = probe;
+    config.probe_unix = true;
     let (client, events) = spawn(config);
     (client, events, replica)
 }
@@ -462,5 +463,29 @@ async fn monitors_only_what_the_server_schema_has() {
     })
     .await;
     assert_eq!(ports(&replica), ["lp1"]);
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn unix_sockets_are_not_probed_by_default() {
+    let (_dir, listener, remote) = listener();
+    let mut replica = Replica::new(DB);
+    replica.add_table::<PortBinding>();
+    let mut config =
+        ClientConfig::new(Remote::parse_list(&remote).unwrap(), DB).monitor_replica(&replica);
+    config.probe_interval = Some(Duration::from_millis(100));
+    let (client, mut events) = spawn(config);
+    let mut conn = accept(&listener).await;
+    conn.server_db("standalone", true, true, None).await;
+    let (id, _) = conn.expect("monitor_cond_since").await;
+    conn.reply(id, json!([false, TXN1, {}])).await;
+    pump(&mut events, &mut replica, |_, e| {
+        matches!(e, Event::Connected { .. })
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let stats = client.stats();
+    assert_eq!(stats.probes_sent, 0);
+    assert!(stats.connected);
     client.shutdown().await;
 }

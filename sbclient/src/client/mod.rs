@@ -51,6 +51,8 @@ pub struct ClientConfig {
     pub leader_only: bool,
     /// Inactivity probe (`ovn-remote-probe-interval`); `None` disables it.
     pub probe_interval: Option<Duration>,
+    /// Probe `unix:` remotes too (ovn-controller does not).
+    pub probe_unix: bool,
     /// Reconnect backoff bounds.
     pub backoff_min: Duration,
     pub backoff_max: Duration,
@@ -70,6 +72,7 @@ impl ClientConfig {
             conditions: BTreeMap::new(),
             leader_only: false,
             probe_interval: Some(Duration::from_secs(5)),
+            probe_unix: false,
             backoff_min: Duration::from_secs(1),
             backoff_max: Duration::from_secs(8),
             max_message: 1 << 32,

@@ -81,6 +81,7 @@ struct Session {
     server: Replica,
     resumed: bool,
     remote: String,
+    unix: bool,
 }
 
 impl Driver {
@@ -147,12 +148,16 @@ impl Driver {
             };
             self.monitor.on_disconnect();
             self.stat(|st| st.connected = false);
+            let mut skip_backoff = false;
             match end {
                 Ok(()) | Err(End::Shutdown) => return,
                 Err(end) => {
                     tracing::info!(remote = %remote, reason = %end, "OVSDB connection ended");
                     if let End::Unsuitable(_) = end {
                         self.stat(|s| s.unsuitable_servers += 1);
+                        // A forced move to another server skips the backoff,
+                        // until every remote was tried once.
+                        skip_backoff = !order.is_empty();
                     }
                     let _ = self
                         .events
@@ -163,6 +168,9 @@ impl Driver {
                         .await;
                     backoff.on_session_end(started.elapsed());
                 }
+            }
+            if skip_backoff {
+                continue;
             }
             // Wait, but keep serving commands (queued until connected).
             let deadline = Instant::now() + backoff.next_delay();
@@ -201,6 +209,7 @@ impl Driver {
             server,
             resumed: false,
             remote: remote.to_string(),
+            unix: matches!(remote, Remote::Unix(_)),
         };
         let result = self.session_loop(&mut s, &mut reader).await;
         for (_, p) in s.pending.drain() {
@@ -233,7 +242,13 @@ impl Driver {
         .await?;
         let mut framer = Framer::with_limit(self.config.max_message);
         let mut buf = vec![0u8; 256 * 1024];
-        let mut probe = Probe::new(self.config.probe_interval, Instant::now().into_std());
+        // As ovn-controller does, unix sockets are not probed unless asked.
+        let interval = if s.unix && !self.config.probe_unix {
+            None
+        } else {
+            self.config.probe_interval
+        };
+        let mut probe = Probe::new(interval, Instant::now().into_std());
         loop {
             let probe_at = probe.deadline().map(Instant::from_std);
             tokio::select! {
