@@ -416,3 +416,28 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Mutated valid encodings: whatever still decodes must re-encode to something that
+    /// decodes to the same value (the property the `actions` fuzz target checks).
+    #[test]
+    fn decode_encode_decode_is_stable_on_mutated_actions(
+        list in proptest::collection::vec(action(), 1..5),
+        flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..4),
+    ) {
+        let mut b = BytesMut::new();
+        Action::encode_list(&list, &mut b);
+        let mut bytes = b.to_vec();
+        for (at, v) in flips {
+            let n = bytes.len();
+            bytes[at % n] = v;
+        }
+        if let Ok(decoded) = Action::decode_list(&bytes) {
+            let mut again = BytesMut::new();
+            Action::encode_list(&decoded, &mut again);
+            prop_assert_eq!(Action::decode_list(&again).ok(), Some(decoded));
+        }
+    }
+}

@@ -156,12 +156,21 @@ pub(super) fn decode_nat(b: &mut Reader<'_>) -> Result<Nat, DecodeError> {
     } else {
         None
     };
-    let range = if v4min.is_some() || v4max.is_some() {
+    let has_v4 = v4min.is_some() || v4max.is_some();
+    let has_v6 = v6min.is_some() || v6max.is_some();
+    if has_v4 && has_v6 {
+        // One range per action: keeping both would not survive re-encoding.
+        return Err(DecodeError::BadValue {
+            what: "nx_action_nat range_present",
+            value: u64::from(present),
+        });
+    }
+    let range = if has_v4 {
         NatRange::V4 {
             min: v4min,
             max: v4max,
         }
-    } else if v6min.is_some() || v6max.is_some() {
+    } else if has_v6 {
         NatRange::V6 {
             min: v6min,
             max: v6max,

@@ -357,6 +357,18 @@ mod tests {
     }
 
     #[test]
+    fn nat_with_both_address_families_is_refused() {
+        // NXAST_NAT, flags src, range_present = IPV4_MIN | IPV6_MIN.
+        let mut b = vec![0xff, 0xff, 0, 40, 0, 0, 0x23, 0x20, 0, 36, 0, 0, 0, 1, 0, 5];
+        b.extend_from_slice(&[10, 0, 0, 1]);
+        b.extend_from_slice(&[0; 16]);
+        b.extend_from_slice(&[0; 4]);
+        assert!(Action::decode_list(&b).is_err());
+        b[15] = 1;
+        assert!(Action::decode_list(&b).is_ok());
+    }
+
+    #[test]
     fn bad_lengths_are_errors() {
         assert!(Action::decode_list(&[0, 0, 0, 4]).is_err());
         assert!(Action::decode_list(&[0, 0, 0, 16, 0, 0]).is_err());
