@@ -35,7 +35,8 @@ pub struct CompileArgs {
     /// Chassis name.
     #[arg(long)]
     pub chassis: String,
-    /// Only this datapath tunnel key.
+    /// Only the flows of this datapath tunnel key (chassis-wide flows such as the LB
+    /// hairpin tables are left out).
     #[arg(long)]
     pub datapath: Option<u32>,
     /// `classic` or `ovn-23.03`.
@@ -236,6 +237,10 @@ pub fn compile_all_threads(
         .flat_map(|(_, f)| f.iter().cloned())
         .collect();
     all.extend(port_security_flows(sb, view, layout, only_dp));
+    if only_dp.is_none() {
+        // Hairpin flows are chassis-wide (no datapath match).
+        all.extend(hairpin_flows(sb, view, layout));
+    }
     let (flows, duplicates) = merge_conjunctions(all);
     let too_many_flows = failures
         .iter()
@@ -290,6 +295,80 @@ pub fn port_security_flows(
     out
 }
 
+/// Tables 68 and 70 for the load balancers that apply to a local logical switch.
+pub fn hairpin_flows(sb: &SbData, view: &SbView<'_>, layout: &TableLayout) -> Vec<OfFlow> {
+    use crate::hairpin::{parse_endpoint, HairpinLb};
+    use crate::lflow::template::expand_templates;
+    let dps: HashMap<&str, &DatapathRow> =
+        sb.datapaths.iter().map(|d| (d.uuid.as_str(), d)).collect();
+    let vars = crate::lflow::flows::ChassisView::template_vars(view);
+    let mut out = Vec::new();
+    for lb in &sb.load_balancers {
+        let mut members: Vec<&String> = lb.datapaths.iter().collect();
+        if let Some(g) = lb.datapath_group.as_ref().and_then(|g| sb.dp_groups.get(g)) {
+            members.extend(g.iter());
+        }
+        let local: Vec<u32> = members
+            .iter()
+            .filter(|d| view.local_datapaths.contains(d.as_str()))
+            .filter_map(|d| dps.get(d.as_str()))
+            .filter(|d| !d.is_router)
+            .map(|d| d.key)
+            .collect();
+        if local.is_empty() {
+            continue;
+        }
+        let vips = lb
+            .vips
+            .iter()
+            .filter_map(|(k, v)| {
+                let vip = parse_endpoint(&expand_templates(k, vars))?;
+                let backends = expand_templates(v, vars)
+                    .split(',')
+                    .filter(|b| !b.trim().is_empty())
+                    .filter_map(parse_endpoint)
+                    .collect();
+                Some((vip, backends))
+            })
+            .collect();
+        let snat: Vec<std::net::IpAddr> = lb
+            .options
+            .get("hairpin_snat_ip")
+            .map(|s| {
+                s.split_whitespace()
+                    .filter_map(|a| a.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let h = HairpinLb {
+            cookie: u32::from_str_radix(lb.uuid.get(..8).unwrap_or("0"), 16).unwrap_or(0),
+            proto: match lb.protocol.as_deref() {
+                Some("udp") => 17,
+                Some("sctp") => 132,
+                _ => 6,
+            },
+            vips,
+            snat_v4: snat.iter().find_map(|a| {
+                if let std::net::IpAddr::V4(v) = a {
+                    Some(*v)
+                } else {
+                    None
+                }
+            }),
+            snat_v6: snat.iter().find_map(|a| {
+                if let std::net::IpAddr::V6(v) = a {
+                    Some(*v)
+                } else {
+                    None
+                }
+            }),
+            local_dp_keys: local,
+        };
+        out.extend(crate::hairpin::hairpin_flows(&h, layout));
+    }
+    out
+}
+
 /// Single-threaded [`compile_all_threads`].
 pub fn compile_all(
     sb: &SbData,
@@ -302,6 +381,7 @@ pub fn compile_all(
 }
 
 fn merge(into: &mut SbData, from: SbData) {
+    into.load_balancers.extend(from.load_balancers);
     into.lflows.extend(from.lflows);
     into.dp_groups.extend(from.dp_groups);
     into.datapaths.extend(from.datapaths);

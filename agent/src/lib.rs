@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 pub mod compile;
+pub mod hairpin;
 pub mod lflow;
 pub mod portsec;
 pub mod sbdata;

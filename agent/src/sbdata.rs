@@ -54,6 +54,17 @@ pub struct PortBindingRow {
 }
 
 #[derive(Clone, Debug, Default)]
+pub struct LoadBalancerRow {
+    pub uuid: String,
+    pub name: String,
+    pub vips: Vec<(String, String)>,
+    pub protocol: Option<String>,
+    pub datapaths: Vec<String>,
+    pub datapath_group: Option<String>,
+    pub options: HashMap<String, String>,
+}
+
+#[derive(Clone, Debug, Default)]
 pub struct McastRow {
     pub datapath: String,
     pub name: String,
@@ -79,6 +90,7 @@ pub struct SbData {
     pub ha_groups: HashMap<String, Vec<String>>,
     /// HA_Chassis uuid to (chassis uuid, priority).
     pub ha_chassis: HashMap<String, (Option<String>, i64)>,
+    pub load_balancers: Vec<LoadBalancerRow>,
 }
 
 fn uuid(v: &Value) -> Option<String> {
@@ -147,6 +159,8 @@ fn guess_table(caption: Option<&str>, heads: &[String]) -> String {
         "Logical_Flow"
     } else if has("logical_port") && has("tunnel_key") {
         "Port_Binding"
+    } else if has("vips") {
+        "Load_Balancer"
     } else if has("ha_chassis") {
         "HA_Chassis_Group"
     } else if has("priority") && has("chassis") && !has("match") {
@@ -288,6 +302,25 @@ impl SbData {
                     .insert(s(r.get("chassis")), map(r.get("variables")));
             }
             "Meter" => self.meters.push(s(r.get("name"))),
+            "Load_Balancer" => {
+                let mut vips: Vec<(String, String)> = map(r.get("vips")).into_iter().collect();
+                vips.sort();
+                self.load_balancers.push(LoadBalancerRow {
+                    uuid: id,
+                    name: s(r.get("name")),
+                    vips,
+                    protocol: strs(r.get("protocol")).into_iter().next(),
+                    datapaths: r
+                        .get("datapaths")
+                        .map(set)
+                        .unwrap_or_default()
+                        .iter()
+                        .filter_map(uuid)
+                        .collect(),
+                    datapath_group: opt_uuid(r.get("datapath_group")),
+                    options: map(r.get("options")),
+                });
+            }
             "HA_Chassis_Group" => {
                 let members = r
                     .get("ha_chassis")

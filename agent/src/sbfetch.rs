@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use sbclient::ovn_sb::{
     AddressSet, Chassis, ChassisTemplateVar, DatapathBinding, HaChassis, HaChassisGroup,
-    LogicalDpGroup, LogicalFlow, Meter, MulticastGroup, PortBinding, PortGroup,
+    LoadBalancer, LogicalDpGroup, LogicalFlow, Meter, MulticastGroup, PortBinding, PortGroup,
 };
 use sbclient::{spawn, ClientConfig, Event, Remote, Replica};
 
@@ -31,6 +31,7 @@ pub async fn fetch(remote: &str, timeout: Duration) -> anyhow::Result<SbData> {
     replica.add_table::<HaChassis>();
     replica.add_table::<HaChassisGroup>();
     replica.add_table::<Meter>();
+    replica.add_table::<LoadBalancer>();
     let mut config =
         ClientConfig::new(Remote::parse_list(remote)?, "OVN_Southbound").monitor_replica(&replica);
     config.probe_interval = None;

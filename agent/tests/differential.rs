@@ -210,3 +210,25 @@ fn port_security_tables_match_real_flows() {
     assert_eq!(real.len(), 29);
     assert_eq!(ours, real);
 }
+
+/// Tables 68 and 70 (load-balancer hairpin) against the real flows.
+#[test]
+fn lb_hairpin_tables_match_real_flows() {
+    let sb = load_sb();
+    let view = SbView::new(&sb, "hv1");
+    let mut ours: Vec<String> = agent::compile::hairpin_flows(&sb, &view, &TableLayout::OVN_23_03)
+        .iter()
+        .map(|f| f.to_string().trim().to_string())
+        .collect();
+    ours.sort();
+    let real_text = std::fs::read_to_string(format!("{DATA}/of_final.txt")).unwrap();
+    let mut real: Vec<String> = real_text
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.contains(", table=68,") || l.contains(", table=70,"))
+        .map(String::from)
+        .collect();
+    real.sort();
+    assert_eq!(real.len(), 15);
+    assert_eq!(ours, real);
+}

@@ -196,3 +196,20 @@ dump('Port_Group', ['_uuid', 'name', 'ports'], [
 dump('Chassis', ['_uuid', 'name'], [[['uuid', chassis_uuid], 'hv1']])
 dump('Chassis_Template_Var', ['_uuid', 'chassis', 'variables'], [[['uuid', u('tv')], 'hv1', ['map', [['BACKENDS', '10.0.0.11:80,10.0.0.12:80'], ['VIP', '10.0.0.200'], ['VPORT', '8888']]]]])
 print('datapaths', len(dps), 'ports', len(pb), 'keys guessed for', missing)
+
+# Load balancers (topo.sh/topo2.sh). In 23.03 the SB row lists only logical switches. The uuid
+# prefixes are the cookies of the real hairpin flows (tables 68/70); lb1 and lb5 are on routers only.
+def lb(prefix, name, vips, proto, switches, options):
+    uu = '%s%s' % (prefix, u('lb-' + name)[8:])
+    return [['uuid', uu], name, ['map', sorted(vips.items())], ['set', [proto]] if proto else ['set', []],
+            ['set', [['uuid', uuid_of_dp[s]] for s in switches]], ['map', sorted(options.items())]]
+orig = {'hairpin_orig_tuple': 'true'}
+dump('Load_Balancer', ['_uuid', 'name', 'vips', 'protocol', 'datapaths', 'options'], [
+    lb('5bc42c91', 'lb0', {'10.0.0.100:80': '10.0.0.11:8080,10.0.0.12:8080', '[aef0::100]:80': '[aef0::11]:8080,[aef0::12]:8080'}, 'tcp', ['sw0'], orig),
+    lb('7943d892', 'lb2', {'10.0.0.101:53': '10.0.0.11:53'}, 'udp', ['sw0'], orig),
+    lb('2003bb8d', 'lb3', {'10.0.0.102:8000': ''}, 'tcp', ['sw0'], orig),
+    lb('4a058b7e', 'lb4', {'10.0.0.103:443': '10.0.0.11:443,10.0.0.12:443'}, 'tcp', ['sw0'], dict(orig, affinity_timeout='60')),
+    lb('9fba826f', 'lbt', {'^VIP:^VPORT': '^BACKENDS'}, 'tcp', ['sw1'], dict(orig, template='true')),
+    lb('11111111', 'lb1', {'172.168.0.200': '10.0.0.13,20.0.0.11'}, None, [], dict(orig, hairpin_snat_ip='169.254.0.1')),
+    lb('22222222', 'lb5', {'172.168.0.210:80': '20.0.0.11:80'}, 'tcp', [], dict(orig, skip_snat='true')),
+])

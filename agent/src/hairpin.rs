@@ -1,0 +1,225 @@
+//! Load-balancer hairpin tables 68 and 70, built from SB `Load_Balancer` rows that apply to
+//! a local logical switch, as ovn-controller 23.03.1 does with northd's
+//! `hairpin_orig_tuple` (original destination in reg1/xxreg1 and reg2[0..15]) and ct_mark
+//! (`ct.natted`). They answer `chk_lb_hairpin()` and `ct_snat_to_vip`. Pure.
+
+use std::fmt::Write as _;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use crate::lflow::fields::MfField;
+use crate::lflow::flows::OfFlow;
+use crate::lflow::layout::TableLayout;
+use crate::lflow::ofaction::{Nat, OfAction, Subfield};
+use crate::lflow::ofmatch::OfMatch;
+
+/// A VIP or backend address with an optional L4 port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    pub ip: IpAddr,
+    pub port: Option<u16>,
+}
+
+/// Parses `IP`, `IP:PORT` or `[IPv6]:PORT`.
+pub fn parse_endpoint(s: &str) -> Option<Endpoint> {
+    let s = s.trim();
+    if let Some(rest) = s.strip_prefix('[') {
+        let (a, p) = rest.split_once("]:")?;
+        return Some(Endpoint {
+            ip: IpAddr::V6(a.parse().ok()?),
+            port: Some(p.parse().ok()?),
+        });
+    }
+    if let Ok(ip) = s.parse::<IpAddr>() {
+        return Some(Endpoint { ip, port: None });
+    }
+    let (a, p) = s.rsplit_once(':')?;
+    Some(Endpoint {
+        ip: IpAddr::V4(a.parse().ok()?),
+        port: Some(p.parse().ok()?),
+    })
+}
+
+/// One load balancer as the hairpin tables need it.
+#[derive(Clone, Debug)]
+pub struct HairpinLb {
+    /// First 32 bits of the Load_Balancer uuid (the flows' cookie).
+    pub cookie: u32,
+    /// IP protocol number (6, 17 or 132).
+    pub proto: u8,
+    pub vips: Vec<(Endpoint, Vec<Endpoint>)>,
+    /// `options:hairpin_snat_ip` (first IPv4 and first IPv6), with the local datapath keys
+    /// of the LB (those SNAT flows are per datapath).
+    pub snat_v4: Option<std::net::Ipv4Addr>,
+    pub snat_v6: Option<std::net::Ipv6Addr>,
+    pub local_dp_keys: Vec<u32>,
+}
+
+fn ip_bits(ip: IpAddr) -> u128 {
+    match ip {
+        IpAddr::V4(a) => u128::from(u32::from(a)),
+        IpAddr::V6(a) => u128::from(a),
+    }
+}
+
+/// The original-destination match: reg1 (IPv4) or xxreg1 (IPv6), and reg2[0..15] for the port.
+fn orig_dst(m: &mut OfMatch, vip: &Endpoint, proto: u8) {
+    match vip.ip {
+        IpAddr::V4(_) => {
+            m.add(MfField::EthType, 0x800, 0xffff);
+            m.add(MfField::Reg(1), ip_bits(vip.ip), 0xffff_ffff);
+        }
+        IpAddr::V6(_) => {
+            m.add(MfField::EthType, 0x86dd, 0xffff);
+            m.add(MfField::Xxreg(1), ip_bits(vip.ip), u128::MAX);
+        }
+    }
+    if let Some(p) = vip.port {
+        m.add(MfField::IpProto, u128::from(proto), 0xff);
+        m.add(MfField::Reg(2), u128::from(p), 0xffff);
+    }
+}
+
+fn l4(proto: u8) -> (&'static str, &'static str) {
+    match proto {
+        17 => ("NXM_OF_UDP_SRC[]", "NXM_OF_UDP_DST[]"),
+        132 => ("OXM_OF_SCTP_SRC[]", "OXM_OF_SCTP_DST[]"),
+        _ => ("NXM_OF_TCP_SRC[]", "NXM_OF_TCP_DST[]"),
+    }
+}
+
+/// Tables 68 (hairpin detection, learning the reply flow into 69) and 70 (SNAT to the VIP).
+pub fn hairpin_flows(lb: &HairpinLb, l: &TableLayout) -> Vec<OfFlow> {
+    let mut out = Vec::new();
+    let flow = |table: u8, priority: u16, m: OfMatch, actions: Vec<OfAction>| OfFlow {
+        table,
+        priority,
+        cookie: lb.cookie,
+        m,
+        actions: Arc::new(actions),
+    };
+    for (vip, backends) in &lb.vips {
+        let snat = match vip.ip {
+            IpAddr::V4(_) => lb.snat_v4.map(IpAddr::V4),
+            IpAddr::V6(_) => lb.snat_v6.map(IpAddr::V6),
+        };
+        let reply_dst = snat.unwrap_or(vip.ip);
+        for be in backends
+            .iter()
+            .filter(|b| b.ip.is_ipv4() == vip.ip.is_ipv4())
+        {
+            let mut m = OfMatch::new();
+            m.add(MfField::CtMark, 2, 2);
+            orig_dst(&mut m, vip, lb.proto);
+            let (src_f, dst_f) = if be.ip.is_ipv4() {
+                (MfField::Ipv4Src, MfField::Ipv4Dst)
+            } else {
+                (MfField::Ipv6Src, MfField::Ipv6Dst)
+            };
+            let full = if be.ip.is_ipv4() {
+                0xffff_ffff
+            } else {
+                u128::MAX
+            };
+            m.add(src_f, ip_bits(be.ip), full);
+            m.add(dst_f, ip_bits(be.ip), full);
+            let mut learn = format!(
+                "learn(table={},delete_learned,cookie={:#x},OXM_OF_METADATA[],",
+                l.chk_lb_hairpin_reply, lb.cookie
+            );
+            match reply_dst {
+                IpAddr::V4(a) => {
+                    let _ = write!(learn, "eth_type=0x800,NXM_OF_IP_SRC[],ip_dst={a},");
+                }
+                IpAddr::V6(a) => {
+                    let _ = write!(learn, "eth_type=0x86dd,NXM_NX_IPV6_SRC[],ipv6_dst={a},");
+                }
+            }
+            if let Some(p) = be.port {
+                m.add(MfField::IpProto, u128::from(lb.proto), 0xff);
+                let (sf, df) = l4(lb.proto);
+                let tp = match lb.proto {
+                    17 => MfField::UdpDst,
+                    132 => MfField::SctpDst,
+                    _ => MfField::TcpDst,
+                };
+                m.add(tp, u128::from(p), 0xffff);
+                {
+                    let _ = write!(learn, "nw_proto={},{sf}={df},", lb.proto);
+                };
+            }
+            learn.push_str("load:0x1->NXM_NX_REG10[7])");
+            let set_flag = OfAction::SetField {
+                field: MfField::Reg(10),
+                value: 0x80,
+                mask: 0x80,
+            };
+            out.push(flow(
+                l.chk_lb_hairpin,
+                100,
+                m,
+                vec![set_flag, OfAction::Text(learn)],
+            ));
+        }
+        let ct = |src: IpAddr| OfAction::Ct {
+            commit: true,
+            table: None,
+            zone: Subfield {
+                field: MfField::Reg(12),
+                ofs: 0,
+                n_bits: 16,
+            },
+            nat: Some(Nat::Typed {
+                src: true,
+                addr: Some(src),
+                ports: None,
+            }),
+            exec: vec![],
+        };
+        let base = if vip.port.is_some() { 100 } else { 90 };
+        let mut m = OfMatch::new();
+        orig_dst(&mut m, vip, lb.proto);
+        match snat {
+            None => out.push(flow(l.ct_snat_hairpin, base, m, vec![ct(vip.ip)])),
+            Some(ip) => {
+                for dp in &lb.local_dp_keys {
+                    let mut dm = m.clone();
+                    dm.add(MfField::Metadata, u128::from(*dp), u128::from(u64::MAX));
+                    out.push(flow(l.ct_snat_hairpin, base + 100, dm, vec![ct(ip)]));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints() {
+        assert_eq!(
+            parse_endpoint("10.0.0.1:80"),
+            Some(Endpoint {
+                ip: "10.0.0.1".parse().unwrap(),
+                port: Some(80)
+            })
+        );
+        assert_eq!(
+            parse_endpoint("[aef0::1]:80"),
+            Some(Endpoint {
+                ip: "aef0::1".parse().unwrap(),
+                port: Some(80)
+            })
+        );
+        assert_eq!(
+            parse_endpoint("172.168.0.200"),
+            Some(Endpoint {
+                ip: "172.168.0.200".parse().unwrap(),
+                port: None
+            })
+        );
+        assert_eq!(parse_endpoint("x:y"), None);
+    }
+}
