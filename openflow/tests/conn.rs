@@ -228,6 +228,12 @@ async fn reconnects_after_the_switch_drops_the_connection() {
         let (mut s, _) = listener.accept().await.unwrap();
         let _ = accepted_tx.send(1);
         write(&mut s, 1, Message::Hello(Hello::with_versions(&[6]))).await;
+        // Take the client's hello first, so the client sees a complete handshake.
+        assert!(matches!(
+            read_msg(&mut s).await.unwrap().body,
+            Message::Hello(_)
+        ));
+        tokio::time::sleep(Duration::from_millis(20)).await;
         drop(s);
         let (s, _) = listener.accept().await.unwrap();
         let _ = accepted_tx.send(2);
@@ -251,6 +257,7 @@ async fn reconnects_after_the_switch_drops_the_connection() {
         }
     };
     assert_eq!(reply[0].body, Message::EchoReply(Echo { data: vec![1] }));
+    assert_eq!(*handle.state().borrow(), Some(2), "second session");
     assert_eq!(accepted.recv().await, Some(1));
     assert_eq!(accepted.recv().await, Some(2));
 }

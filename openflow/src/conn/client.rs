@@ -115,7 +115,8 @@ impl Default for ClientConfig {
 #[derive(Clone)]
 pub struct Handle {
     tx: mpsc::Sender<Command>,
-    connected: watch::Receiver<bool>,
+    /// `Some(n)` while the n-th session (1-based) is up, `None` while disconnected.
+    connected: watch::Receiver<Option<u64>>,
     next_bundle: Arc<AtomicU32>,
 }
 
@@ -125,7 +126,8 @@ pub struct Connection {
     cfg: ClientConfig,
     rx: mpsc::Receiver<Command>,
     async_tx: mpsc::Sender<OfpMessage>,
-    connected: watch::Sender<bool>,
+    connected: watch::Sender<Option<u64>>,
+    sessions: u64,
 }
 
 /// Build a connection to `target` (`unix:PATH` or `tcp:HOST:PORT`); nothing happens until
@@ -137,7 +139,7 @@ pub fn connect(
     let target = parse_target(target)?;
     let (tx, rx) = mpsc::channel(cfg.channel_capacity);
     let (async_tx, async_rx) = mpsc::channel(cfg.channel_capacity);
-    let (connected_tx, connected_rx) = watch::channel(false);
+    let (connected_tx, connected_rx) = watch::channel(None);
     Ok((
         Connection {
             target,
@@ -145,6 +147,7 @@ pub fn connect(
             rx,
             async_tx,
             connected: connected_tx,
+            sessions: 0,
         },
         Handle {
             tx,
@@ -163,8 +166,16 @@ impl Handle {
     /// Wait until the OF1.5 handshake is done.
     pub async fn wait_connected(&self) -> Result<(), ConnError> {
         let mut rx = self.connected.clone();
-        rx.wait_for(|c| *c).await.map_err(|_| ConnError::Closed)?;
+        rx.wait_for(Option::is_some)
+            .await
+            .map_err(|_| ConnError::Closed)?;
         Ok(())
+    }
+
+    /// Connection state: `Some(n)` while the n-th session is up. A change of `n` means the
+    /// switch was reconnected and may have lost state (resynchronize flows then).
+    pub fn state(&self) -> watch::Receiver<Option<u64>> {
+        self.connected.clone()
     }
 
     /// Send messages without waiting for anything (errors surface at the next barrier).
@@ -262,7 +273,7 @@ impl Connection {
                     Err(e) => Err(e.into()),
                 },
             };
-            let _ = self.connected.send(false);
+            let _ = self.connected.send(None);
             match res {
                 Ok(()) => return Ok(()),
                 Err(e) if !self.cfg.reconnect => return Err(e),
@@ -304,7 +315,8 @@ impl Connection {
             while let Some(ev) = session.poll_event() {
                 match ev {
                     Event::Connected => {
-                        let _ = self.connected.send(true);
+                        self.sessions += 1;
+                        let _ = self.connected.send(Some(self.sessions));
                     }
                     Event::Reply { xid, msgs } => {
                         if let Some(tx) = replies.remove(&xid) {
