@@ -1,7 +1,8 @@
 //! Dump the flow table (or the groups) of a switch through our OpenFlow 1.5 connection,
 //! one line per entry, in `ovs-ofctl dump-flows` / `dump-groups` syntax (no statistics).
 //!
-//! Usage: `ofdump SOCKET [flows|groups]`.
+//! Usage: `ofdump SOCKET [flows|groups] [--no-stats]`; with `--no-stats` flows print as
+//! `ovs-ofctl dump-flows --no-stats` does (zero cookie and table left out).
 
 use std::process::ExitCode;
 
@@ -20,6 +21,7 @@ async fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let what = args.get(1).map_or("flows", String::as_str);
+    let no_stats = args.iter().any(|a| a == "--no-stats");
     let target = if sock.contains(':') {
         sock.clone()
     } else {
@@ -69,7 +71,12 @@ async fn main() -> ExitCode {
             Message::MultipartReply(r) => match r.body {
                 MultipartReplyBody::FlowDesc(v) => {
                     for fd in v {
-                        println!(" {}", Flow::from_flow_desc(&fd));
+                        let f = Flow::from_flow_desc(&fd);
+                        if no_stats {
+                            println!(" {}", f.to_no_stats_string());
+                        } else {
+                            println!(" {f}");
+                        }
                     }
                 }
                 MultipartReplyBody::GroupDesc(v) => {

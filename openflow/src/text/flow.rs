@@ -94,9 +94,20 @@ pub fn format_instructions(list: &[Instruction]) -> String {
     s
 }
 
-impl fmt::Display for Flow {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "cookie={:#x}, table={}, ", self.cookie, self.table_id)?;
+impl Flow {
+    /// Exactly as `ovs-ofctl dump-flows --no-stats` prints it: like `Display`, but
+    /// `cookie=` and `table=` are each left out when zero.
+    pub fn to_no_stats_string(&self) -> String {
+        NoStats(self).to_string()
+    }
+
+    fn write_line(&self, f: &mut fmt::Formatter<'_>, zeros: bool) -> fmt::Result {
+        if zeros || self.cookie != 0 {
+            write!(f, "cookie={:#x}, ", self.cookie)?;
+        }
+        if zeros || self.table_id != 0 {
+            write!(f, "table={}, ", self.table_id)?;
+        }
         if self.idle_timeout != 0 {
             write!(f, "idle_timeout={}, ", self.idle_timeout)?;
         }
@@ -111,6 +122,22 @@ impl fmt::Display for Flow {
             write!(f, "{m} ")?;
         }
         write!(f, "actions={}", format_instructions(&self.instructions))
+    }
+}
+
+struct NoStats<'a>(&'a Flow);
+
+impl fmt::Display for NoStats<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.write_line(f, false)
+    }
+}
+
+/// The line format of the reference dumps: `dump-flows` with the counters removed
+/// (`cookie=` and `table=` always present).
+impl fmt::Display for Flow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write_line(f, true)
     }
 }
 
@@ -210,5 +237,28 @@ impl Flow {
             r#match: fd.r#match.clone(),
             instructions: fd.instructions.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Flow;
+
+    #[test]
+    fn no_stats_leaves_out_zero_cookie_and_table() {
+        let f: Flow = "cookie=0x0, table=0, priority=0 actions=drop"
+            .parse()
+            .unwrap();
+        assert_eq!(f.to_no_stats_string(), "priority=0 actions=drop");
+        let f: Flow = "cookie=0x5, table=0, priority=9,ip actions=drop"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            f.to_no_stats_string(),
+            "cookie=0x5, priority=9,ip actions=drop"
+        );
+        let f: Flow = "table=3, actions=drop".parse().unwrap();
+        assert_eq!(f.to_no_stats_string(), "table=3, actions=drop");
+        assert_eq!(f.to_string(), "cookie=0x0, table=3, actions=drop");
     }
 }
