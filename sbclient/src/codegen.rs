@@ -83,7 +83,7 @@ impl Column<'_> {
             ColumnKind::Scalar => self.key.to_owned(),
             ColumnKind::Optional => format!("Option<{}>", self.key),
             ColumnKind::Set => format!("BTreeSet<{}>", self.key),
-            _ => format!("BTreeMap<{}, {}>", self.key, self.value),
+            _ => format!("OvsMap<{}, {}>", self.key, self.value),
         }
     }
 
@@ -144,9 +144,10 @@ pub fn generate(schema: &DatabaseSchema, source: &str) -> Result<String, Codegen
     );
     out.push_str(
         "#![allow(clippy::all, clippy::pedantic)]\n\n\
-         use std::collections::{BTreeMap, BTreeSet};\n\n\
+         use std::collections::BTreeSet;\n\n\
          use serde::Deserialize;\n\n\
          use crate::datum::Datum;\n\
+         use crate::ovsmap::OvsMap;\n\
          use crate::replica::Replica;\n\
          use crate::wire::*;\n\
          use crate::Uuid;\n\n",

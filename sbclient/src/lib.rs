@@ -25,6 +25,7 @@ pub mod datum;
 pub mod generated;
 pub mod jsonrpc;
 pub mod manual;
+pub mod ovsmap;
 pub mod replica;
 pub mod schema;
 pub mod transaction;
@@ -34,6 +35,7 @@ pub use client::{spawn, Client, ClientConfig, ClientError, ClientStats, Event, R
 pub use condition::{Clause, Condition, Function};
 pub use datum::{Atom, Datum};
 pub use generated::{ovn_sb, vswitch};
+pub use ovsmap::OvsMap;
 pub use replica::{Replica, Table, TableChanges};
 pub use transaction::{Columns, Transaction, TxnError, TxnOutcome};
 pub use uuid::Uuid;

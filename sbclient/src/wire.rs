@@ -4,7 +4,7 @@
 //! No JSON tree is built: a column arrives as a datum and lands in a `String`,
 //! `i64`, `Option<Uuid>`, `BTreeSet<_>` or `BTreeMap<_, _>`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -14,6 +14,7 @@ use thiserror::Error;
 use uuid::Uuid;
 
 use crate::datum::{tagged_atom, Atom, Datum};
+use crate::ovsmap::OvsMap;
 
 /// A Rust type that holds one OVSDB atom.
 pub trait AtomValue: Sized + Clone {
@@ -235,7 +236,7 @@ pub fn apply_set_diff<T: Ord>(current: &mut BTreeSet<T>, diff: Vec<T>) {
 
 /// Applies a map diff: a pair equal to the current one removes the key, any other
 /// value of an existing key replaces it, a new key is added.
-pub fn apply_map_diff<K: Ord, V: PartialEq>(current: &mut BTreeMap<K, V>, diff: Vec<(K, V)>) {
+pub fn apply_map_diff<K: Ord, V: PartialEq>(current: &mut OvsMap<K, V>, diff: Vec<(K, V)>) {
     for (key, value) in diff {
         match current.get(&key) {
             Some(old) if *old == value => {
@@ -289,7 +290,7 @@ pub fn set_datum<T: AtomValue>(v: &BTreeSet<T>) -> Datum {
 }
 
 /// See [`scalar_datum`].
-pub fn map_datum<K: AtomValue, V: AtomValue>(v: &BTreeMap<K, V>) -> Datum {
+pub fn map_datum<K: AtomValue + Ord, V: AtomValue>(v: &OvsMap<K, V>) -> Datum {
     Datum::Map(v.iter().map(|(k, v)| (k.to_atom(), v.to_atom())).collect()).normalized()
 }
 
@@ -324,7 +325,7 @@ mod tests {
         apply_set_diff(&mut set, vec![2, 3]);
         assert_eq!(set, [1, 3].into());
 
-        let mut map: BTreeMap<String, String> =
+        let mut map: OvsMap<String, String> =
             [("a".into(), "1".into()), ("b".into(), "2".into())].into();
         apply_map_diff(
             &mut map,

@@ -3,11 +3,12 @@
 
 #![allow(clippy::all, clippy::pedantic)]
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use serde::Deserialize;
 
 use crate::datum::Datum;
+use crate::ovsmap::OvsMap;
 use crate::replica::Replica;
 use crate::wire::*;
 use crate::Uuid;
@@ -133,7 +134,7 @@ pub struct Bfd {
     /// Column `dst_ip`.
     pub dst_ip: String,
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `logical_port`.
     pub logical_port: String,
     /// Column `min_rx`.
@@ -141,7 +142,7 @@ pub struct Bfd {
     /// Column `min_tx`.
     pub min_tx: i64,
     /// Column `options`.
-    pub options: BTreeMap<String, String>,
+    pub options: OvsMap<String, String>,
     /// Column `src_port`.
     pub src_port: i64,
     /// Column `status`.
@@ -290,7 +291,7 @@ pub struct Chassis {
     /// Column `encaps`.
     pub encaps: BTreeSet<Uuid>,
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `hostname`.
     pub hostname: String,
     /// Column `name`.
@@ -298,7 +299,7 @@ pub struct Chassis {
     /// Column `nb_cfg`.
     pub nb_cfg: i64,
     /// Column `other_config`.
-    pub other_config: BTreeMap<String, String>,
+    pub other_config: OvsMap<String, String>,
     /// Column `transport_zones`.
     pub transport_zones: BTreeSet<String>,
     /// Column `vtep_logical_switches`.
@@ -427,7 +428,7 @@ pub struct ChassisPrivate {
     /// Column `chassis`.
     pub chassis: Option<Uuid>,
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `name`.
     pub name: String,
     /// Column `nb_cfg`.
@@ -528,7 +529,7 @@ pub struct ChassisTemplateVar {
     /// Column `chassis`.
     pub chassis: String,
     /// Column `variables`.
-    pub variables: BTreeMap<String, String>,
+    pub variables: OvsMap<String, String>,
 }
 
 /// The wire form of a (partial) `Chassis_Template_Var` row.
@@ -591,7 +592,7 @@ impl Row for ChassisTemplateVar {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Connection {
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `inactivity_probe`.
     pub inactivity_probe: Option<i64>,
     /// Column `is_connected`.
@@ -599,13 +600,13 @@ pub struct Connection {
     /// Column `max_backoff`.
     pub max_backoff: Option<i64>,
     /// Column `other_config`.
-    pub other_config: BTreeMap<String, String>,
+    pub other_config: OvsMap<String, String>,
     /// Column `read_only`.
     pub read_only: bool,
     /// Column `role`.
     pub role: String,
     /// Column `status`.
-    pub status: BTreeMap<String, String>,
+    pub status: OvsMap<String, String>,
     /// Column `target`.
     pub target: String,
 }
@@ -742,7 +743,7 @@ pub struct ControllerEvent {
     /// Column `chassis`.
     pub chassis: Option<Uuid>,
     /// Column `event_info`.
-    pub event_info: BTreeMap<String, String>,
+    pub event_info: OvsMap<String, String>,
     /// Column `event_type`.
     pub event_type: String,
     /// Column `seq_num`.
@@ -985,9 +986,9 @@ pub struct Dns {
     /// Column `datapaths`.
     pub datapaths: BTreeSet<Uuid>,
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `records`.
-    pub records: BTreeMap<String, String>,
+    pub records: OvsMap<String, String>,
 }
 
 /// The wire form of a (partial) `DNS` row.
@@ -1060,7 +1061,7 @@ impl Row for Dns {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DatapathBinding {
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `load_balancers`.
     pub load_balancers: BTreeSet<Uuid>,
     /// Column `tunnel_key`.
@@ -1141,7 +1142,7 @@ pub struct Encap {
     /// Column `ip`.
     pub ip: String,
     /// Column `options`.
-    pub options: BTreeMap<String, String>,
+    pub options: OvsMap<String, String>,
     /// Column `type`.
     pub type_: String,
 }
@@ -1305,11 +1306,11 @@ pub struct GatewayChassis {
     /// Column `chassis`.
     pub chassis: Option<Uuid>,
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `name`.
     pub name: String,
     /// Column `options`.
-    pub options: BTreeMap<String, String>,
+    pub options: OvsMap<String, String>,
     /// Column `priority`.
     pub priority: i64,
 }
@@ -1406,7 +1407,7 @@ pub struct HaChassis {
     /// Column `chassis`.
     pub chassis: Option<Uuid>,
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `priority`.
     pub priority: i64,
 }
@@ -1481,7 +1482,7 @@ impl Row for HaChassis {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct HaChassisGroup {
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `ha_chassis`.
     pub ha_chassis: BTreeSet<Uuid>,
     /// Column `name`.
@@ -1836,15 +1837,15 @@ pub struct LoadBalancer {
     /// Column `datapaths`.
     pub datapaths: BTreeSet<Uuid>,
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `name`.
     pub name: String,
     /// Column `options`.
-    pub options: BTreeMap<String, String>,
+    pub options: OvsMap<String, String>,
     /// Column `protocol`.
     pub protocol: Option<String>,
     /// Column `vips`.
-    pub vips: BTreeMap<String, String>,
+    pub vips: OvsMap<String, String>,
 }
 
 /// The wire form of a (partial) `Load_Balancer` row.
@@ -2014,7 +2015,7 @@ pub struct LogicalFlow {
     /// Column `controller_meter`.
     pub controller_meter: Option<String>,
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `logical_datapath`.
     pub logical_datapath: Option<Uuid>,
     /// Column `logical_dp_group`.
@@ -2028,7 +2029,7 @@ pub struct LogicalFlow {
     /// Column `table_id`.
     pub table_id: i64,
     /// Column `tags`.
-    pub tags: BTreeMap<String, String>,
+    pub tags: OvsMap<String, String>,
 }
 
 /// The wire form of a (partial) `Logical_Flow` row.
@@ -2426,7 +2427,7 @@ impl Row for MeterBand {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Mirror {
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `filter`.
     pub filter: String,
     /// Column `index`.
@@ -2638,7 +2639,7 @@ pub struct PortBinding {
     /// Column `encap`.
     pub encap: Option<Uuid>,
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `gateway_chassis`.
     pub gateway_chassis: BTreeSet<Uuid>,
     /// Column `ha_chassis_group`.
@@ -2652,7 +2653,7 @@ pub struct PortBinding {
     /// Column `nat_addresses`.
     pub nat_addresses: BTreeSet<String>,
     /// Column `options`.
-    pub options: BTreeMap<String, String>,
+    pub options: OvsMap<String, String>,
     /// Column `parent_port`.
     pub parent_port: Option<String>,
     /// Column `port_security`.
@@ -3089,7 +3090,7 @@ pub struct RbacRole {
     /// Column `name`.
     pub name: String,
     /// Column `permissions`.
-    pub permissions: BTreeMap<String, Uuid>,
+    pub permissions: OvsMap<String, Uuid>,
 }
 
 /// The wire form of a (partial) `RBAC_Role` row.
@@ -3154,13 +3155,13 @@ pub struct SbGlobal {
     /// Column `connections`.
     pub connections: BTreeSet<Uuid>,
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `ipsec`.
     pub ipsec: bool,
     /// Column `nb_cfg`.
     pub nb_cfg: i64,
     /// Column `options`.
-    pub options: BTreeMap<String, String>,
+    pub options: OvsMap<String, String>,
     /// Column `ssl`.
     pub ssl: Option<Uuid>,
 }
@@ -3271,7 +3272,7 @@ pub struct Ssl {
     /// Column `certificate`.
     pub certificate: String,
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `private_key`.
     pub private_key: String,
     /// Column `ssl_ciphers`.
@@ -3390,13 +3391,13 @@ impl Row for Ssl {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ServiceMonitor {
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `ip`.
     pub ip: String,
     /// Column `logical_port`.
     pub logical_port: String,
     /// Column `options`.
-    pub options: BTreeMap<String, String>,
+    pub options: OvsMap<String, String>,
     /// Column `port`.
     pub port: i64,
     /// Column `protocol`.

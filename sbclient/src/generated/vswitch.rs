@@ -3,11 +3,12 @@
 
 #![allow(clippy::all, clippy::pedantic)]
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use serde::Deserialize;
 
 use crate::datum::Datum;
+use crate::ovsmap::OvsMap;
 use crate::replica::Replica;
 use crate::wire::*;
 use crate::Uuid;
@@ -47,7 +48,7 @@ pub fn register_all(replica: &mut Replica) {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Autoattach {
     /// Column `mappings`.
-    pub mappings: BTreeMap<i64, i64>,
+    pub mappings: OvsMap<i64, i64>,
     /// Column `system_description`.
     pub system_description: String,
     /// Column `system_name`.
@@ -134,13 +135,13 @@ pub struct Bridge {
     /// Column `datapath_version`.
     pub datapath_version: String,
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `fail_mode`.
     pub fail_mode: Option<String>,
     /// Column `flood_vlans`.
     pub flood_vlans: BTreeSet<i64>,
     /// Column `flow_tables`.
-    pub flow_tables: BTreeMap<i64, Uuid>,
+    pub flow_tables: OvsMap<i64, Uuid>,
     /// Column `ipfix`.
     pub ipfix: Option<Uuid>,
     /// Column `mcast_snooping_enable`.
@@ -152,7 +153,7 @@ pub struct Bridge {
     /// Column `netflow`.
     pub netflow: Option<Uuid>,
     /// Column `other_config`.
-    pub other_config: BTreeMap<String, String>,
+    pub other_config: OvsMap<String, String>,
     /// Column `ports`.
     pub ports: BTreeSet<Uuid>,
     /// Column `protocols`.
@@ -160,11 +161,11 @@ pub struct Bridge {
     /// Column `rstp_enable`.
     pub rstp_enable: bool,
     /// Column `rstp_status`.
-    pub rstp_status: BTreeMap<String, String>,
+    pub rstp_status: OvsMap<String, String>,
     /// Column `sflow`.
     pub sflow: Option<Uuid>,
     /// Column `status`.
-    pub status: BTreeMap<String, String>,
+    pub status: OvsMap<String, String>,
     /// Column `stp_enable`.
     pub stp_enable: bool,
 }
@@ -429,9 +430,9 @@ impl Row for Bridge {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CtTimeoutPolicy {
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `timeouts`.
-    pub timeouts: BTreeMap<String, i64>,
+    pub timeouts: OvsMap<String, i64>,
 }
 
 /// The wire form of a (partial) `CT_Timeout_Policy` row.
@@ -494,7 +495,7 @@ impl Row for CtTimeoutPolicy {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CtZone {
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `timeout_policy`.
     pub timeout_policy: Option<Uuid>,
 }
@@ -569,7 +570,7 @@ pub struct Controller {
     /// Column `enable_async_messages`.
     pub enable_async_messages: Option<bool>,
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `inactivity_probe`.
     pub inactivity_probe: Option<i64>,
     /// Column `is_connected`.
@@ -583,11 +584,11 @@ pub struct Controller {
     /// Column `max_backoff`.
     pub max_backoff: Option<i64>,
     /// Column `other_config`.
-    pub other_config: BTreeMap<String, String>,
+    pub other_config: OvsMap<String, String>,
     /// Column `role`.
     pub role: Option<String>,
     /// Column `status`.
-    pub status: BTreeMap<String, String>,
+    pub status: OvsMap<String, String>,
     /// Column `target`.
     pub target: String,
     /// Column `type`.
@@ -804,13 +805,13 @@ impl Row for Controller {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Datapath {
     /// Column `capabilities`.
-    pub capabilities: BTreeMap<String, String>,
+    pub capabilities: OvsMap<String, String>,
     /// Column `ct_zones`.
-    pub ct_zones: BTreeMap<i64, Uuid>,
+    pub ct_zones: OvsMap<i64, Uuid>,
     /// Column `datapath_version`.
     pub datapath_version: String,
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
 }
 
 /// The wire form of a (partial) `Datapath` row.
@@ -895,7 +896,7 @@ pub struct FlowSampleCollectorSet {
     /// Column `bridge`.
     pub bridge: Uuid,
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `id`.
     pub id: i64,
     /// Column `ipfix`.
@@ -982,7 +983,7 @@ impl Row for FlowSampleCollectorSet {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FlowTable {
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `flow_limit`.
     pub flow_limit: Option<i64>,
     /// Column `groups`.
@@ -1099,13 +1100,13 @@ pub struct Ipfix {
     /// Column `cache_max_flows`.
     pub cache_max_flows: Option<i64>,
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `obs_domain_id`.
     pub obs_domain_id: Option<i64>,
     /// Column `obs_point_id`.
     pub obs_point_id: Option<i64>,
     /// Column `other_config`.
-    pub other_config: BTreeMap<String, String>,
+    pub other_config: OvsMap<String, String>,
     /// Column `sampling`.
     pub sampling: Option<i64>,
     /// Column `targets`.
@@ -1234,9 +1235,9 @@ pub struct Interface {
     /// Column `admin_state`.
     pub admin_state: Option<String>,
     /// Column `bfd`.
-    pub bfd: BTreeMap<String, String>,
+    pub bfd: OvsMap<String, String>,
     /// Column `bfd_status`.
-    pub bfd_status: BTreeMap<String, String>,
+    pub bfd_status: OvsMap<String, String>,
     /// Column `cfm_fault`.
     pub cfm_fault: Option<bool>,
     /// Column `cfm_fault_status`.
@@ -1256,7 +1257,7 @@ pub struct Interface {
     /// Column `error`.
     pub error: Option<String>,
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `ifindex`.
     pub ifindex: Option<i64>,
     /// Column `ingress_policing_burst`.
@@ -1276,7 +1277,7 @@ pub struct Interface {
     /// Column `link_state`.
     pub link_state: Option<String>,
     /// Column `lldp`.
-    pub lldp: BTreeMap<String, String>,
+    pub lldp: OvsMap<String, String>,
     /// Column `mac`.
     pub mac: Option<String>,
     /// Column `mac_in_use`.
@@ -1292,13 +1293,13 @@ pub struct Interface {
     /// Column `ofport_request`.
     pub ofport_request: Option<i64>,
     /// Column `options`.
-    pub options: BTreeMap<String, String>,
+    pub options: OvsMap<String, String>,
     /// Column `other_config`.
-    pub other_config: BTreeMap<String, String>,
+    pub other_config: OvsMap<String, String>,
     /// Column `statistics`.
-    pub statistics: BTreeMap<String, i64>,
+    pub statistics: OvsMap<String, i64>,
     /// Column `status`.
-    pub status: BTreeMap<String, String>,
+    pub status: OvsMap<String, String>,
     /// Column `type`.
     pub type_: String,
 }
@@ -1695,7 +1696,7 @@ pub struct Manager {
     /// Column `connection_mode`.
     pub connection_mode: Option<String>,
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `inactivity_probe`.
     pub inactivity_probe: Option<i64>,
     /// Column `is_connected`.
@@ -1703,9 +1704,9 @@ pub struct Manager {
     /// Column `max_backoff`.
     pub max_backoff: Option<i64>,
     /// Column `other_config`.
-    pub other_config: BTreeMap<String, String>,
+    pub other_config: OvsMap<String, String>,
     /// Column `status`.
-    pub status: BTreeMap<String, String>,
+    pub status: OvsMap<String, String>,
     /// Column `target`.
     pub target: String,
 }
@@ -1830,7 +1831,7 @@ impl Row for Manager {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Mirror {
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `name`.
     pub name: String,
     /// Column `output_port`.
@@ -1848,7 +1849,7 @@ pub struct Mirror {
     /// Column `snaplen`.
     pub snaplen: Option<i64>,
     /// Column `statistics`.
-    pub statistics: BTreeMap<String, i64>,
+    pub statistics: OvsMap<String, i64>,
 }
 
 /// The wire form of a (partial) `Mirror` row.
@@ -1999,7 +2000,7 @@ pub struct Netflow {
     /// Column `engine_type`.
     pub engine_type: Option<i64>,
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `targets`.
     pub targets: BTreeSet<String>,
 }
@@ -2110,7 +2111,7 @@ pub struct OpenVswitch {
     /// Column `datapath_types`.
     pub datapath_types: BTreeSet<String>,
     /// Column `datapaths`.
-    pub datapaths: BTreeMap<String, Uuid>,
+    pub datapaths: OvsMap<String, Uuid>,
     /// Column `db_version`.
     pub db_version: Option<String>,
     /// Column `dpdk_initialized`.
@@ -2118,7 +2119,7 @@ pub struct OpenVswitch {
     /// Column `dpdk_version`.
     pub dpdk_version: Option<String>,
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `iface_types`.
     pub iface_types: BTreeSet<String>,
     /// Column `manager_options`.
@@ -2126,13 +2127,13 @@ pub struct OpenVswitch {
     /// Column `next_cfg`.
     pub next_cfg: i64,
     /// Column `other_config`.
-    pub other_config: BTreeMap<String, String>,
+    pub other_config: OvsMap<String, String>,
     /// Column `ovs_version`.
     pub ovs_version: Option<String>,
     /// Column `ssl`.
     pub ssl: Option<Uuid>,
     /// Column `statistics`.
-    pub statistics: BTreeMap<String, String>,
+    pub statistics: OvsMap<String, String>,
     /// Column `system_type`.
     pub system_type: Option<String>,
     /// Column `system_version`.
@@ -2361,7 +2362,7 @@ pub struct Port {
     /// Column `cvlans`.
     pub cvlans: BTreeSet<i64>,
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `fake_bridge`.
     pub fake_bridge: bool,
     /// Column `interfaces`.
@@ -2373,19 +2374,19 @@ pub struct Port {
     /// Column `name`.
     pub name: String,
     /// Column `other_config`.
-    pub other_config: BTreeMap<String, String>,
+    pub other_config: OvsMap<String, String>,
     /// Column `protected`.
     pub protected: bool,
     /// Column `qos`.
     pub qos: Option<Uuid>,
     /// Column `rstp_statistics`.
-    pub rstp_statistics: BTreeMap<String, i64>,
+    pub rstp_statistics: OvsMap<String, i64>,
     /// Column `rstp_status`.
-    pub rstp_status: BTreeMap<String, String>,
+    pub rstp_status: OvsMap<String, String>,
     /// Column `statistics`.
-    pub statistics: BTreeMap<String, i64>,
+    pub statistics: OvsMap<String, i64>,
     /// Column `status`.
-    pub status: BTreeMap<String, String>,
+    pub status: OvsMap<String, String>,
     /// Column `tag`.
     pub tag: Option<i64>,
     /// Column `trunks`.
@@ -2654,11 +2655,11 @@ impl Row for Port {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Qos {
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `other_config`.
-    pub other_config: BTreeMap<String, String>,
+    pub other_config: OvsMap<String, String>,
     /// Column `queues`.
-    pub queues: BTreeMap<i64, Uuid>,
+    pub queues: OvsMap<i64, Uuid>,
     /// Column `type`.
     pub type_: String,
 }
@@ -2745,9 +2746,9 @@ pub struct Queue {
     /// Column `dscp`.
     pub dscp: Option<i64>,
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `other_config`.
-    pub other_config: BTreeMap<String, String>,
+    pub other_config: OvsMap<String, String>,
 }
 
 /// The wire form of a (partial) `Queue` row.
@@ -2826,7 +2827,7 @@ pub struct Ssl {
     /// Column `certificate`.
     pub certificate: String,
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `private_key`.
     pub private_key: String,
 }
@@ -2923,7 +2924,7 @@ pub struct Sflow {
     /// Column `agent`.
     pub agent: Option<String>,
     /// Column `external_ids`.
-    pub external_ids: BTreeMap<String, String>,
+    pub external_ids: OvsMap<String, String>,
     /// Column `header`.
     pub header: Option<i64>,
     /// Column `polling`.

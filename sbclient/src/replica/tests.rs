@@ -376,7 +376,11 @@ mod model {
             port: pb.logical_port.clone(),
             key: pb.tunnel_key,
             macs: pb.mac.clone(),
-            options: pb.options.clone(),
+            options: pb
+                .options
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
             chassis: pb
                 .chassis
                 .iter()
