@@ -152,6 +152,43 @@ fn ofreplay_installs_of_final_exactly() {
         ours.len()
     );
     assert_eq!(dump("groups"), want_groups);
+
+    // And `ovs-ofctl dump-flows --no-stats`, verbatim, equals our --no-stats printing.
+    let sorted = |text: &str| {
+        let mut v: Vec<String> = text
+            .lines()
+            .filter(|l| l.starts_with(' '))
+            .map(|l| l.trim().to_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let theirs = sorted(
+        &chassis
+            .ofctl(&["dump-flows", "--no-stats", "br-int"])
+            .unwrap(),
+    );
+    let out = Command::new(example("ofdump"))
+        .arg(format!("unix:{}", chassis.br_int_mgmt().display()))
+        .args(["flows", "--no-stats"])
+        .output()
+        .unwrap();
+    let ours = sorted(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(theirs.len(), 2095);
+    let only_theirs: Vec<_> = theirs
+        .iter()
+        .filter(|l| !ours.contains(l))
+        .take(3)
+        .collect();
+    let only_ours: Vec<_> = ours
+        .iter()
+        .filter(|l| !theirs.contains(l))
+        .take(3)
+        .collect();
+    assert!(
+        theirs == ours,
+        "--no-stats differs: ovs-ofctl only {only_theirs:#?}; ours only {only_ours:#?}"
+    );
 }
 
 #[test]
