@@ -237,6 +237,7 @@ pub fn compile_all_threads(
         .flat_map(|(_, f)| f.iter().cloned())
         .collect();
     all.extend(port_security_flows(sb, view, layout, only_dp));
+    all.extend(neighbor_flows(sb, view, layout, only_dp));
     if only_dp.is_none() {
         // Hairpin flows are chassis-wide (no datapath match).
         all.extend(hairpin_flows(sb, view, layout));
@@ -291,6 +292,52 @@ pub fn port_security_flows(
         out.extend(crate::portsec::port_security_flows(
             cookie, dk, pb.key, &entries, layout,
         ));
+    }
+    out
+}
+
+/// Tables 66/67 (MAC bindings) and 71/72 (FDB) for local datapaths.
+pub fn neighbor_flows(
+    sb: &SbData,
+    view: &SbView<'_>,
+    layout: &TableLayout,
+    only_dp: Option<u32>,
+) -> Vec<OfFlow> {
+    let dp_by_uuid: HashMap<&str, &DatapathRow> =
+        sb.datapaths.iter().map(|d| (d.uuid.as_str(), d)).collect();
+    let local_keys: std::collections::HashSet<u32> = view
+        .local_datapaths
+        .iter()
+        .filter_map(|u| dp_by_uuid.get(u.as_str()).map(|d| d.key))
+        .collect();
+    let wanted = |k: u32| local_keys.contains(&k) && only_dp.is_none_or(|d| d == k);
+    let pb_by_name: HashMap<&str, &crate::sbdata::PortBindingRow> = sb
+        .port_bindings
+        .iter()
+        .map(|p| (p.name.as_str(), p))
+        .collect();
+    let mut out = Vec::new();
+    for (uuid, port, ip, mac, prio) in &sb.mac_bindings {
+        let Some(pb) = pb_by_name.get(port.as_str()) else {
+            continue;
+        };
+        let Some(dp) = dp_by_uuid.get(pb.datapath.as_str()) else {
+            continue;
+        };
+        if wanted(dp.key) {
+            out.extend(
+                crate::neighbor::mac_binding_flows(uuid, dp.key, pb.key, ip, mac, *prio, layout)
+                    .unwrap_or_default(),
+            );
+        }
+    }
+    for (uuid, mac, dp_key, port_key) in &sb.fdbs {
+        if wanted(*dp_key) {
+            out.extend(
+                crate::neighbor::fdb_flows(uuid, *dp_key, *port_key, mac, layout)
+                    .unwrap_or_default(),
+            );
+        }
     }
     out
 }
@@ -382,6 +429,8 @@ pub fn compile_all(
 
 fn merge(into: &mut SbData, from: SbData) {
     into.load_balancers.extend(from.load_balancers);
+    into.mac_bindings.extend(from.mac_bindings);
+    into.fdbs.extend(from.fdbs);
     into.lflows.extend(from.lflows);
     into.dp_groups.extend(from.dp_groups);
     into.datapaths.extend(from.datapaths);

@@ -147,6 +147,9 @@ pub fn hairpin_flows(lb: &HairpinLb, l: &TableLayout) -> Vec<OfFlow> {
                 {
                     let _ = write!(learn, "nw_proto={},{sf}={df},", lb.proto);
                 };
+            } else {
+                // Without a port the reply only has to carry the same protocol.
+                learn.push_str("NXM_OF_IP_PROTO[],");
             }
             learn.push_str("load:0x1->NXM_NX_REG10[7])");
             let set_flag = OfAction::SetField {

@@ -4,6 +4,7 @@
 pub mod compile;
 pub mod hairpin;
 pub mod lflow;
+pub mod neighbor;
 pub mod portsec;
 pub mod sbdata;
 pub mod sbfetch;

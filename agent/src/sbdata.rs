@@ -91,6 +91,10 @@ pub struct SbData {
     /// HA_Chassis uuid to (chassis uuid, priority).
     pub ha_chassis: HashMap<String, (Option<String>, i64)>,
     pub load_balancers: Vec<LoadBalancerRow>,
+    /// MAC_Binding and Static_MAC_Binding rows: (uuid, logical_port, ip, mac, priority).
+    pub mac_bindings: Vec<(String, String, String, String, u16)>,
+    /// FDB rows: (uuid, mac, dp_key, port_key).
+    pub fdbs: Vec<(String, String, u32, u32)>,
 }
 
 fn uuid(v: &Value) -> Option<String> {
@@ -159,6 +163,12 @@ fn guess_table(caption: Option<&str>, heads: &[String]) -> String {
         "Logical_Flow"
     } else if has("logical_port") && has("tunnel_key") {
         "Port_Binding"
+    } else if has("override_dynamic_mac") {
+        "Static_MAC_Binding"
+    } else if has("logical_port") && has("ip") && has("mac") {
+        "MAC_Binding"
+    } else if has("dp_key") && has("port_key") {
+        "FDB"
     } else if has("vips") {
         "Load_Balancer"
     } else if has("ha_chassis") {
@@ -321,6 +331,32 @@ impl SbData {
                     options: map(r.get("options")),
                 });
             }
+            "MAC_Binding" => self.mac_bindings.push((
+                id,
+                s(r.get("logical_port")),
+                s(r.get("ip")),
+                s(r.get("mac")),
+                100,
+            )),
+            "Static_MAC_Binding" => {
+                let over = r
+                    .get("override_dynamic_mac")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                self.mac_bindings.push((
+                    id,
+                    s(r.get("logical_port")),
+                    s(r.get("ip")),
+                    s(r.get("mac")),
+                    if over { 150 } else { 50 },
+                ));
+            }
+            "FDB" => self.fdbs.push((
+                id,
+                s(r.get("mac")),
+                int(r.get("dp_key")) as u32,
+                int(r.get("port_key")) as u32,
+            )),
             "HA_Chassis_Group" => {
                 let members = r
                     .get("ha_chassis")

@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use sbclient::ovn_sb::{
-    AddressSet, Chassis, ChassisTemplateVar, DatapathBinding, HaChassis, HaChassisGroup,
-    LoadBalancer, LogicalDpGroup, LogicalFlow, Meter, MulticastGroup, PortBinding, PortGroup,
+    AddressSet, Chassis, ChassisTemplateVar, DatapathBinding, Fdb, HaChassis, HaChassisGroup,
+    LoadBalancer, LogicalDpGroup, LogicalFlow, MacBinding, Meter, MulticastGroup, PortBinding,
+    PortGroup, StaticMacBinding,
 };
 use sbclient::{spawn, ClientConfig, Event, Remote, Replica};
 
@@ -32,6 +33,9 @@ pub async fn fetch(remote: &str, timeout: Duration) -> anyhow::Result<SbData> {
     replica.add_table::<HaChassisGroup>();
     replica.add_table::<Meter>();
     replica.add_table::<LoadBalancer>();
+    replica.add_table::<MacBinding>();
+    replica.add_table::<StaticMacBinding>();
+    replica.add_table::<Fdb>();
     let mut config =
         ClientConfig::new(Remote::parse_list(remote)?, "OVN_Southbound").monitor_replica(&replica);
     config.probe_interval = None;

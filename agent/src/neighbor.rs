@@ -1,0 +1,188 @@
+//! MAC binding tables 66/67 (from SB `MAC_Binding` and `Static_MAC_Binding`) and FDB tables
+//! 71/72 (from SB `FDB`), which answer `get_arp`/`get_nd`, `lookup_arp`/`lookup_nd` and
+//! `get_fdb`/`lookup_fdb`. Pure. Shapes follow ovn-controller's lflow module (code reading;
+//! the reference dump has no MAC_Binding or FDB rows to compare with).
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use crate::lflow::fields::MfField;
+use crate::lflow::flows::OfFlow;
+use crate::lflow::layout::TableLayout;
+use crate::lflow::ofaction::OfAction;
+use crate::lflow::ofmatch::OfMatch;
+
+fn parse_mac(s: &str) -> Option<u64> {
+    let parts: Vec<&str> = s.split(':').collect();
+    if parts.len() != 6 {
+        return None;
+    }
+    parts.iter().try_fold(0u64, |acc, p| {
+        Some((acc << 8) | u64::from(u8::from_str_radix(p, 16).ok()?))
+    })
+}
+
+fn cookie_of(uuid: &str) -> u32 {
+    u32::from_str_radix(uuid.get(..8).unwrap_or("0"), 16).unwrap_or(0)
+}
+
+const LOOKUP_MAC: OfAction = OfAction::SetField {
+    field: MfField::Reg(10),
+    value: 0x40,
+    mask: 0x40,
+};
+
+/// Flows of one MAC binding: `priority` is 100 for learnt bindings, 150/50 for static ones
+/// (with/without `override_dynamic_mac`). `None` when the IP or MAC does not parse.
+pub fn mac_binding_flows(
+    uuid: &str,
+    dp_key: u32,
+    port_key: u32,
+    ip: &str,
+    mac: &str,
+    priority: u16,
+    l: &TableLayout,
+) -> Option<Vec<OfFlow>> {
+    let mac = u128::from(parse_mac(mac)?);
+    let ip: IpAddr = ip.parse().ok()?;
+    let mut get = OfMatch::new();
+    let mut lookup = OfMatch::new();
+    match ip {
+        IpAddr::V4(a) => {
+            get.add(MfField::Reg(0), u128::from(u32::from(a)), 0xffff_ffff);
+            lookup.add(MfField::Reg(0), u128::from(u32::from(a)), 0xffff_ffff);
+            lookup.add(MfField::EthType, 0x806, 0xffff);
+        }
+        IpAddr::V6(a) => {
+            get.add(MfField::Xxreg(0), u128::from(a), u128::MAX);
+            lookup.add(MfField::Xxreg(0), u128::from(a), u128::MAX);
+            lookup.add(MfField::EthType, 0x86dd, 0xffff);
+            lookup.add(MfField::IpProto, 58, 0xff);
+            lookup.add(MfField::Icmpv6Code, 0, 0xff);
+        }
+    }
+    let meta = u128::from(u64::MAX);
+    get.add(MfField::Metadata, u128::from(dp_key), meta);
+    get.add(MfField::Reg(15), u128::from(port_key), 0xffff_ffff);
+    lookup.add(MfField::Metadata, u128::from(dp_key), meta);
+    lookup.add(MfField::Reg(14), u128::from(port_key), 0xffff_ffff);
+    lookup.add(MfField::EthSrc, mac, 0xffff_ffff_ffff);
+    let cookie = cookie_of(uuid);
+    let set_dst = OfAction::SetField {
+        field: MfField::EthDst,
+        value: mac,
+        mask: 0xffff_ffff_ffff,
+    };
+    Some(vec![
+        OfFlow {
+            table: l.mac_binding,
+            priority,
+            cookie,
+            m: get,
+            actions: Arc::new(vec![set_dst, LOOKUP_MAC]),
+        },
+        OfFlow {
+            table: l.mac_lookup,
+            priority,
+            cookie,
+            m: lookup,
+            actions: Arc::new(vec![LOOKUP_MAC]),
+        },
+    ])
+}
+
+/// Flows of one FDB entry (tables 71 and 72, priority 100).
+pub fn fdb_flows(
+    uuid: &str,
+    dp_key: u32,
+    port_key: u32,
+    mac: &str,
+    l: &TableLayout,
+) -> Option<Vec<OfFlow>> {
+    let mac = u128::from(parse_mac(mac)?);
+    let cookie = cookie_of(uuid);
+    let mut get = OfMatch::new();
+    get.add(MfField::Metadata, u128::from(dp_key), u128::from(u64::MAX));
+    get.add(MfField::EthDst, mac, 0xffff_ffff_ffff);
+    let mut lookup = OfMatch::new();
+    lookup.add(MfField::Metadata, u128::from(dp_key), u128::from(u64::MAX));
+    lookup.add(MfField::EthSrc, mac, 0xffff_ffff_ffff);
+    lookup.add(MfField::Reg(14), u128::from(port_key), 0xffff_ffff);
+    let load_port = OfAction::SetField {
+        field: MfField::Reg(15),
+        value: u128::from(port_key),
+        mask: 0xffff_ffff,
+    };
+    let found = OfAction::SetField {
+        field: MfField::Reg(10),
+        value: 0x100,
+        mask: 0x100,
+    };
+    Some(vec![
+        OfFlow {
+            table: l.get_fdb,
+            priority: 100,
+            cookie,
+            m: get,
+            actions: Arc::new(vec![load_port]),
+        },
+        OfFlow {
+            table: l.lookup_fdb,
+            priority: 100,
+            cookie,
+            m: lookup,
+            actions: Arc::new(vec![found]),
+        },
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(v: &[OfFlow]) -> Vec<String> {
+        v.iter().map(|f| f.to_string().trim().to_string()).collect()
+    }
+
+    #[test]
+    fn mac_binding_and_fdb_shapes() {
+        let l = TableLayout::OVN_23_03;
+        let f = mac_binding_flows(
+            "0a0b0c0d-0000",
+            3,
+            2,
+            "172.168.0.1",
+            "00:00:00:00:00:aa",
+            100,
+            &l,
+        )
+        .unwrap();
+        assert_eq!(
+            text(&f),
+            [
+                "cookie=0xa0b0c0d, table=66, priority=100,reg0=0xaca80001,reg15=0x2,metadata=0x3 actions=set_field:00:00:00:00:00:aa->eth_dst,set_field:0x40/0x40->reg10",
+                "cookie=0xa0b0c0d, table=67, priority=100,arp,reg0=0xaca80001,reg14=0x2,metadata=0x3,dl_src=00:00:00:00:00:aa actions=set_field:0x40/0x40->reg10",
+            ]
+        );
+        let f = mac_binding_flows(
+            "0a0b0c0d-0000",
+            3,
+            2,
+            "3000::1",
+            "00:00:00:00:00:aa",
+            50,
+            &l,
+        )
+        .unwrap();
+        assert!(text(&f)[1].starts_with("cookie=0xa0b0c0d, table=67, priority=50,icmp6,reg0=0x30000000,reg1=0,reg2=0,reg3=0x1,reg14=0x2,metadata=0x3,dl_src=00:00:00:00:00:aa,icmp_code=0 "), "{:?}", text(&f));
+        assert!(mac_binding_flows("x", 1, 1, "not-an-ip", "00:00:00:00:00:aa", 100, &l).is_none());
+        let f = fdb_flows("00000001-0000", 1, 4, "50:54:00:00:00:03", &l).unwrap();
+        assert_eq!(
+            text(&f),
+            [
+                "cookie=0x1, table=71, priority=100,metadata=0x1,dl_dst=50:54:00:00:00:03 actions=set_field:0x4->reg15",
+                "cookie=0x1, table=72, priority=100,reg14=0x4,metadata=0x1,dl_src=50:54:00:00:00:03 actions=set_field:0x100/0x100->reg10",
+            ]
+        );
+    }
+}
