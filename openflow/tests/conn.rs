@@ -119,6 +119,10 @@ async fn handshake_echo_barrier_and_async_stream() {
         .unwrap();
     assert_eq!(reply[0].body, Message::EchoReply(Echo { data: vec![4, 2] }));
     let flow: Flow = "table=1,priority=5,ip actions=drop".parse().unwrap();
+    assert!(matches!(
+        handle.request(Message::FlowMod(flow.add())).await,
+        Err(ConnError::NoReply(_))
+    ));
     handle
         .send(vec![Message::FlowMod(flow.add())])
         .await

@@ -40,6 +40,8 @@ pub enum ConnError {
     Unexpected,
     #[error("connection closed")]
     Closed,
+    #[error("{0} has no reply: send it, then use a barrier")]
+    NoReply(crate::wire::MessageKind),
     #[error("bad target `{0}` (want unix:PATH or tcp:HOST:PORT)")]
     BadTarget(String),
 }
@@ -183,8 +185,12 @@ impl Handle {
         self.cmd(Command::Send(bodies)).await
     }
 
-    /// Send a request and wait for its reply (all parts of a multipart reply).
+    /// Send a request and wait for its reply (all parts of a multipart reply). Only
+    /// messages that have a reply are accepted (others would wait forever).
     pub async fn request(&self, body: Message) -> Result<Vec<OfpMessage>, ConnError> {
+        if !has_reply(&body) {
+            return Err(ConnError::NoReply(body.kind()));
+        }
         let (tx, rx) = oneshot::channel();
         self.cmd(Command::Request(body, tx)).await?;
         rx.await.map_err(|_| ConnError::Closed)?
@@ -240,6 +246,25 @@ impl Handle {
             Err(e) => Err(e),
         }
     }
+}
+
+fn has_reply(body: &Message) -> bool {
+    matches!(
+        body,
+        Message::EchoRequest(_)
+            | Message::FeaturesRequest(_)
+            | Message::GetConfigRequest(_)
+            | Message::MultipartRequest(_)
+            | Message::RoleRequest(_)
+            | Message::BundleControl(_)
+            | Message::TlvTableRequest(_)
+    )
+}
+
+/// Log the 1st, 2nd, 4th, 8th... occurrence only: bad input must not flood the log.
+fn rate_limited(counter: &mut u64) -> bool {
+    *counter += 1;
+    counter.is_power_of_two()
 }
 
 fn expect_bundle_reply(msgs: Vec<OfpMessage>, want: u16) -> Result<(), ConnError> {
@@ -299,6 +324,8 @@ impl Connection {
         let mut wbuf = BytesMut::with_capacity(1 << 16);
         let mut replies: HashMap<u32, ReplyTx> = HashMap::new();
         let mut barriers: HashMap<u32, BarrierTx> = HashMap::new();
+        let mut dropped = 0u64;
+        let mut undecodable = 0u64;
         let result = loop {
             while let Some(m) = session.poll_transmit() {
                 m.encode(&mut wbuf);
@@ -333,8 +360,10 @@ impl Connection {
                         }
                     }
                     Event::Async(m) => {
-                        if self.async_tx.try_send(m).is_err() {
-                            tracing::warn!("openflow: asynchronous message dropped (queue full)");
+                        if self.async_tx.try_send(m).is_err() && rate_limited(&mut dropped) {
+                            tracing::warn!(
+                                "openflow: {dropped} asynchronous messages dropped (queue full)"
+                            );
                         }
                     }
                     Event::Failed(e) => failed = Some(e),
@@ -355,7 +384,7 @@ impl Connection {
                         Ok(_) => {}
                         Err(e) => break Err(e.into()),
                     }
-                    if let Err(e) = feed(&mut session, &mut rbuf) {
+                    if let Err(e) = feed(&mut session, &mut rbuf, &mut undecodable) {
                         break Err(e);
                     }
                 }
@@ -402,7 +431,7 @@ impl Connection {
 
 /// Split complete frames off `buf` and hand them to the session. A malformed message is
 /// logged and skipped; a frame length below the header size ends the connection.
-fn feed(session: &mut Session, buf: &mut BytesMut) -> Result<(), ConnError> {
+fn feed(session: &mut Session, buf: &mut BytesMut, bad: &mut u64) -> Result<(), ConnError> {
     while let Some(len) = frame_len(buf) {
         if len < HEADER_LEN {
             return Err(ConnError::Decode(DecodeError::BadLength {
@@ -416,7 +445,11 @@ fn feed(session: &mut Session, buf: &mut BytesMut) -> Result<(), ConnError> {
         let frame = buf.split_to(len);
         match OfpMessage::decode(&frame) {
             Ok(m) => session.handle_message(now(), m),
-            Err(e) => tracing::warn!("openflow: skipping undecodable message: {e}"),
+            Err(e) => {
+                if rate_limited(bad) {
+                    tracing::warn!("openflow: skipping undecodable message ({bad} so far): {e}");
+                }
+            }
         }
     }
     Ok(())
