@@ -81,12 +81,21 @@ fn load_as_set_field(v: &str, dst: &str) -> Result<Action, ParseError> {
         return Err(bad(v));
     }
     let to_bytes = |x: u128| super::value::from_u128(x, width);
-    let shifted = value << sf.ofs;
-    let mask: u128 = if sf.n_bits >= 128 {
+    // Values wider than 128 bits (long tun_metadata) are not loadable from text.
+    let shift = u32::from(sf.ofs);
+    let shifted = value
+        .checked_shl(shift)
+        .filter(|_| shift < 128)
+        .ok_or_else(|| bad(dst))?;
+    let ones: u128 = if sf.n_bits >= 128 {
         u128::MAX
     } else {
-        ((1u128 << sf.n_bits) - 1) << sf.ofs
+        (1u128 << sf.n_bits) - 1
     };
+    if u32::from(sf.n_bits) + shift > 128 {
+        return Err(bad(dst));
+    }
+    let mask = ones << shift;
     let full = sf.ofs == 0 && u32::from(sf.n_bits) == total;
     Ok(Action::SetField(MatchField::new(
         id,

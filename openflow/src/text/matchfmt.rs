@@ -52,7 +52,7 @@ pub(crate) fn effective_mask(f: &MatchField) -> Option<&[u8]> {
     let m = f.mask.as_deref()?;
     if let Some(id) = f.field.known() {
         let bits = usize::from(id.def().n_bits);
-        if bits < m.len() * 8 && bits <= 128 {
+        if bits < m.len() * 8 && bits < 128 {
             let full = super::value::from_u128((1u128 << bits) - 1, m.len());
             if m == full.as_slice() {
                 return None;
