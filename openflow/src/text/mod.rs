@@ -134,5 +134,12 @@ mod trait_tests {
             "tp_dst=80".parse::<Match>().is_err(),
             "tp_dst needs a protocol"
         );
+        // Bit offsets beyond 128 bits are refused, not a shift overflow.
+        assert!("load:0x1->NXM_NX_TUN_METADATA0[500]"
+            .parse::<Action>()
+            .is_err());
+        assert!("load:0x1->NXM_NX_TUN_METADATA0[100..127]"
+            .parse::<Action>()
+            .is_ok());
     }
 }
