@@ -282,6 +282,14 @@ fn errors() {
             "expecting constant",
         ),
         ("reg0[3] = put_dhcp_opts(router = 10.0.0.1);", "offerip"),
+        (
+            "reg0[5] = put_nd_ra_opts(addr_mode = \"slaac\", prefix = aef0::/64);",
+            "slla",
+        ),
+        (
+            "reg0[5] = put_nd_ra_opts(addr_mode = \"slaac\", slla = 00:00:00:00:ff:01);",
+            "prefix option",
+        ),
     ];
     let mut failures = Vec::new();
     for (input, needle) in cases {

@@ -239,6 +239,14 @@ pub fn put_nd_ra_opts(ud: &mut Vec<u8>, opts: &[OptArg]) -> Result<()> {
         Some("LOW") => flags |= 0x18,
         _ => {}
     }
+    if !opts.iter().any(|o| o.name == "slla") {
+        return semantic("slla option not present");
+    }
+    if flags & 0x80 == 0 && !opts.iter().any(|o| o.name == "prefix") {
+        return semantic(
+            "prefix option needs to be set when address mode is slaac/dhcpv6_stateless.",
+        );
+    }
     ud.extend_from_slice(&[134, 0, 0, 0, 255, flags, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0]);
     for o in opts {
         match o.name.as_str() {
@@ -304,7 +312,9 @@ pub fn put_nd_ra_opts(ud: &mut Vec<u8>, opts: &[OptArg]) -> Result<()> {
                 ]);
                 ud.extend_from_slice(&body);
             }
-            "addr_mode" | "prf" | "route_info" => {}
+            "addr_mode" | "prf" => {}
+            // Not encoded yet: refuse the lflow rather than send an RA without the routes.
+            "route_info" => return semantic("put_nd_ra_opts: route_info is not supported"),
             other => return semantic(format!("unknown ND RA option {other}")),
         }
     }
