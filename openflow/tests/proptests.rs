@@ -269,6 +269,7 @@ proptest! {
         m.encode(&mut b);
         prop_assert_eq!(b.len() % 8, 0);
         let d = Match::decode(&mut Reader::new(&b)).unwrap();
+        let _ = openflow::text::format_match(&d, Some(1));
         prop_assert_eq!(sorted(&d), sorted(&m));
     }
 
@@ -276,6 +277,8 @@ proptest! {
     fn actions_round_trip(list in proptest::collection::vec(action(), 0..8)) {
         let mut b = BytesMut::new();
         Action::encode_list(&list, &mut b);
+        // Printing any action (whatever its offsets and widths) never panics.
+        let _ = openflow::text::format_actions(&list);
         prop_assert_eq!(Action::decode_list(&b).unwrap(), list);
     }
 
@@ -362,7 +365,19 @@ proptest! {
             let len = m.len().min(0xffff) as u16;
             m[2..4].copy_from_slice(&len.to_be_bytes());
             m.truncate(len as usize);
-            let _ = OfpMessage::decode(&m);
+            // Whatever decodes also prints without panicking.
+            match OfpMessage::decode(&m).map(|m| m.body) {
+                Ok(Message::FlowMod(fm)) => {
+                    let _ = openflow::text::Flow::from_flow_mod(&fm).to_string();
+                }
+                Ok(Message::GroupMod(gm)) => {
+                    let _ = gm.group.to_string();
+                }
+                Ok(Message::PacketIn2(pi)) => {
+                    let _ = pi.metadata().map(ToString::to_string);
+                }
+                _ => {}
+            }
         }
     }
 

@@ -24,7 +24,9 @@ pub fn fmt_subfield(s: &mut String, sf: SubField) {
     } else if sf.n_bits == 1 {
         let _ = write!(s, "[{}]", sf.ofs);
     } else {
-        let _ = write!(s, "[{}..{}]", sf.ofs, sf.ofs + sf.n_bits - 1);
+        // Computed wide: decoded subfields may carry any 16-bit offset and width.
+        let end = u32::from(sf.ofs) + u32::from(sf.n_bits).saturating_sub(1);
+        let _ = write!(s, "[{}..{end}]", sf.ofs);
     }
 }
 
