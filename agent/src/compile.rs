@@ -51,6 +51,12 @@ pub struct CompileArgs {
     /// Maximum OpenFlow flows per logical flow.
     #[arg(long, default_value_t = crate::lflow::DEFAULT_FLOW_LIMIT)]
     pub flow_limit: usize,
+    /// Print counters (lflows, flows, failures, cache, duplicates) to stderr at the end.
+    #[arg(long)]
+    pub stats: bool,
+    /// Sort the flows by table, then priority (highest first), then text.
+    #[arg(long)]
+    pub sort: bool,
     /// Compiler threads.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -496,12 +502,28 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     for f in &report.failures {
         eprintln!("{f}");
     }
+    let mut flows: Vec<&OfFlow> = report.flows.iter().collect();
+    if args.sort {
+        flows.sort_by_cached_key(|f| (f.table, std::cmp::Reverse(f.priority), f.to_string()));
+    }
     let mut out = String::new();
-    for f in &report.flows {
+    for f in flows {
         out.push_str(&f.to_string());
         out.push('\n');
     }
     print!("{out}");
+    if args.stats {
+        eprintln!(
+            "lflows {} failed {} (over the flow limit {}), flows {}, duplicates dropped {}, match cache {} entries / {} hits",
+            report.per_lflow.len(),
+            report.failures.len(),
+            report.too_many_flows,
+            report.flows.len(),
+            report.duplicates,
+            report.cache_entries,
+            report.cache_hits
+        );
+    }
     let ok = report.per_lflow.len() > report.failures.len() || report.failures.is_empty();
     Ok(i32::from(!ok))
 }

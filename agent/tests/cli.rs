@@ -64,6 +64,33 @@ fn bad_lflows_are_one_stderr_line_each_and_exit_is_zero() {
 
 #[test]
 fn datapath_filter_and_unknown_chassis() {
+    let (_, sorted, stderr) = run(&["--table-layout", "ovn-23.03", "--sort", "--stats"]);
+    assert!(stderr.contains("lflows 761 failed 6"), "{stderr}");
+    let keys: Vec<(u32, i64)> = sorted
+        .lines()
+        .map(|l| {
+            let t = l
+                .split("table=")
+                .nth(1)
+                .unwrap()
+                .split(',')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            let p: i64 = l
+                .split("priority=")
+                .nth(1)
+                .unwrap()
+                .split([',', ' '])
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            (t, -p)
+        })
+        .collect();
+    assert!(keys.windows(2).all(|w| w[0] <= w[1]), "not sorted");
     let (code, stdout, _) = run(&["--table-layout", "ovn-23.03", "--datapath", "7"]);
     assert_eq!(code, 0);
     assert!(stdout.lines().count() > 10);
