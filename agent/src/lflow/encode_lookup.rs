@@ -100,6 +100,8 @@ impl Encoder<'_> {
             })
             .collect();
         let method = match hash_fields {
+            // As ovs-ofctl prints it: `fields=f` for one field, `fields(f1,f2)` for more.
+            Some(f) if !f.contains(',') => format!("selection_method=hash,fields={f}"),
             Some(f) => format!("selection_method=hash,fields({f})"),
             None => "selection_method=dp_hash".to_string(),
         };
