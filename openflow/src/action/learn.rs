@@ -84,6 +84,14 @@ pub(super) fn decode(b: &mut Reader<'_>) -> Result<Learn, DecodeError> {
             break;
         }
         let n_bits = h & 0x7ff;
+        // Reserved bits, or a zero width (whose header could not be told from the end
+        // marker), do not survive re-encoding: refuse them.
+        if h & 0xc000 != 0 || n_bits == 0 {
+            return Err(DecodeError::BadValue {
+                what: "learn spec header",
+                value: u64::from(h),
+            });
+        }
         let src_imm = h & (1 << 13) != 0;
         let dst_type = (h >> 11) & 3;
         let src = if src_imm {

@@ -369,6 +369,23 @@ mod tests {
     }
 
     #[test]
+    fn learn_spec_with_reserved_bits_is_refused() {
+        let l = Action::Learn(Learn {
+            specs: vec![LearnSpec {
+                n_bits: 16,
+                src: LearnSrc::Immediate(vec![8, 0]),
+                dst: LearnDst::Match(SubField::whole(FieldId::by_name("eth_type").unwrap())),
+            }],
+            ..Learn::default()
+        });
+        let mut b = BytesMut::new();
+        l.encode(&mut b);
+        assert!(Action::decode_list(&b).is_ok());
+        b[32] |= 0x40; // first spec header (after the 32-byte nx_action_learn), bit 14
+        assert!(Action::decode_list(&b).is_err());
+    }
+
+    #[test]
     fn bad_lengths_are_errors() {
         assert!(Action::decode_list(&[0, 0, 0, 4]).is_err());
         assert!(Action::decode_list(&[0, 0, 0, 16, 0, 0]).is_err());
