@@ -231,8 +231,9 @@ impl Group {
             out.put_u32(NTRT_SELECTION_METHOD);
             out.put_u32(0);
             let mut name = [0u8; 16];
-            for (d, s) in name.iter_mut().zip(self.selection_method.bytes()) {
-                *d = s;
+            // One byte per char: decoding maps bytes to chars U+0000..U+00FF.
+            for (d, c) in name.iter_mut().zip(self.selection_method.chars()) {
+                *d = u8::try_from(u32::from(c)).unwrap_or(b'?');
             }
             out.put_slice(&name);
             out.put_u64(self.selection_method_param);
