@@ -1,6 +1,7 @@
 //! Regenerates `src/generated/*.rs` from the schemas in `schemas/`.
 //!
-//! Run: `cargo run -p sbclient --example codegen`
+//! Run: `cargo run -p sbclient --example codegen` (add `--no-default-features`
+//! if the checked-in output no longer compiles against the library).
 
 use std::path::Path;
 

@@ -22,6 +22,7 @@ pub mod client;
 pub mod codegen;
 pub mod condition;
 pub mod datum;
+#[cfg(feature = "generated")]
 pub mod generated;
 pub mod jsonrpc;
 pub mod manual;
@@ -34,6 +35,7 @@ pub mod wire;
 pub use client::{spawn, Client, ClientConfig, ClientError, ClientStats, Event, Remote};
 pub use condition::{Clause, Condition, Function};
 pub use datum::{Atom, Datum};
+#[cfg(feature = "generated")]
 pub use generated::{ovn_sb, vswitch};
 pub use ovsmap::OvsMap;
 pub use replica::{Replica, Table, TableChanges};

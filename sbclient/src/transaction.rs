@@ -375,7 +375,7 @@ pub enum TxnError {
     Connection(String),
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "generated"))]
 mod tests {
     use super::*;
     use crate::generated::ovn_sb::{Chassis, Encap};

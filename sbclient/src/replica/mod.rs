@@ -329,5 +329,5 @@ pub fn raw(text: &str) -> Result<&RawValue, UpdateError> {
     Ok(serde_json::from_str(text)?)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "generated"))]
 mod tests;

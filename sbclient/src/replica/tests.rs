@@ -342,7 +342,7 @@ mod model {
                 let Some(old) = model.get(row) else { return };
                 let mut new = old.clone();
                 if let Some(p) = port {
-                    new.port = p.clone();
+                    new.port.clone_from(p);
                 }
                 for m in macs {
                     if !new.macs.remove(m) {
