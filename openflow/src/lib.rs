@@ -31,6 +31,9 @@
 //! - A service connection (e.g. `br-int.mgmt`) receives no packet-ins until it sends
 //!   `SET_CONFIG` with a nonzero `miss_send_len`; then `NXT_SET_PACKET_IN_FORMAT` 2 for
 //!   packet-in2 (see `examples/ofpacketin.rs`).
+//! - Compare flows by their text (`Display` of `Flow`/`Match` is canonical: OVS order,
+//!   registers merged), not by `Match` structure: a switch reports register matches as
+//!   `xreg` entries and orders fields its own way.
 //! - `tun_metadataN` written as text gets a 4-byte value (OVN maps its Geneve option with
 //!   `len=4`); build the `MatchField` directly for other lengths.
 #![forbid(unsafe_code)]
