@@ -14,6 +14,41 @@
 //! - [`client`]: the tokio task (unix/tcp/ssl remotes, cluster awareness,
 //!   resume, condition changes, inactivity probe, reconnect).
 //!
+//! Typical use (the consumer owns the replica and applies the client's events):
+//!
+//! ```no_run
+//! # #[cfg(feature = "generated")]
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use sbclient::ovn_sb::{self, PortBinding};
+//! use sbclient::{spawn, Clause, ClientConfig, Condition, Event, Remote, Replica};
+//!
+//! let mut replica = Replica::new(ovn_sb::DATABASE);
+//! ovn_sb::register_all(&mut replica);
+//! if let Some(pbs) = replica.table_mut::<PortBinding>() {
+//!     pbs.add_index("logical_port");
+//! }
+//! let remotes = Remote::parse_list("unix:/run/ovn/ovnsb_db.sock")?;
+//! let config = ClientConfig::new(remotes, ovn_sb::DATABASE).monitor_replica(&replica);
+//! let (client, mut events) = spawn(config);
+//! let seqno = client
+//!     .set_condition("Port_Binding", Condition(vec![Clause::eq("type", "patch")]))
+//!     .await?;
+//! while let Some(event) = events.recv().await {
+//!     event.apply(&mut replica)?;
+//!     if let Event::ConditionsAcked(acked) = event {
+//!         println!("conditions up to {acked} in effect (asked {seqno})");
+//!     }
+//!     if let Some(pbs) = replica.table::<PortBinding>() {
+//!         for uuid in &pbs.changes().inserted {
+//!             println!("new port binding {uuid}");
+//!         }
+//!     }
+//!     replica.clear_changes();
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! Design notes: [`manual`]. Everything but [`client`] does no I/O. Nothing panics on input from the
 //! network: malformed messages and rows are counted, logged and skipped.
 #![forbid(unsafe_code)]
