@@ -98,27 +98,8 @@ async fn main() -> ExitCode {
         let _ = std::io::stdout().flush();
         seen += 1;
         // A paused pipeline continues when the packet, metadata and continuation go back.
-        if pi
-            .props
-            .iter()
-            .any(|p| matches!(p, PacketInProp::Continuation(_)))
-        {
-            let props = pi
-                .props
-                .into_iter()
-                .filter(|p| {
-                    matches!(
-                        p,
-                        PacketInProp::Packet(_)
-                            | PacketInProp::Metadata(_)
-                            | PacketInProp::Continuation(_)
-                    )
-                })
-                .collect();
-            if let Err(e) = handle
-                .send(vec![Message::Resume(PacketIn2 { props })])
-                .await
-            {
+        if let Some(resume) = pi.to_resume() {
+            if let Err(e) = handle.send(vec![Message::Resume(resume)]).await {
                 eprintln!("ofpacketin: {e}");
                 return ExitCode::from(1);
             }

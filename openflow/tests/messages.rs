@@ -199,3 +199,30 @@ fn multipart_flow_group_meter_desc() {
         },
     }));
 }
+
+#[test]
+fn resume_carries_packet_metadata_and_continuation_only() {
+    let pi = PacketIn2 {
+        props: vec![
+            PacketInProp::Packet(vec![1, 2]),
+            PacketInProp::TableId(3),
+            PacketInProp::Metadata(in_port(4)),
+            PacketInProp::Userdata(vec![9]),
+            PacketInProp::Continuation(vec![0, 0, 0, 8, 0, 0, 0, 0]),
+        ],
+    };
+    let r = pi.to_resume().unwrap();
+    assert_eq!(
+        r.props,
+        vec![
+            PacketInProp::Packet(vec![1, 2]),
+            PacketInProp::Metadata(in_port(4)),
+            PacketInProp::Continuation(vec![0, 0, 0, 8, 0, 0, 0, 0]),
+        ]
+    );
+    rt(Message::Resume(r));
+    let unpaused = PacketIn2 {
+        props: vec![PacketInProp::Packet(vec![1])],
+    };
+    assert!(unpaused.to_resume().is_none());
+}

@@ -125,6 +125,29 @@ impl PacketIn2 {
             _ => None,
         })
     }
+    /// The `NXT_RESUME` that continues this paused pipeline (packet, metadata and
+    /// continuation), if it was paused (`controller(...,pause)`).
+    pub fn to_resume(&self) -> Option<Resume> {
+        self.props
+            .iter()
+            .any(|p| matches!(p, PacketInProp::Continuation(_)))
+            .then(|| Resume {
+                props: self
+                    .props
+                    .iter()
+                    .filter(|p| {
+                        matches!(
+                            p,
+                            PacketInProp::Packet(_)
+                                | PacketInProp::Metadata(_)
+                                | PacketInProp::Continuation(_)
+                        )
+                    })
+                    .cloned()
+                    .collect(),
+            })
+    }
+
     pub fn metadata(&self) -> Option<&Match> {
         self.props.iter().find_map(|p| match p {
             PacketInProp::Metadata(m) => Some(m),
