@@ -195,3 +195,26 @@ fn every_message_kind_decodes_in_ovs() {
     assert!(blocks.iter().any(|b| b.contains(&want)), "no `{want}`");
     assert!(bad.is_empty(), "{}", bad.concat());
 }
+
+#[test]
+fn meters_in_add_meter_syntax_print_like_ovs() {
+    let texts = [
+        "meter=1,pktps,bands=type=drop,rate=100",
+        "meter=2,kbps,burst,stats,bands=type=drop,rate=2000,burst_size=1000",
+        "meter=5,kbps,bands=type=drop,rate=10 type=dscp_remark,rate=20,prec_level=1",
+    ];
+    let mods: Vec<MeterMod> = texts.iter().map(|t| t.parse().unwrap()).collect();
+    let msgs: Vec<OfpMessage> = mods
+        .iter()
+        .enumerate()
+        .map(|(i, m)| OfpMessage::new(i as u32 + 1, Message::MeterMod(m.clone())))
+        .collect();
+    let blocks = ofp_parse(&msgs);
+    assert_eq!(blocks.len(), mods.len());
+    for (m, block) in mods.iter().zip(&blocks) {
+        let got = block
+            .split_once(": ADD ")
+            .map_or(block.as_str(), |(_, b)| b);
+        assert_eq!(got, m.to_string());
+    }
+}

@@ -6,6 +6,7 @@ mod actparse;
 mod flow;
 mod group;
 mod matchfmt;
+mod meter;
 pub mod value;
 
 use thiserror::Error;
