@@ -231,6 +231,19 @@ impl Cluster {
         self.servers[i] = None;
     }
 
+    /// Kills server `i` with SIGKILL (a crash), then reaps it through the guard.
+    pub fn kill_server(&mut self, i: usize) {
+        if let Some(daemon) = self.servers[i].take() {
+            if let Ok(pid) = i32::try_from(daemon.pid()) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            drop(daemon);
+        }
+    }
+
     /// True if server `i` runs.
     pub fn is_running(&self, i: usize) -> bool {
         self.servers[i].is_some()

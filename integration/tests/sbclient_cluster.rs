@@ -206,10 +206,10 @@ async fn survives_leader_and_server_loss_and_resumes() {
     cluster.start_server(leader).unwrap();
     cluster.wait_connected(leader).unwrap();
 
-    // Stop the server we are connected to (it may be the restarted leader).
+    // Crash (SIGKILL) the server we are connected to (it may be the restarted leader).
     let ours = server_index(&cluster, connected.as_deref().unwrap());
     let connections_before = client.stats().connections;
-    cluster.stop_server(ours);
+    cluster.kill_server(ours);
     let target = writer.written() + 20;
     wait_rows(&mut events, &mut replica, &mut connected, target, &writer).await;
     for _ in 0..300 {
@@ -229,6 +229,26 @@ async fn survives_leader_and_server_loss_and_resumes() {
         "reconnected"
     );
     cluster.start_server(ours).unwrap();
+    cluster.wait_connected(ours).unwrap();
+
+    // Crash two of the three at once: no quorum for a while, then both come back.
+    let ours = server_index(&cluster, connected.as_deref().unwrap());
+    let leader = cluster.leader(Duration::from_secs(30)).unwrap();
+    let other = (0..cluster.len()).find(|i| *i != ours).unwrap();
+    let second = if leader == ours { other } else { leader };
+    cluster.kill_server(ours);
+    cluster.kill_server(second);
+    pump_for(
+        &mut events,
+        &mut replica,
+        Duration::from_millis(1500),
+        &mut connected,
+    )
+    .await;
+    cluster.start_server(ours).unwrap();
+    cluster.start_server(second).unwrap();
+    let target = writer.written() + 20;
+    wait_rows(&mut events, &mut replica, &mut connected, target, &writer).await;
     writer.stop();
 
     // Converge: the replica equals a dump of the database.
