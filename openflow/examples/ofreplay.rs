@@ -14,6 +14,7 @@ use openflow::conn::client::ClientConfig;
 use openflow::conn::connect;
 use openflow::text::Flow;
 use openflow::wire::bundle::{OFPBF_ATOMIC, OFPBF_ORDERED};
+use openflow::wire::flow_mod::OFPFC_ADD;
 use openflow::wire::group_mod::OFPGC_ADD;
 use openflow::wire::{Group, GroupMod, Message};
 
@@ -64,7 +65,7 @@ fn load(
                     part.iter()
                         .map(|(n, line)| {
                             line.parse::<Flow>()
-                                .map(|f| Message::FlowMod(f.add()))
+                                .map(|f| Message::FlowMod(f.into_flow_mod(OFPFC_ADD)))
                                 .map_err(|e| format!("{flows_path}:{n}: {e}\n  {line}"))
                         })
                         .collect::<Result<Vec<_>, _>>()

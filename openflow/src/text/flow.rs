@@ -213,6 +213,22 @@ impl Flow {
         self.to_flow_mod(OFPFC_ADD)
     }
 
+    /// Like [`Flow::to_flow_mod`], moving the match and instructions instead of cloning.
+    pub fn into_flow_mod(self, command: u8) -> FlowMod {
+        FlowMod {
+            cookie: self.cookie,
+            table_id: self.table_id,
+            command,
+            idle_timeout: self.idle_timeout,
+            hard_timeout: self.hard_timeout,
+            priority: self.priority,
+            importance: self.importance,
+            r#match: self.r#match,
+            instructions: self.instructions,
+            ..FlowMod::default()
+        }
+    }
+
     pub fn from_flow_mod(fm: &FlowMod) -> Self {
         Self {
             cookie: fm.cookie,
@@ -260,5 +276,6 @@ mod tests {
         let f: Flow = "table=3, actions=drop".parse().unwrap();
         assert_eq!(f.to_no_stats_string(), "table=3, actions=drop");
         assert_eq!(f.to_string(), "cookie=0x0, table=3, actions=drop");
+        assert_eq!(f.add(), f.clone().into_flow_mod(0));
     }
 }
