@@ -57,6 +57,7 @@ pub enum Event {
 #[derive(Clone, Debug)]
 pub struct Config {
     /// Send an echo request after this long without traffic; fail after twice this.
+    /// `Duration::ZERO` disables the probe (as ovn-controller does on unix sockets).
     pub probe_interval: Duration,
 }
 
@@ -259,13 +260,14 @@ impl Session {
     pub fn poll_timeout(&self) -> Option<Instant> {
         match self.state {
             State::Failed => None,
+            _ if self.cfg.probe_interval.is_zero() => None,
             _ if self.probe_sent => Some(self.last_rx + 2 * self.cfg.probe_interval),
             _ => Some(self.last_rx + self.cfg.probe_interval),
         }
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
-        if self.state == State::Failed {
+        if self.state == State::Failed || self.cfg.probe_interval.is_zero() {
             return;
         }
         let idle = now.saturating_duration_since(self.last_rx);
@@ -358,6 +360,27 @@ mod tests {
             s.poll_event(),
             Some(Event::Failed(SessionError::Timeout(_)))
         ));
+    }
+
+    #[test]
+    fn zero_probe_interval_disables_the_probe() {
+        let t0 = Instant::now();
+        let mut s = Session::new(
+            t0,
+            Config {
+                probe_interval: Duration::ZERO,
+            },
+        );
+        s.poll_transmit();
+        s.handle_message(
+            t0,
+            OfpMessage::new(1, Message::Hello(Hello::with_versions(&[6]))),
+        );
+        assert_eq!(s.poll_event(), Some(Event::Connected));
+        assert_eq!(s.poll_timeout(), None);
+        s.handle_timeout(t0 + Duration::from_secs(3 * 86_400 + 1));
+        assert!(s.poll_transmit().is_none());
+        assert!(s.poll_event().is_none());
     }
 
     #[test]
