@@ -167,15 +167,16 @@ fn compile_one(
         match compile_lflow(&spec, &dps, view, layout, cache, limit) {
             Ok(f) => flows.extend(f),
             Err(error) => {
-                let actions_bad = parse_actions(
-                    &lf.actions,
-                    ParseOptions {
-                        pipeline,
-                        table: lf.table_id,
-                        n_tables: 29,
-                    },
-                )
-                .is_err();
+                let actions_bad = matches!(error, LflowError::InActions(_))
+                    || parse_actions(
+                        &lf.actions,
+                        ParseOptions {
+                            pipeline,
+                            table: lf.table_id,
+                            n_tables: 29,
+                        },
+                    )
+                    .is_err();
                 let text = if actions_bad {
                     lf.actions.clone()
                 } else {

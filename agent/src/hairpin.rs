@@ -132,7 +132,11 @@ pub fn hairpin_flows(lb: &HairpinLb, l: &TableLayout) -> Vec<OfFlow> {
                     let _ = write!(learn, "eth_type=0x800,NXM_OF_IP_SRC[],ip_dst={a},");
                 }
                 IpAddr::V6(a) => {
-                    let _ = write!(learn, "eth_type=0x86dd,NXM_NX_IPV6_SRC[],ipv6_dst={a},");
+                    let _ = write!(
+                        learn,
+                        "eth_type=0x86dd,NXM_NX_IPV6_SRC[],ipv6_dst={},",
+                        crate::lflow::ofmatch::fmt_ipv6(u128::from(a))
+                    );
                 }
             }
             if let Some(p) = be.port {

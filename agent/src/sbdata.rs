@@ -95,6 +95,9 @@ pub struct SbData {
     pub mac_bindings: Vec<(String, String, String, String, u16)>,
     /// FDB rows: (uuid, mac, dp_key, port_key).
     pub fdbs: Vec<(String, String, u32, u32)>,
+    /// Names in SB `DHCP_Options` / `DHCPv6_Options` (`None`: table not in the input).
+    pub dhcp_options: Option<std::collections::HashSet<String>>,
+    pub dhcpv6_options: Option<std::collections::HashSet<String>>,
 }
 
 fn uuid(v: &Value) -> Option<String> {
@@ -233,6 +236,16 @@ impl SbData {
             .and_then(Value::as_array)
             .ok_or(SbDataError::Shape)?;
         let name = guess_table(t.get("caption").and_then(Value::as_str), &heads);
+        // The option catalogues matter even when empty (options are then unknown).
+        match name.as_str() {
+            "DHCP_Options" => {
+                self.dhcp_options.get_or_insert_with(Default::default);
+            }
+            "DHCPv6_Options" => {
+                self.dhcpv6_options.get_or_insert_with(Default::default);
+            }
+            _ => {}
+        }
         for r in data {
             let Some(cells) = r.as_array() else { continue };
             let row: Row = heads.iter().cloned().zip(cells.iter().cloned()).collect();
@@ -350,6 +363,16 @@ impl SbData {
                     s(r.get("mac")),
                     if over { 150 } else { 50 },
                 ));
+            }
+            "DHCP_Options" => {
+                self.dhcp_options
+                    .get_or_insert_with(Default::default)
+                    .insert(s(r.get("name")));
+            }
+            "DHCPv6_Options" => {
+                self.dhcpv6_options
+                    .get_or_insert_with(Default::default)
+                    .insert(s(r.get("name")));
             }
             "FDB" => self.fdbs.push((
                 id,

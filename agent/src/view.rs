@@ -245,6 +245,14 @@ impl ChassisView for SbView<'_> {
     fn template_vars(&self) -> &HashMap<String, String> {
         &self.vars
     }
+    fn dhcp_option_known(&self, v6: bool, name: &str) -> bool {
+        let catalogue = if v6 {
+            &self.sb.dhcpv6_options
+        } else {
+            &self.sb.dhcp_options
+        };
+        catalogue.as_ref().is_none_or(|c| c.contains(name))
+    }
     fn conj_ids(&self, lflow_uuid: &str, dp_uuid: &str, n: u32) -> u32 {
         let Ok(mut used) = self.conj.lock() else {
             return 1;

@@ -200,8 +200,13 @@ fn encodes_as() {
             "learn(table=78,idle_timeout=30,delete_learned,OXM_OF_METADATA[],eth_type=0x800,NXM_OF_IP_SRC[],ip_dst=10.0.0.100,nw_proto=6,tcp_dst=80,load:0x1->NXM_NX_REG10[14],load:0xa00000b->NXM_NX_REG4[],load:0x1f90->NXM_NX_REG8[0..15])",
         ),
         (
-            "trigger_event(event = \"empty_lb_backends\", vip = \"1:2\", protocol = \"tcp\", load_balancer = \"x\");",
-            "controller(userdata=00.00.00.0f.00.00.00.00.00.00.00.00.00.01.00.03.31.3a.32.00.02.00.03.74.63.70.00.03.00.01.78)",
+            "trigger_event(event = \"empty_lb_backends\", vip = \"10.0.0.102:8000\", protocol = \"tcp\", load_balancer = \"aa8e11c8-4709-4149-b39e-4028582b115a\");",
+            "controller(userdata=00.00.00.0f.00.00.00.00.00.00.00.00.00.01.00.0f.31.30.2e.30.2e.30.2e.31.30.32.3a.38.30.30.30.00.02.00.03.74.63.70.00.03.00.24.61.61.38.65.31.31.63.38.2d.34.37.30.39.2d.34.31.34.39.2d.62.33.39.65.2d.34.30.32.38.35.38.32.62.31.31.35.61)",
+        ),
+        (
+            // Observed on ovn-controller 23.03.1 (live run): route information option.
+            "reg0[5] = put_nd_ra_opts(addr_mode = \"slaac\", slla = 00:00:00:00:ff:01, prefix = aef0::/64, route_info = \"HIGH-aef1::/64\");",
+            "controller(userdata=00.00.00.08.00.00.00.00.00.01.de.10.00.00.00.65.86.00.00.00.ff.00.ff.ff.00.00.00.00.00.00.00.00.01.01.00.00.00.00.ff.01.03.04.40.c0.ff.ff.ff.ff.ff.ff.ff.ff.00.00.00.00.ae.f0.00.00.00.00.00.00.00.00.00.00.00.00.00.00.18.02.40.08.ff.ff.ff.ff.ae.f1.00.00.00.00.00.00,pause)",
         ),
     ];
     let mut failures = Vec::new();
@@ -282,6 +287,8 @@ fn errors() {
             "expecting constant",
         ),
         ("reg0[3] = put_dhcp_opts(router = 10.0.0.1);", "offerip"),
+        ("trigger_event(event = \"empty_lb_backends\", vip = \"1:2\", protocol = \"tcp\", load_balancer = \"abc\");", "not a UUID"),
+        ("reg0[5] = put_nd_ra_opts(addr_mode = \"slaac\", slla = 00:00:00:00:ff:01, prefix = aef0::/64, prf = \"HIGH\");", "unknown ND RA option"),
         (
             "reg0[5] = put_nd_ra_opts(addr_mode = \"slaac\", prefix = aef0::/64);",
             "slla",

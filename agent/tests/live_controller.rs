@@ -16,6 +16,20 @@ fn table_of(line: &str) -> u32 {
         .unwrap_or(0)
 }
 
+/// Removes `,nw_tos=N` and `,nw_ecn=N` from a flow line.
+fn strip_tos(line: &str) -> String {
+    let mut out = line.to_string();
+    for key in [",nw_tos=", ",nw_ecn="] {
+        while let Some(i) = out.find(key) {
+            let end = out[i + key.len()..]
+                .find(|c: char| !c.is_ascii_digit())
+                .map_or(out.len(), |e| i + key.len() + e);
+            out.replace_range(i..end, "");
+        }
+    }
+    out
+}
+
 #[test]
 fn all_lflow_module_tables_match_real_controller() {
     let mut sb = SbData::default();
@@ -24,24 +38,43 @@ fn all_lflow_module_tables_match_real_controller() {
     let view = SbView::new(&sb, "hv1");
     view.seed_groups(&std::fs::read_to_string(format!("{LIVE}/groups.txt")).unwrap());
     let r = compile_all(&sb, &view, &TableLayout::OVN_23_03, None, 10_000);
-    assert!(
-        r.failures.is_empty(),
-        "{:?}",
+    // Refused lflows: unknown DHCP options (empty catalogue), RA `prf`, a non-UUID
+    // trigger_event load balancer. The real controller installed nothing for any of them.
+    let of_text = std::fs::read_to_string(format!("{LIVE}/of.txt")).unwrap();
+    assert_eq!(
+        r.failures.len(),
+        7,
+        "{:#?}",
         r.failures
             .iter()
             .map(ToString::to_string)
             .collect::<Vec<_>>()
     );
+    for f in &r.failures {
+        assert!(
+            !of_text.contains(&format!(
+                "cookie=0x{},",
+                f.uuid[..8].trim_start_matches('0')
+            )),
+            "{f}"
+        );
+    }
+    // Intended difference: 23.03.1's flows lose `ip.dscp`/`ip.ecn` match terms (observed);
+    // we keep them. Compare with them taken out, and check they were there.
+    let dscp_ecn = |l: &str| l.contains(",nw_tos=") || l.contains(",nw_ecn=");
+    assert_eq!(
+        r.flows.iter().filter(|f| dscp_ecn(&f.to_string())).count(),
+        6
+    );
     let mut ours: Vec<String> = r
         .flows
         .iter()
-        .map(|f| f.to_string().trim().to_string())
+        .map(|f| strip_tos(f.to_string().trim()))
         .collect();
     ours.sort();
     // Physical flows (tables 0, 37-41, 64, 65) are not the lflow module's.
     let physical = |t: u32| t == 0 || (37..=41).contains(&t) || t == 64 || t == 65;
-    let mut real: Vec<String> = std::fs::read_to_string(format!("{LIVE}/of.txt"))
-        .unwrap()
+    let mut real: Vec<String> = of_text
         .lines()
         .map(str::trim)
         .filter(|l| l.contains("table=") && !physical(table_of(l)))
@@ -73,5 +106,5 @@ fn all_lflow_module_tables_match_real_controller() {
         "{} flows, identical except the documented vlan.pcp range",
         real.len()
     );
-    assert!(real.len() > 110);
+    assert!(real.len() > 280);
 }

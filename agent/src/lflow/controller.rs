@@ -228,17 +228,12 @@ pub fn put_nd_ra_opts(ud: &mut Vec<u8>, opts: &[OptArg]) -> Result<()> {
     let mode = get_str("addr_mode").ok_or(super::error::LflowError::Semantic(
         "put_nd_ra_opts requires addr_mode".into(),
     ))?;
-    let mut flags = match mode.as_str() {
+    let flags = match mode.as_str() {
         "dhcpv6_stateful" => 0x80u8,
         "dhcpv6_stateless" => 0x40,
         "slaac" => 0,
         _ => return semantic("invalid addr_mode"),
     };
-    match get_str("prf").as_deref() {
-        Some("HIGH") => flags |= 0x08,
-        Some("LOW") => flags |= 0x18,
-        _ => {}
-    }
     if !opts.iter().any(|o| o.name == "slla") {
         return semantic("slla option not present");
     }
@@ -312,11 +307,47 @@ pub fn put_nd_ra_opts(ud: &mut Vec<u8>, opts: &[OptArg]) -> Result<()> {
                 ]);
                 ud.extend_from_slice(&body);
             }
-            "addr_mode" | "prf" => {}
-            // Not encoded yet: refuse the lflow rather than send an RA without the routes.
-            "route_info" => return semantic("put_nd_ra_opts: route_info is not supported"),
+            "addr_mode" => {}
+            "route_info" => put_route_info(ud, &String::from_utf8_lossy(&string(o)?))?,
+            // `prf` is not an RA option of 23.03.1 (observed: such lflows are refused).
             other => return semantic(format!("unknown ND RA option {other}")),
         }
+    }
+    Ok(())
+}
+
+/// RFC 4191 route information options from "PRF-PREFIX/LEN,..." (PRF: HIGH, MEDIUM, LOW).
+fn put_route_info(ud: &mut Vec<u8>, spec: &str) -> Result<()> {
+    for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (prf, prefix) = entry
+            .split_once('-')
+            .ok_or(super::error::LflowError::Semantic(format!(
+                "invalid route_info {entry}"
+            )))?;
+        let flags = match prf {
+            "HIGH" => 0x08u8,
+            "LOW" => 0x18,
+            "MEDIUM" => 0,
+            _ => return semantic(format!("invalid route_info preference {prf}")),
+        };
+        let (addr, plen) = prefix.split_once('/').unwrap_or((prefix, "128"));
+        let addr: Ipv6Addr = addr.parse().map_err(|_| {
+            super::error::LflowError::Semantic(format!("invalid route_info prefix {prefix}"))
+        })?;
+        let plen: u8 =
+            plen.parse()
+                .ok()
+                .filter(|p| *p <= 128)
+                .ok_or(super::error::LflowError::Semantic(format!(
+                    "invalid route_info prefix {prefix}"
+                )))?;
+        let units: u8 = match plen {
+            0 => 1,
+            1..=64 => 2,
+            _ => 3,
+        };
+        ud.extend_from_slice(&[24, units, plen, flags, 0xff, 0xff, 0xff, 0xff]);
+        ud.extend_from_slice(&addr.octets()[..(usize::from(units) - 1) * 8]);
     }
     Ok(())
 }
@@ -324,6 +355,19 @@ pub fn put_nd_ra_opts(ud: &mut Vec<u8>, opts: &[OptArg]) -> Result<()> {
 pub fn trigger_event(event: &str, opts: &[(String, String)]) -> Result<Vec<u8>> {
     if event != "empty_lb_backends" {
         return semantic(format!("unknown event {event}"));
+    }
+    if let Some((_, lb)) = opts.iter().find(|(k, _)| k == "load_balancer") {
+        let is_uuid = lb.len() == 36
+            && lb.char_indices().all(|(i, c)| {
+                if [8, 13, 18, 23].contains(&i) {
+                    c == '-'
+                } else {
+                    c.is_ascii_hexdigit()
+                }
+            });
+        if !is_uuid {
+            return semantic(format!("Load balancer '{lb}' is not a UUID"));
+        }
     }
     let mut ud = header(15);
     ud.extend_from_slice(&0u32.to_be_bytes());
@@ -400,7 +444,11 @@ pub fn commit_lb_aff(
     );
     let _ = match vip_ip {
         IpAddr::V4(a) => write!(s, "eth_type=0x800,NXM_OF_IP_SRC[],ip_dst={a},"),
-        IpAddr::V6(a) => write!(s, "eth_type=0x86dd,NXM_NX_IPV6_SRC[],ipv6_dst={a},"),
+        IpAddr::V6(a) => write!(
+            s,
+            "eth_type=0x86dd,NXM_NX_IPV6_SRC[],ipv6_dst={},",
+            super::ofmatch::fmt_ipv6(u128::from(a))
+        ),
     };
     if let (Some(p), Some(proto)) = (vip_port, proto) {
         let (n, _, _) = l4_names(proto)?;

@@ -22,6 +22,10 @@ pub trait EncodeEnv {
     fn tunnel_ofport(&self, _port: &str) -> Option<u32> {
         None
     }
+    /// Whether the SB option catalogue (`DHCP_Options`, `DHCPv6_Options`) has this option.
+    fn dhcp_option_known(&self, _v6: bool, _name: &str) -> bool {
+        true
+    }
     /// Whether a `Flow_Sample_Collector_Set` with this id exists on br-int.
     fn collector_set_exists(&self, _id: u32) -> bool {
         false
@@ -335,6 +339,14 @@ impl Encoder<'_> {
                 } else {
                     2
                 };
+                if !*ra {
+                    if let Some(o) = opts
+                        .iter()
+                        .find(|o| !self.env.dhcp_option_known(*v6, &o.name))
+                    {
+                        return semantic(format!("unknown DHCP option {}", o.name));
+                    }
+                }
                 let mut ud = controller::header(opcode);
                 controller::put_result_dst(&mut ud, &sub(dst));
                 if *ra {

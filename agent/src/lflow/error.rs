@@ -14,6 +14,9 @@ pub enum LflowError {
     TooManyFlows { limit: usize },
     #[error("logical table {table} does not fit the table layout")]
     TableOutOfRange { table: u32 },
+    /// An error in the actions (as opposed to the match) of a logical flow.
+    #[error("{0}")]
+    InActions(Box<LflowError>),
 }
 
 impl LflowError {
@@ -21,12 +24,21 @@ impl LflowError {
     pub fn position(&self) -> Option<usize> {
         match self {
             Self::Lex { pos, .. } | Self::Syntax { pos, .. } => Some(*pos),
+            Self::InActions(e) => e.position(),
             _ => None,
         }
     }
 }
 
 pub type Result<T> = std::result::Result<T, LflowError>;
+
+/// Marks an error as coming from the actions text.
+pub(crate) fn in_actions(e: LflowError) -> LflowError {
+    match e {
+        LflowError::InActions(_) => e,
+        other => LflowError::InActions(Box::new(other)),
+    }
+}
 
 pub(crate) fn semantic<T>(msg: impl Into<String>) -> Result<T> {
     Err(LflowError::Semantic(msg.into()))

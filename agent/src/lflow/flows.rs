@@ -31,6 +31,10 @@ pub trait ChassisView: Sync {
     fn meter_id(&self, description: &str) -> Option<u32>;
     fn named_meter(&self, name: &str) -> Option<u32>;
     fn template_vars(&self) -> &HashMap<String, String>;
+    /// Whether the SB DHCP option catalogue knows `name` (default: yes).
+    fn dhcp_option_known(&self, _v6: bool, _name: &str) -> bool {
+        true
+    }
     /// First of `n` consecutive conjunction ids for (lflow, datapath).
     fn conj_ids(&self, lflow_uuid: &str, dp_uuid: &str, n: u32) -> u32;
 }
@@ -142,6 +146,9 @@ impl EncodeEnv for DpEnv<'_> {
     fn named_meter(&self, n: &str) -> Option<u32> {
         self.view.named_meter(n)
     }
+    fn dhcp_option_known(&self, v6: bool, name: &str) -> bool {
+        self.view.dhcp_option_known(v6, name)
+    }
 }
 
 fn prepared_match(text: &str, env: &DpEnv<'_>, cache: &MatchCache) -> Result<Arc<AExpr>> {
@@ -211,7 +218,8 @@ pub fn compile_lflow(
             table: lf.table_id,
             n_tables: 29,
         },
-    )?;
+    )
+    .map_err(super::error::in_actions)?;
     let m = prepared_match(&match_text, &env, cache)?;
     let resident = |p: &str| view.is_resident(p);
     let dnf = match prereq_expr(&parsed.prereqs)? {
@@ -241,7 +249,8 @@ pub fn compile_lflow(
             env: &env,
             p: &params,
         }
-        .encode(&parsed.actions)?,
+        .encode(&parsed.actions)
+        .map_err(super::error::in_actions)?,
     );
     let cookie = u32::from_str_radix(lf.uuid.get(..8).unwrap_or("0"), 16).unwrap_or(0);
     let n_conj = matches

@@ -2,7 +2,7 @@
 //! OVN nests inside controller userdata as OpenFlow 1.5 wire bytes.
 
 use std::fmt::{self, Write as _};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr};
 
 use super::fields::{MfField, ValueFormat};
 use super::ofmatch::{fmt_mac, hex};
@@ -111,7 +111,7 @@ fn fmt_value(field: MfField, v: u128) -> String {
         ValueFormat::Hex => hex(v),
         ValueFormat::Decimal => v.to_string(),
         ValueFormat::Ipv4 => Ipv4Addr::from(v as u32).to_string(),
-        ValueFormat::Ipv6 => Ipv6Addr::from(v).to_string(),
+        ValueFormat::Ipv6 => super::ofmatch::fmt_ipv6(v),
         ValueFormat::Ethernet => fmt_mac(v),
     }
 }
@@ -145,8 +145,13 @@ impl fmt::Display for Nat {
                 write!(f, "nat({}", if *src { "src" } else { "dst" })?;
                 if let Some(a) = addr {
                     match (a, ports) {
-                        (IpAddr::V6(x), Some(_)) => write!(f, "=[{x}]")?,
-                        _ => write!(f, "={a}")?,
+                        (IpAddr::V6(x), Some(_)) => {
+                            write!(f, "=[{}]", super::ofmatch::fmt_ipv6(u128::from(*x)))?;
+                        }
+                        (IpAddr::V6(x), None) => {
+                            write!(f, "={}", super::ofmatch::fmt_ipv6(u128::from(*x)))?;
+                        }
+                        (IpAddr::V4(_), _) => write!(f, "={a}")?,
                     }
                     if let Some((lo, hi)) = ports {
                         write!(f, ":{lo}")?;

@@ -1,7 +1,7 @@
 //! A small OpenFlow match model that prints exactly like `ovs-ofctl` (`match_format`).
 
 use std::fmt::{self, Write as _};
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::Ipv4Addr;
 
 use super::fields::MfField;
 
@@ -172,6 +172,55 @@ pub fn hex(v: u128) -> String {
     }
 }
 
+/// An IPv6 address as glibc's `inet_ntop` (and so `ovs-ofctl`) prints it: the longest run of
+/// zero words (the first on ties, at least two) becomes `::`, and an address whose first 96
+/// bits are zero, or that is IPv4-mapped, ends in dotted IPv4.
+pub fn fmt_ipv6(v: u128) -> String {
+    let words: Vec<u16> = (0..8).map(|i| (v >> (112 - 16 * i)) as u16).collect();
+    // Zero runs as (first word, length).
+    let mut best: Option<(usize, usize)> = None;
+    let mut cur: Option<(usize, usize)> = None;
+    for (i, w) in words.iter().enumerate() {
+        if *w == 0 {
+            cur = Some(cur.map_or((i, 1), |(b, l)| (b, l + 1)));
+        } else if let Some(c) = cur.take() {
+            if best.is_none_or(|b| c.1 > b.1) {
+                best = Some(c);
+            }
+        }
+    }
+    if let Some(c) = cur {
+        if best.is_none_or(|b| c.1 > b.1) {
+            best = Some(c);
+        }
+    }
+    let best = best.filter(|b| b.1 >= 2);
+    let mut s = String::new();
+    for i in 0..8 {
+        if let Some((b, l)) = best {
+            if i >= b && i < b + l {
+                if i == b {
+                    s.push(':');
+                }
+                continue;
+            }
+        }
+        if i != 0 {
+            s.push(':');
+        }
+        if i == 6 && best.is_some_and(|(b, l)| b == 0 && (l == 6 || (l == 5 && words[5] == 0xffff)))
+        {
+            s.push_str(&Ipv4Addr::from(v as u32).to_string());
+            return s;
+        }
+        let _ = write!(s, "{:x}", words[i]);
+    }
+    if best.is_some_and(|(b, l)| b + l == 8) {
+        s.push(':');
+    }
+    s
+}
+
 pub fn fmt_mac(v: u128) -> String {
     let b = (v as u64).to_be_bytes();
     format!(
@@ -210,14 +259,14 @@ fn put_ip4(s: &mut String, name: &str, v: u128, m: u128) {
 }
 
 fn put_ip6(s: &mut String, name: &str, v: u128, m: u128) {
-    let _ = write!(s, "{name}={}", Ipv6Addr::from(v));
+    let _ = write!(s, "{name}={}", fmt_ipv6(v));
     if m != u128::MAX {
         match cidr_len(m, 128) {
             Some(n) => {
                 let _ = write!(s, "/{n}");
             }
             None => {
-                let _ = write!(s, "/{}", Ipv6Addr::from(m));
+                let _ = write!(s, "/{}", fmt_ipv6(m));
             }
         }
     }
@@ -461,6 +510,28 @@ impl fmt::Display for OfMatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ipv6_text_like_inet_ntop() {
+        let cases = [
+            ("::", 0u128),
+            ("::1", 1),
+            ("::0.1.0.0", 0x1_0000),
+            ("::ffff:1.2.3.4", 0xffff_0102_0304),
+            (
+                "fe80::5254:ff:fe00:1",
+                0xfe80_0000_0000_0000_5254_00ff_fe00_0001,
+            ),
+            ("ff02::1:ff00:1", 0xff02_0000_0000_0000_0000_0001_ff00_0001),
+            ("1:0:0:1::", 0x0001_0000_0000_0001_0000_0000_0000_0000),
+            ("1::1:0:0:1", 0x0001_0000_0000_0000_0001_0000_0000_0001),
+            ("1:2:3:4:5:6:7:8", 0x0001_0002_0003_0004_0005_0006_0007_0008),
+            ("1:0:2:3:4:5:6:7", 0x0001_0000_0002_0003_0004_0005_0006_0007),
+        ];
+        for (text, v) in cases {
+            assert_eq!(fmt_ipv6(v), text);
+        }
+    }
 
     #[test]
     fn prints_like_ovs_ofctl() {
