@@ -23,6 +23,7 @@ const CASES: &[&str] = &[
     "udp actions=ct(commit,alg=tftp),ct(table=3,nat),ct(commit,nat(dst=1.1.1.1))",
     "ip actions=learn(table=9,idle_timeout=5,hard_timeout=10,fin_idle_timeout=2,fin_hard_timeout=4,priority=77,send_flow_rem,delete_learned,cookie=0x1234,NXM_OF_ETH_SRC[]=NXM_OF_ETH_DST[],NXM_NX_REG0[0..3]=0x5,eth_type=0x800,ip_src=1.2.3.4,load:NXM_NX_REG1[]->NXM_NX_REG2[],load:0x3->NXM_NX_REG3[4..5],output:NXM_NX_REG15[])",
     "ip actions=clone(set_field:0x1->reg0,clone(resubmit(,3))),clone(drop)",
+    "ip actions=learn(table=9,limit=10,result_dst=NXM_NX_REG0[5],NXM_OF_ETH_SRC[]),learn(table=8,limit=3,NXM_NX_REG1[])",
     "ip actions=check_pkt_larger(100)->NXM_NX_REG0[5],sample(probability=1000,collector_set_id=1,obs_domain_id=2,obs_point_id=3)",
     "ip actions=set_field:00:11:22:33:44:55->eth_src,set_field:1.2.3.4->ip_dst,set_field:4->nw_ttl,set_field:0x1/0x3->xreg2,set_field:0x1234->tun_id",
     "dl_vlan=5 actions=pop_vlan,push_vlan:0x88a8,set_field:4101->vlan_vid",

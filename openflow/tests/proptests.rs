@@ -199,10 +199,17 @@ fn leaf_action() -> impl Strategy<Value = Action> {
                     hard_timeout: hard,
                     priority: prio as u16,
                     cookie: u64::from(cookie),
-                    flags: 2,
+                    // Odd cookies also exercise NXAST_LEARN2 (limit, result_dst).
+                    flags: if cookie & 1 == 1 { 6 } else { 2 },
                     table_id: table,
                     fin_idle_timeout: 1,
                     fin_hard_timeout: 2,
+                    limit: cookie % 3,
+                    result_dst: (cookie & 1 == 1).then_some(SubField {
+                        field: HeaderRef(0x0001_0004),
+                        ofs: (cookie % 32) as u16,
+                        n_bits: 1,
+                    }),
                     specs,
                 })
             }),

@@ -13,6 +13,7 @@ use crate::wire::reader::{DecodeError, Reader};
 
 pub const NX_LEARN_F_SEND_FLOW_REM: u16 = 1;
 pub const NX_LEARN_F_DELETE_LEARNED: u16 = 2;
+pub const NX_LEARN_F_WRITE_RESULT: u16 = 4;
 
 #[derive(Clone, Debug, Eq, PartialEq, Hash)]
 pub struct Learn {
@@ -24,7 +25,18 @@ pub struct Learn {
     pub table_id: u8,
     pub fin_idle_timeout: u16,
     pub fin_hard_timeout: u16,
+    /// `NXAST_LEARN2` only: maximum number of learned flows (0 = unlimited).
+    pub limit: u32,
+    /// `NXAST_LEARN2` only: the bit that receives the result (with `NX_LEARN_F_WRITE_RESULT`).
+    pub result_dst: Option<SubField>,
     pub specs: Vec<LearnSpec>,
+}
+
+impl Learn {
+    /// Whether this needs the `NXAST_LEARN2` encoding.
+    pub fn is_learn2(&self) -> bool {
+        self.limit != 0 || self.result_dst.is_some() || self.flags & NX_LEARN_F_WRITE_RESULT != 0
+    }
 }
 
 impl Default for Learn {
@@ -38,6 +50,8 @@ impl Default for Learn {
             table_id: 1,
             fin_idle_timeout: 0,
             fin_hard_timeout: 0,
+            limit: 0,
+            result_dst: None,
             specs: Vec::new(),
         }
     }
@@ -64,7 +78,7 @@ pub struct LearnSpec {
     pub dst: LearnDst,
 }
 
-pub(super) fn decode(b: &mut Reader<'_>) -> Result<Learn, DecodeError> {
+pub(super) fn decode(b: &mut Reader<'_>, learn2: bool) -> Result<Learn, DecodeError> {
     let w = "nx_action_learn";
     let mut l = Learn {
         idle_timeout: b.u16(w)?,
@@ -78,6 +92,30 @@ pub(super) fn decode(b: &mut Reader<'_>) -> Result<Learn, DecodeError> {
     b.skip(1, w)?;
     l.fin_idle_timeout = b.u16(w)?;
     l.fin_hard_timeout = b.u16(w)?;
+    if !learn2 && l.flags & NX_LEARN_F_WRITE_RESULT != 0 {
+        // Only NXAST_LEARN2 carries a result destination.
+        return Err(DecodeError::BadValue {
+            what: "nx_action_learn flags",
+            value: u64::from(l.flags),
+        });
+    }
+    if learn2 {
+        l.limit = b.u32("nx_action_learn2")?;
+        let ofs = b.u16("nx_action_learn2")?;
+        b.skip(2, "nx_action_learn2")?;
+        if l.flags & NX_LEARN_F_WRITE_RESULT != 0 {
+            l.result_dst = Some(SubField {
+                field: HeaderRef::decode(b)?,
+                ofs,
+                n_bits: 1,
+            });
+        } else if ofs != 0 {
+            return Err(DecodeError::BadValue {
+                what: "nx_action_learn2 result_dst_ofs",
+                value: u64::from(ofs),
+            });
+        }
+    }
     while b.left() >= 2 {
         let h = b.u16("learn spec")?;
         if h == 0 {
@@ -143,7 +181,8 @@ pub(super) fn decode(b: &mut Reader<'_>) -> Result<Learn, DecodeError> {
 }
 
 pub(super) fn encode(l: &Learn, out: &mut BytesMut) {
-    nx_header(out, nxast::LEARN);
+    let learn2 = l.is_learn2();
+    nx_header(out, if learn2 { nxast::LEARN2 } else { nxast::LEARN });
     out.put_u16(l.idle_timeout);
     out.put_u16(l.hard_timeout);
     out.put_u16(l.priority);
@@ -153,6 +192,15 @@ pub(super) fn encode(l: &Learn, out: &mut BytesMut) {
     out.put_u8(0);
     out.put_u16(l.fin_idle_timeout);
     out.put_u16(l.fin_hard_timeout);
+    if learn2 {
+        out.put_u32(l.limit);
+        out.put_u16(l.result_dst.map_or(0, |r| r.ofs));
+        out.put_u16(0);
+        if l.flags & NX_LEARN_F_WRITE_RESULT != 0 {
+            // The flag promises a destination header; a missing one is written as zero.
+            out.put_u32(l.result_dst.map_or(0, |r| r.field.raw()));
+        }
+    }
     for s in &l.specs {
         let src_bit = u16::from(matches!(s.src, LearnSrc::Immediate(_))) << 13;
         let dst_bits = match s.dst {

@@ -146,6 +146,7 @@ pub(crate) mod nxast {
     pub const CT_CLEAR: u16 = 43;
     pub const RESUBMIT_TABLE_CT: u16 = 44;
     pub const OUTPUT_TRUNC: u16 = 39;
+    pub const LEARN2: u16 = 45;
     pub const CHECK_PKT_LARGER: u16 = 49;
 }
 

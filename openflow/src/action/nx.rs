@@ -173,7 +173,8 @@ pub(super) fn decode(subtype: u16, b: &mut Reader<'_>) -> Result<Option<Action>,
         },
         nxast::CT => Action::Ct(ct::decode_ct(b)?),
         nxast::NAT => Action::Nat(ct::decode_nat(b)?),
-        nxast::LEARN => Action::Learn(learn::decode(b)?),
+        nxast::LEARN => Action::Learn(learn::decode(b, false)?),
+        nxast::LEARN2 => Action::Learn(learn::decode(b, true)?),
         _ => return Ok(None),
     };
     Ok(Some(a))

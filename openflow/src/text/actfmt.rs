@@ -7,7 +7,9 @@ use crate::action::ct::{
     NX_CT_F_COMMIT, NX_CT_F_FORCE, NX_CT_RECIRC_NONE, NX_NAT_F_DST, NX_NAT_F_PERSISTENT,
     NX_NAT_F_PROTO_HASH, NX_NAT_F_PROTO_RANDOM, NX_NAT_F_SRC,
 };
-use crate::action::learn::{NX_LEARN_F_DELETE_LEARNED, NX_LEARN_F_SEND_FLOW_REM};
+use crate::action::learn::{
+    NX_LEARN_F_DELETE_LEARNED, NX_LEARN_F_SEND_FLOW_REM, NX_LEARN_F_WRITE_RESULT,
+};
 use crate::action::{Action, Controller, Ct, Learn, LearnDst, LearnSrc, Nat, NatRange, SubField};
 use crate::oxm::FieldRef;
 
@@ -215,6 +217,16 @@ fn put_learn(s: &mut String, l: &Learn) {
     }
     if l.cookie != 0 {
         let _ = write!(s, ",cookie={:#x}", l.cookie);
+    }
+    if l.limit != 0 {
+        let _ = write!(s, ",limit={}", l.limit);
+    }
+    if let Some(r) = l
+        .result_dst
+        .filter(|_| l.flags & NX_LEARN_F_WRITE_RESULT != 0)
+    {
+        s.push_str(",result_dst=");
+        fmt_subfield(s, r);
     }
     for spec in &l.specs {
         s.push(',');

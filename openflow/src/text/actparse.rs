@@ -8,7 +8,9 @@ use crate::action::ct::{
     NX_CT_F_COMMIT, NX_CT_F_FORCE, NX_NAT_F_DST, NX_NAT_F_PERSISTENT, NX_NAT_F_PROTO_HASH,
     NX_NAT_F_PROTO_RANDOM, NX_NAT_F_SRC,
 };
-use crate::action::learn::{NX_LEARN_F_DELETE_LEARNED, NX_LEARN_F_SEND_FLOW_REM};
+use crate::action::learn::{
+    NX_LEARN_F_DELETE_LEARNED, NX_LEARN_F_SEND_FLOW_REM, NX_LEARN_F_WRITE_RESULT,
+};
 use crate::action::{
     Action, Controller, Ct, HeaderRef, Learn, LearnDst, LearnSpec, LearnSrc, Nat, NatRange,
     SubField, OFPP_CONTROLLER,
@@ -275,6 +277,15 @@ fn parse_learn(args: &str) -> Result<Learn, ParseError> {
             Some(("fin_hard_timeout", v)) => l.fin_hard_timeout = num(v)?,
             Some(("priority", v)) => l.priority = num(v)?,
             Some(("cookie", v)) => l.cookie = num(v)?,
+            Some(("limit", v)) => l.limit = num(v)?,
+            Some(("result_dst", v)) => {
+                let r = parse_subfield(v)?;
+                if r.n_bits != 1 {
+                    return Err(bad(a));
+                }
+                l.result_dst = Some(r);
+                l.flags |= NX_LEARN_F_WRITE_RESULT;
+            }
             _ if a == "send_flow_rem" => l.flags |= NX_LEARN_F_SEND_FLOW_REM,
             _ if a == "delete_learned" => l.flags |= NX_LEARN_F_DELETE_LEARNED,
             _ => l.specs.push(parse_learn_spec(a)?),
