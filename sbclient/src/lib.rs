@@ -73,7 +73,7 @@ pub use datum::{Atom, Datum};
 #[cfg(feature = "generated")]
 pub use generated::{ovn_sb, vswitch};
 pub use ovsmap::OvsMap;
-pub use replica::{Replica, Table, TableChanges};
+pub use replica::{Replica, ReplicaSnapshot, Table, TableChanges};
 pub use transaction::{Columns, Transaction, TxnError, TxnOutcome};
 pub use uuid::Uuid;
 pub use wire::Row;

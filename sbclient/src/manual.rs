@@ -31,6 +31,12 @@
 //! the batch is not reported. A full snapshot (reconnect without resume) is
 //! reported as the difference from what the replica held.
 //!
+//! # Read views
+//! The consumer owns its replica and applies whole messages, so what it reads
+//! between two `Event::apply` calls is consistent. Rows are kept in `Arc`s:
+//! `Replica::snapshot` gives other tasks (a control socket, say) an immutable
+//! view that shares the rows and costs one pointer copy per row.
+//!
 //! # Conditions and resume
 //! `MonitorState` keeps the conditions the replica reflects (`acked`), the one
 //! change in flight, and the latest wanted (`desired`), with sequence numbers

@@ -12,8 +12,9 @@
 mod table;
 
 use std::any::Any;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
@@ -58,6 +59,7 @@ trait AnyTable: Send + Sync {
     fn len(&self) -> usize;
     fn columns(&self) -> &'static [&'static str];
     fn dump(&self) -> BTreeMap<Uuid, Vec<(&'static str, Datum)>>;
+    fn snapshot(&self) -> Arc<dyn Any + Send + Sync>;
     fn as_any(&self) -> &dyn Any;
     fn as_any_mut(&mut self) -> &mut dyn Any;
 }
@@ -89,6 +91,9 @@ impl<T: Row> AnyTable for Table<T> {
     }
     fn dump(&self) -> BTreeMap<Uuid, Vec<(&'static str, Datum)>> {
         self.to_datums()
+    }
+    fn snapshot(&self) -> Arc<dyn Any + Send + Sync> {
+        Table::snapshot(self)
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -178,6 +183,17 @@ impl Replica {
         self.stats
     }
 
+    /// An immutable view of every table for other tasks (shares the rows).
+    pub fn snapshot(&self) -> ReplicaSnapshot {
+        ReplicaSnapshot {
+            tables: self
+                .tables
+                .iter()
+                .map(|(name, t)| (*name, t.snapshot()))
+                .collect(),
+        }
+    }
+
     /// Names of the tables that changed since the last [`Self::clear_changes`].
     pub fn changed_tables(&self) -> Vec<&'static str> {
         self.tables
@@ -244,6 +260,28 @@ impl Replica {
             t.end_snapshot();
         }
         result
+    }
+}
+
+/// A consistent, immutable view of a replica taken between two updates;
+/// cheap to clone and to send to another task.
+#[derive(Clone)]
+pub struct ReplicaSnapshot {
+    tables: BTreeMap<&'static str, Arc<dyn Any + Send + Sync>>,
+}
+
+impl fmt::Debug for ReplicaSnapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReplicaSnapshot")
+            .field("tables", &self.tables.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl ReplicaSnapshot {
+    /// The rows of table `T` at the time of the snapshot.
+    pub fn table<T: Row>(&self) -> Option<&HashMap<Uuid, Arc<T>>> {
+        self.tables.get(T::TABLE)?.downcast_ref()
     }
 }
 

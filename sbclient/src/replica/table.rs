@@ -2,6 +2,7 @@
 
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -17,9 +18,9 @@ pub struct TableChanges<T> {
     /// Rows that did not exist before.
     pub inserted: BTreeSet<Uuid>,
     /// Rows that changed, with their value before the first change.
-    pub modified: BTreeMap<Uuid, T>,
+    pub modified: BTreeMap<Uuid, Arc<T>>,
     /// Rows that were removed, with their last value.
-    pub deleted: BTreeMap<Uuid, T>,
+    pub deleted: BTreeMap<Uuid, Arc<T>>,
 }
 
 impl<T> Default for TableChanges<T> {
@@ -84,10 +85,11 @@ enum RowOp<U> {
     Delete(()),
 }
 
-/// Rows of one table keyed by uuid.
+/// Rows of one table keyed by uuid. Rows are shared (`Arc`), so a change set
+/// keeps old values without copying them and [`Table::snapshot`] is cheap.
 #[derive(Debug)]
 pub struct Table<T: Row> {
-    rows: HashMap<Uuid, T>,
+    rows: HashMap<Uuid, Arc<T>>,
     indexes: Vec<Index>,
     changes: TableChanges<T>,
     /// Rows present before a full snapshot started and not yet seen in it.
@@ -108,12 +110,23 @@ impl<T: Row> Default for Table<T> {
 impl<T: Row> Table<T> {
     /// The row with this uuid.
     pub fn get(&self, uuid: &Uuid) -> Option<&T> {
+        self.rows.get(uuid).map(|r| &**r)
+    }
+
+    /// The row with this uuid, shared.
+    pub fn get_shared(&self, uuid: &Uuid) -> Option<&Arc<T>> {
         self.rows.get(uuid)
     }
 
     /// All rows, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&Uuid, &T)> {
-        self.rows.iter()
+        self.rows.iter().map(|(u, r)| (u, &**r))
+    }
+
+    /// An immutable copy of the rows for another task: it shares the rows and
+    /// does not change when the replica does (O(rows) pointer copies).
+    pub fn snapshot(&self) -> Arc<HashMap<Uuid, Arc<T>>> {
+        Arc::new(self.rows.clone())
     }
 
     /// Number of rows.
@@ -141,7 +154,7 @@ impl<T: Row> Table<T> {
             entries: BTreeMap::new(),
         };
         for (uuid, row) in &self.rows {
-            index.add(*uuid, row);
+            index.add(*uuid, &**row);
         }
         self.indexes.push(index);
     }
@@ -154,7 +167,7 @@ impl<T: Row> Table<T> {
             .and_then(|i| i.entries.get(key))
             .into_iter()
             .flatten()
-            .filter_map(|u| self.rows.get(u).map(|r| (u, r)))
+            .filter_map(|u| self.rows.get(u).map(|r| (u, &**r)))
     }
 
     /// The first row whose indexed `column` holds `key`.
@@ -166,9 +179,9 @@ impl<T: Row> Table<T> {
         self.changes = TableChanges::default();
     }
 
-    fn insert_row(&mut self, uuid: Uuid, row: T) {
+    fn insert_row(&mut self, uuid: Uuid, row: Arc<T>) {
         for index in &mut self.indexes {
-            index.add(uuid, &row);
+            index.add(uuid, &*row);
         }
         if self.changes.deleted.contains_key(&uuid) {
             // Deleted then re-inserted in one batch: report a modification.
@@ -183,26 +196,26 @@ impl<T: Row> Table<T> {
         self.rows.insert(uuid, row);
     }
 
-    fn remove_row(&mut self, uuid: Uuid) -> Option<T> {
+    fn remove_row(&mut self, uuid: Uuid) -> Option<Arc<T>> {
         let row = self.rows.remove(&uuid)?;
         for index in &mut self.indexes {
-            index.remove(uuid, &row);
+            index.remove(uuid, &*row);
         }
         if !self.changes.inserted.remove(&uuid) {
             let old = self
                 .changes
                 .modified
                 .remove(&uuid)
-                .unwrap_or_else(|| row.clone());
+                .unwrap_or_else(|| Arc::clone(&row));
             self.changes.deleted.insert(uuid, old);
         }
         Some(row)
     }
 
-    fn replace_row(&mut self, uuid: Uuid, old: T, new: T) {
+    fn replace_row(&mut self, uuid: Uuid, old: Arc<T>, new: Arc<T>) {
         for index in &mut self.indexes {
-            index.remove(uuid, &old);
-            index.add(uuid, &new);
+            index.remove(uuid, &*old);
+            index.add(uuid, &*new);
         }
         if !self.changes.inserted.contains(&uuid) {
             match self.changes.modified.entry(uuid) {
@@ -227,6 +240,7 @@ impl<T: Row> Table<T> {
             RowOp::Initial(update) | RowOp::Insert(update) => {
                 let mut row = T::default();
                 row.apply_new(update)?;
+                let row = Arc::new(row);
                 if self.unseen.as_mut().is_some_and(|u| u.remove(&uuid)) {
                     // Present before the snapshot: report a modification if it differs.
                     if let Some(old) = self.rows.get(&uuid).filter(|old| **old != row).cloned() {
@@ -243,11 +257,11 @@ impl<T: Row> Table<T> {
                 let Some(old) = self.rows.get(&uuid) else {
                     return Err(RowError::Decode(format!("modify of unknown row {uuid}")));
                 };
-                let mut new = old.clone();
+                let mut new = T::clone(old);
                 new.apply_diff(update)?;
-                if new != *old {
-                    let old = old.clone();
-                    self.replace_row(uuid, old, new);
+                if new != **old {
+                    let old = Arc::clone(old);
+                    self.replace_row(uuid, old, Arc::new(new));
                 }
             }
             RowOp::Delete(()) => {

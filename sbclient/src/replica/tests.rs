@@ -557,3 +557,28 @@ mod fuzz {
         }
     }
 }
+
+#[test]
+fn snapshots_are_immutable_and_share_rows() {
+    let mut r = replica();
+    apply(&mut r, &initial());
+    r.clear_changes();
+    let snap = r.snapshot();
+    apply(
+        &mut r,
+        &json!({"Port_Binding": {PB1: {"modify": {"tunnel_key": 9}},
+                                             PB2: {"delete": null}}}),
+    );
+    let before = snap.table::<PortBinding>().unwrap();
+    assert_eq!(before.len(), 2);
+    assert_eq!(before[&uuid(PB1)].tunnel_key, 1);
+    let now = r.table::<PortBinding>().unwrap();
+    assert_eq!(now.len(), 1);
+    assert_eq!(now.get(&uuid(PB1)).unwrap().tunnel_key, 9);
+    // The change set's old value is the very row the snapshot holds.
+    assert!(std::sync::Arc::ptr_eq(
+        &now.changes().modified[&uuid(PB1)],
+        &before[&uuid(PB1)]
+    ));
+    assert!(snap.table::<crate::generated::ovn_sb::Chassis>().is_none());
+}
