@@ -438,6 +438,13 @@ pub fn commit_lb_aff(
 ) -> Result<OfAction> {
     let (vip_ip, vip_port) = ip_port(vip)?;
     let (be_ip, be_port) = ip_port(backend)?;
+    if vip_ip.is_ipv4() != be_ip.is_ipv4() {
+        return semantic("commit_lb_aff: invalid protocol family");
+    }
+    if vip_port.is_some() != proto.is_some() {
+        // 23.03.1 takes `proto` exactly when the VIP has a port.
+        return semantic("commit_lb_aff: invalid parameter");
+    }
     let mut s = format!(
         "learn(table={},idle_timeout={timeout},delete_learned,OXM_OF_METADATA[],",
         l.chk_lb_affinity
