@@ -27,6 +27,7 @@ const CASES: &[&str] = &[
     "ip actions=check_pkt_larger(100)->NXM_NX_REG0[5],sample(probability=1000,collector_set_id=1,obs_domain_id=2,obs_point_id=3)",
     "ip actions=set_field:00:11:22:33:44:55->eth_src,set_field:1.2.3.4->ip_dst,set_field:4->nw_ttl,set_field:0x1/0x3->xreg2,set_field:0x1234->tun_id",
     "dl_vlan=5 actions=pop_vlan,push_vlan:0x88a8,set_field:4101->vlan_vid",
+    "ipv6,ipv6_src=::1.2.3.4,ipv6_dst=::ffff:1.2.3.4 actions=set_field:::5.6.7.8->ipv6_src,set_field:::1->ipv6_dst",
     "ipv6 actions=set_field:fe80::1->ipv6_src,set_field:0x12345->ipv6_label,set_field:0x1->xxreg3",
     "arp actions=set_field:2->arp_op,set_field:10.0.0.1->arp_spa,set_field:00:00:00:00:00:02->arp_tha",
     "tcp actions=set_field:80->tcp_dst,set_field:0x2->pkt_mark,meter:3,set_field:5->tcp_src",

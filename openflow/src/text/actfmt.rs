@@ -120,9 +120,11 @@ fn put_nat(s: &mut String, n: &Nat) {
             let lo = min.unwrap_or(std::net::Ipv6Addr::UNSPECIFIED);
             let one = |s: &mut String, a: std::net::Ipv6Addr| {
                 if bracket {
-                    let _ = write!(s, "[{a}]");
+                    s.push('[');
+                    super::value::fmt_ipv6(s, a);
+                    s.push(']');
                 } else {
-                    let _ = write!(s, "{a}");
+                    super::value::fmt_ipv6(s, a);
                 }
             };
             one(s, lo);

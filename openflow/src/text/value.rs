@@ -69,7 +69,7 @@ fn fmt_ip_masked(s: &mut String, v: &[u8], m: Option<&[u8]>) {
     } else {
         let mut a = [0u8; 16];
         a.copy_from_slice(&v[..16]);
-        let _ = write!(s, "{}", Ipv6Addr::from(a));
+        fmt_ipv6(s, Ipv6Addr::from(a));
     }
     if let Some(m) = m {
         if m.iter().all(|x| *x == 0xff) {
@@ -81,6 +81,18 @@ fn fmt_ip_masked(s: &mut String, v: &[u8], m: Option<&[u8]>) {
             s.push('/');
             fmt_ip_masked(s, m, None);
         }
+    }
+}
+
+/// IPv6 text as `inet_ntop` writes it: like Rust's, except that an IPv4-compatible address
+/// (`::a.b.c.d`, first 96 bits zero, not `::` or `::x` with x < 2^16) keeps the dotted quad.
+pub fn fmt_ipv6(s: &mut String, a: Ipv6Addr) {
+    let seg = a.segments();
+    if seg[..6].iter().all(|w| *w == 0) && seg[6] != 0 {
+        let o = a.octets();
+        let _ = write!(s, "::{}.{}.{}.{}", o[12], o[13], o[14], o[15]);
+    } else {
+        let _ = write!(s, "{a}");
     }
 }
 
