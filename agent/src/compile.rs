@@ -57,6 +57,10 @@ pub struct CompileArgs {
     /// Sort the flows by table, then priority (highest first), then text.
     #[arg(long)]
     pub sort: bool,
+    /// Print matches as OVS stores them after an OpenFlow 1.5 flow_mod (VLAN TCI as OXM
+    /// VLAN_VID/VLAN_PCP), i.e. as `ovs-ofctl dump-flows` will show them.
+    #[arg(long)]
+    pub as_installed: bool,
     /// Compiler threads.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -503,7 +507,20 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     for f in &report.failures {
         eprintln!("{f}");
     }
-    let mut flows: Vec<&OfFlow> = report.flows.iter().collect();
+    let canonical: Vec<OfFlow>;
+    let mut flows: Vec<&OfFlow> = if args.as_installed {
+        canonical = report
+            .flows
+            .iter()
+            .map(|f| OfFlow {
+                m: f.m.canonical_of15(),
+                ..f.clone()
+            })
+            .collect();
+        canonical.iter().collect()
+    } else {
+        report.flows.iter().collect()
+    };
     if args.sort {
         flows.sort_by_cached_key(|f| (f.table, std::cmp::Reverse(f.priority), f.to_string()));
     }

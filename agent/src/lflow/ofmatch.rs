@@ -123,6 +123,28 @@ impl OfMatch {
         true
     }
 
+    /// The match as OVS stores it after an OpenFlow 1.3+ (OXM) flow_mod: the VLAN TCI is sent
+    /// as OXM VLAN_VID (VID and present bit, maskable) plus an exact VLAN_PCP, and the PCP
+    /// only when the VID part is non-zero. So `vlan_tci=0/0xffff` becomes `0/0x1fff`, and a
+    /// partial PCP mask becomes exact (which narrows e.g. `vlan.pcp > 3` to pcp 4).
+    pub fn canonical_of15(&self) -> OfMatch {
+        let mut out = self.clone();
+        if let Ok(i) = out.slots.binary_search_by_key(&Slot::VlanTci, |e| e.0) {
+            let (_, v, m) = out.slots[i];
+            let (mut nv, mut nm) = (v & 0x1fff, m & 0x1fff);
+            if nv != 0 && m & 0xe000 != 0 {
+                nv |= v & 0xe000;
+                nm |= 0xe000;
+            }
+            if nm == 0 {
+                out.slots.remove(i);
+            } else {
+                out.slots[i] = (Slot::VlanTci, nv & nm, nm);
+            }
+        }
+        out
+    }
+
     pub fn get(&self, slot: Slot) -> Option<(u128, u128)> {
         self.slots
             .binary_search_by_key(&slot, |e| e.0)
@@ -531,6 +553,19 @@ mod tests {
         for (text, v) in cases {
             assert_eq!(fmt_ipv6(v), text);
         }
+    }
+
+    #[test]
+    fn of15_vlan_canonical_form() {
+        let canon = |v: u128, m: u128| {
+            let mut x = OfMatch::new();
+            x.add(MfField::VlanTci, v, m);
+            x.canonical_of15().to_string()
+        };
+        assert_eq!(canon(0, 0xffff), "vlan_tci=0x0000/0x1fff");
+        assert_eq!(canon(0x9000, 0x9000), "dl_vlan_pcp=4");
+        assert_eq!(canon(0x1000, 0x1000), "vlan_tci=0x1000/0x1000");
+        assert_eq!(canon(0x8000, 0x8000), "");
     }
 
     #[test]
