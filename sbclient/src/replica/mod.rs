@@ -361,8 +361,8 @@ impl<'de> Visitor<'de> for RowsSeed<'_> {
     }
 }
 
-/// Deserializing `&RawValue` needs a borrowing deserializer; this keeps the
-/// error type readable for callers that pass owned text.
+/// Borrows `text` as raw JSON for [`Replica::apply_update`] /
+/// [`Replica::apply_snapshot`] (for table-updates obtained as text, e.g. in tests).
 pub fn raw(text: &str) -> Result<&RawValue, UpdateError> {
     Ok(serde_json::from_str(text)?)
 }
