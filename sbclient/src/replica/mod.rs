@@ -52,7 +52,7 @@ pub struct ReplicaStats {
 trait AnyTable: Send + Sync {
     fn apply_raw(&mut self, uuid: Uuid, raw: &RawValue) -> Result<(), RowError>;
     fn begin_snapshot(&mut self);
-    fn end_snapshot(&mut self);
+    fn end_snapshot(&mut self, complete: bool);
     fn clear(&mut self);
     fn clear_changes(&mut self);
     fn has_changes(&self) -> bool;
@@ -71,8 +71,8 @@ impl<T: Row> AnyTable for Table<T> {
     fn begin_snapshot(&mut self) {
         Table::begin_snapshot(self);
     }
-    fn end_snapshot(&mut self) {
-        Table::end_snapshot(self);
+    fn end_snapshot(&mut self, complete: bool) {
+        Table::end_snapshot(self, complete);
     }
     fn clear(&mut self) {
         Table::clear(self);
@@ -250,14 +250,15 @@ impl Replica {
 
     /// Applies a full snapshot (a `monitor_cond` reply, or `monitor_cond_since`
     /// with `found=false`): rows absent from it are deleted, rows that differ
-    /// are reported as modified.
+    /// are reported as modified. If the snapshot is malformed, the rows it did
+    /// not mention are kept (bad input never loses state).
     pub fn apply_snapshot(&mut self, updates: &RawValue) -> Result<(), UpdateError> {
         for t in self.tables.values_mut() {
             t.begin_snapshot();
         }
         let result = self.apply_update(updates);
         for t in self.tables.values_mut() {
-            t.end_snapshot();
+            t.end_snapshot(result.is_ok());
         }
         result
     }

@@ -278,10 +278,13 @@ impl<T: Row> Table<T> {
         self.unseen = Some(self.rows.keys().copied().collect());
     }
 
-    pub(crate) fn end_snapshot(&mut self) {
+    /// Ends a snapshot; only a `complete` one deletes the rows it did not mention.
+    pub(crate) fn end_snapshot(&mut self, complete: bool) {
         if let Some(unseen) = self.unseen.take() {
-            for uuid in unseen {
-                self.remove_row(uuid);
+            if complete {
+                for uuid in unseen {
+                    self.remove_row(uuid);
+                }
             }
         }
     }

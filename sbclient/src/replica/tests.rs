@@ -582,3 +582,22 @@ fn snapshots_are_immutable_and_share_rows() {
     ));
     assert!(snap.table::<crate::generated::ovn_sb::Chassis>().is_none());
 }
+
+#[test]
+fn a_malformed_snapshot_deletes_nothing() {
+    let mut r = replica();
+    apply(&mut r, &initial());
+    r.clear_changes();
+    // Port_Binding is fine, then the next table is not an object.
+    let text = json!({"Datapath_Binding": [1, 2], "Port_Binding": {PB1: {"initial": {"logical_port": "lp1"}}}})
+        .to_string();
+    assert!(r.apply_snapshot(raw(&text).unwrap()).is_err());
+    assert_eq!(r.table::<PortBinding>().unwrap().len(), 2);
+    assert_eq!(r.table::<DatapathBinding>().unwrap().len(), 1);
+    assert!(r
+        .table::<DatapathBinding>()
+        .unwrap()
+        .changes()
+        .deleted
+        .is_empty());
+}
