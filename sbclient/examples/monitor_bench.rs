@@ -47,6 +47,9 @@ fn main() -> Result<(), Error> {
     if args.get(1).map(String::as_str) == Some("--raw") {
         return raw_floor(&args[2]);
     }
+    if args.get(1).map(String::as_str) == Some("--decode-only") {
+        return decode_only(args[2].parse()?);
+    }
     let rows: usize = args.get(1).map_or(Ok(500_000), |a| a.parse())?;
     let dir = tempfile::tempdir()?;
     let db = dir.path().join("sb.db");
@@ -104,6 +107,12 @@ fn main() -> Result<(), Error> {
         .output()?;
     let floor = String::from_utf8_lossy(&out.stdout).trim().to_owned();
 
+    // Our decode and apply alone, on a synthetic reply of the same shape.
+    let out = Command::new(std::env::current_exe()?)
+        .args(["--decode-only", &rows.to_string()])
+        .output()?;
+    let decode = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+
     // ovsdb-client monitor of the same table.
     let t = Instant::now();
     let mut child = Guard(
@@ -129,6 +138,7 @@ fn main() -> Result<(), Error> {
 
     println!("raw socket floor:     {floor}");
     println!("sbclient:             {ours}");
+    println!("sbclient decode only: {decode}");
     println!(
         "ovsdb-client monitor: {:.2} s to print {} rows, peak RSS {} MB",
         theirs_time,
@@ -266,6 +276,47 @@ fn raw_floor(path: &str) -> Result<(), Error> {
         t.elapsed().as_secs_f64(),
         bytes / 1_000_000,
         peak_rss_kib(std::process::id()).unwrap_or(0) / 1024
+    );
+    Ok(())
+}
+
+/// Decodes and applies a synthetic `monitor_cond` reply of `rows` Logical_Flow
+/// rows in process: the cost of the replica without server or socket.
+fn decode_only(rows: usize) -> Result<(), Error> {
+    use std::fmt::Write as _;
+    let mut text = String::from("{\"Logical_Flow\":{");
+    for i in 0..rows {
+        if i > 0 {
+            text.push(',');
+        }
+        write!(
+            text,
+            r#""{:08x}-0000-4000-8000-{:012x}":{{"initial":{{"actions":"reg0[0] = 1; reg15 = 0x2; next;","external_ids":["map",[["source","northd.c:7315"],["stage-name","ls_in_acl"]]],"logical_datapath":["uuid","{:08x}-1111-4000-8000-000000000000"],"match":"inport == \"lsp{i}\" && eth.src == 00:00:00:00:00:01 && ip4.dst == 10.0.0.1/32","pipeline":"ingress","priority":{},"table_id":{}}}}}"#,
+            i,
+            i,
+            i % 1000,
+            i % 65_000,
+            i % 30
+        )?;
+    }
+    text.push_str("}}");
+    // No copy: the text becomes the raw value.
+    let raw = serde_json::value::RawValue::from_string(text)?;
+    let before = peak_rss_kib(std::process::id()).unwrap_or(0);
+    let t = Instant::now();
+    let mut replica = Replica::new(DB);
+    replica.add_table::<LogicalFlow>();
+    replica.apply_snapshot(&raw)?;
+    let elapsed = t.elapsed();
+    if replica.row_count("Logical_Flow") != rows {
+        return Err("rows missing".into());
+    }
+    println!(
+        "{:.2} s to decode and apply {rows} rows ({} MB of JSON), peak RSS {} MB (input held: {} MB)",
+        elapsed.as_secs_f64(),
+        raw.get().len() / 1_000_000,
+        peak_rss_kib(std::process::id()).unwrap_or(0) / 1024,
+        before / 1024
     );
     Ok(())
 }
