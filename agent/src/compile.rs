@@ -454,6 +454,14 @@ fn merge(into: &mut SbData, from: SbData) {
     into.meters.extend(from.meters);
     into.ha_groups.extend(from.ha_groups);
     into.ha_chassis.extend(from.ha_chassis);
+    for (into, from) in [
+        (&mut into.dhcp_options, from.dhcp_options),
+        (&mut into.dhcpv6_options, from.dhcpv6_options),
+    ] {
+        if let Some(names) = from {
+            into.get_or_insert_with(Default::default).extend(names);
+        }
+    }
 }
 
 /// Runs the command line; returns the process exit status.
@@ -544,4 +552,23 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     }
     let ok = report.per_lflow.len() > report.failures.len() || report.failures.is_empty();
     Ok(i32::from(!ok))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_keeps_an_empty_dhcp_catalogue() {
+        // A live SB with empty DHCP_Options makes every option unknown (as the real
+        // controller refuses put_dhcp_opts then); losing the catalogue would accept them.
+        let mut into = SbData::default();
+        let from = SbData {
+            dhcp_options: Some(std::collections::HashSet::new()),
+            ..SbData::default()
+        };
+        merge(&mut into, from);
+        assert_eq!(into.dhcp_options, Some(std::collections::HashSet::new()));
+        assert_eq!(into.dhcpv6_options, None);
+    }
 }

@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use sbclient::ovn_sb::{
-    AddressSet, Chassis, ChassisTemplateVar, DatapathBinding, Fdb, HaChassis, HaChassisGroup,
-    LoadBalancer, LogicalDpGroup, LogicalFlow, MacBinding, Meter, MulticastGroup, PortBinding,
-    PortGroup, StaticMacBinding,
+    AddressSet, Chassis, ChassisTemplateVar, DatapathBinding, DhcpOptions, Dhcpv6Options, Fdb,
+    HaChassis, HaChassisGroup, LoadBalancer, LogicalDpGroup, LogicalFlow, MacBinding, Meter,
+    MulticastGroup, PortBinding, PortGroup, StaticMacBinding,
 };
 use sbclient::{spawn, ClientConfig, Event, Remote, Replica};
 
@@ -36,6 +36,8 @@ pub async fn fetch(remote: &str, timeout: Duration) -> anyhow::Result<SbData> {
     replica.add_table::<MacBinding>();
     replica.add_table::<StaticMacBinding>();
     replica.add_table::<Fdb>();
+    replica.add_table::<DhcpOptions>();
+    replica.add_table::<Dhcpv6Options>();
     let mut config =
         ClientConfig::new(Remote::parse_list(remote)?, "OVN_Southbound").monitor_replica(&replica);
     config.probe_interval = None;
@@ -62,11 +64,11 @@ pub async fn fetch(remote: &str, timeout: Duration) -> anyhow::Result<SbData> {
     let names: Vec<&'static str> = replica.table_names().collect();
     for name in names {
         let rows = replica.dump_table(name);
-        let Some(first) = rows.values().next() else {
-            continue;
-        };
         let mut headings = vec![serde_json::Value::from("_uuid")];
-        headings.extend(first.iter().map(|(c, _)| serde_json::Value::from(*c)));
+        // An empty table still counts (an empty DHCP option catalogue makes options unknown).
+        if let Some(first) = rows.values().next() {
+            headings.extend(first.iter().map(|(c, _)| serde_json::Value::from(*c)));
+        }
         let data: Vec<serde_json::Value> = rows
             .iter()
             .map(|(uuid, cols)| {
