@@ -176,14 +176,24 @@ fn exercise(text: &str, ctx: &Ctx) {
     }
 }
 
+/// Iterations and seed offset; `FUZZ_ITERS` / `FUZZ_SEED` give longer or other runs.
+fn knobs() -> (usize, u64) {
+    let get = |k: &str| std::env::var(k).ok().and_then(|v| v.parse().ok());
+    (
+        get("FUZZ_ITERS").map_or(20_000, |n: u64| n as usize),
+        get("FUZZ_SEED").unwrap_or(0),
+    )
+}
+
 #[test]
 fn random_token_soup_never_panics() {
     let ctx = Ctx(
         vec!["10.0.0.1".into(), "bad entry".into(), "10.0.0.0/8".into()],
         vec!["p1".into(), "p2".into()],
     );
-    let mut rng = StdRng::seed_from_u64(0x5eed);
-    for _ in 0..20_000 {
+    let (iters, seed) = knobs();
+    let mut rng = StdRng::seed_from_u64(0x5eed ^ seed);
+    for _ in 0..iters {
         exercise(&random_text(&mut rng), &ctx);
     }
 }
@@ -202,8 +212,9 @@ fn mutated_reference_lflows_never_panic() {
         corpus.push(r[6].as_str().unwrap().to_string());
         corpus.push(r[7].as_str().unwrap().to_string());
     }
-    let mut rng = StdRng::seed_from_u64(7);
-    for _ in 0..20_000 {
+    let (iters, seed) = knobs();
+    let mut rng = StdRng::seed_from_u64(7 ^ seed);
+    for _ in 0..iters {
         let mut s: Vec<char> = corpus[rng.gen_range(0..corpus.len())].chars().collect();
         for _ in 0..rng.gen_range(1..4) {
             if s.is_empty() {
