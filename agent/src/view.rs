@@ -32,19 +32,58 @@ pub struct Ids {
 }
 
 impl Ids {
-    pub fn seed(&mut self, desc: String, id: u32) {
+    pub fn seed(&mut self, desc: &str, id: u32) {
         self.used.insert(id);
-        self.by_desc.insert(desc, id);
+        self.by_desc.insert(canonical_hash_fields(desc), id);
     }
 
     fn get(&mut self, desc: &str) -> Option<u32> {
-        if let Some(id) = self.by_desc.get(desc) {
+        if let Some(id) = self.by_desc.get(&canonical_hash_fields(desc)) {
             return Some(*id);
         }
         let id = (1..=65535u32).find(|i| !self.used.contains(i))?;
-        self.seed(desc.to_string(), id);
+        self.seed(desc, id);
         Some(id)
     }
+}
+
+/// A group description with its `fields(…)` list as OVS prints it back (`dump-groups`):
+/// canonical field names in OVS field order, so that ids seeded from a dump match what
+/// OVN writes (`hash_fields="ip_dst,ip_src,tp_dst,tp_src"` is installed and dumped as
+/// `fields(ip_src,ip_dst,tcp_src,tcp_dst)`; observed with OVS 3.1).
+pub fn canonical_hash_fields(desc: &str) -> String {
+    const ORDER: [&str; 13] = [
+        "eth_src", "eth_dst", "ip_src", "ip_dst", "ipv6_src", "ipv6_dst", "ip_proto", "tcp_src",
+        "tcp_dst", "udp_src", "udp_dst", "sctp_src", "sctp_dst",
+    ];
+    let Some(start) = desc.find("fields(") else {
+        return desc.to_string();
+    };
+    let open = start + "fields(".len();
+    let Some(len) = desc[open..].find(')') else {
+        return desc.to_string();
+    };
+    let mut fields: Vec<&str> = desc[open..open + len]
+        .split(',')
+        .map(|f| match f.trim() {
+            "dl_src" => "eth_src",
+            "dl_dst" => "eth_dst",
+            "nw_src" => "ip_src",
+            "nw_dst" => "ip_dst",
+            "nw_proto" => "ip_proto",
+            "tp_src" => "tcp_src",
+            "tp_dst" => "tcp_dst",
+            f => f,
+        })
+        .collect();
+    fields.sort_by_key(|f| ORDER.iter().position(|o| o == f).unwrap_or(ORDER.len()));
+    fields.dedup();
+    format!(
+        "{}fields({}){}",
+        &desc[..start],
+        fields.join(","),
+        &desc[open + len + 1..]
+    )
 }
 
 /// Types of port bindings that are related to every chassis that has their datapath.
@@ -162,7 +201,7 @@ impl<'a> SbView<'a> {
                 };
                 if let Some((id, desc)) = rest.split_once(',') {
                     if let Ok(id) = id.parse() {
-                        g.seed(desc.to_string(), id);
+                        g.seed(desc, id);
                     }
                 }
             }
@@ -171,13 +210,13 @@ impl<'a> SbView<'a> {
 
     pub fn seed_meter(&self, description: &str, id: u32) {
         if let Ok(mut m) = self.meters.lock() {
-            m.seed(description.to_string(), id);
+            m.seed(description, id);
         }
     }
 
     pub fn seed_named_meter(&self, name: &str, id: u32) {
         if let Ok(mut m) = self.named_meters.lock() {
-            m.seed(name.to_string(), id);
+            m.seed(name, id);
         }
         // Named and per-lflow meters share one id space.
         self.seed_meter(&format!("named:{name}"), id);
@@ -239,7 +278,7 @@ impl ChassisView for SbView<'_> {
             return Some(id);
         }
         let id = self.meters.lock().ok()?.get(&format!("named:{n}"))?;
-        self.named_meters.lock().ok()?.seed(n.to_string(), id);
+        self.named_meters.lock().ok()?.seed(n, id);
         Some(id)
     }
     fn template_vars(&self) -> &HashMap<String, String> {
@@ -266,5 +305,28 @@ impl ChassisView for SbView<'_> {
             }
             start = start.wrapping_add(1).max(1);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::canonical_hash_fields;
+
+    #[test]
+    fn hash_fields_as_ovs_dumps_them() {
+        assert_eq!(
+            canonical_hash_fields(
+                "type=select,selection_method=hash,fields(ip_dst,ip_src,tp_dst,tp_src),bucket=x"
+            ),
+            "type=select,selection_method=hash,fields(ip_src,ip_dst,tcp_src,tcp_dst),bucket=x"
+        );
+        assert_eq!(
+            canonical_hash_fields("selection_method=hash,fields=ip_src,bucket=x"),
+            "selection_method=hash,fields=ip_src,bucket=x"
+        );
+        assert_eq!(
+            canonical_hash_fields("type=select,bucket=x"),
+            "type=select,bucket=x"
+        );
     }
 }

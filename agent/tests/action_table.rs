@@ -282,6 +282,9 @@ fn errors() {
         ("log(verdict=maybe);", "verdict"),
         ("log(name=\"x\");", "expecting verdict"),
         ("set_meter(0);", "Rate 0"),
+        // Both refused by the real 23.03.1 controller (observed, tests/data/live).
+        ("ct_lb_mark(backends=10.0.0.5:53; skip_snat; hash_fields=\"ip_src\");", "expecting `)'"),
+        ("ct_snat(172.16.1.1, 1000-2000 random);", "expecting `)'"),
         (
             "reg0[3] = put_dhcp_opts(offerip = 10.0.0.2, domain_search_list = abc.com);",
             "expecting constant",

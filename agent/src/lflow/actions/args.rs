@@ -146,18 +146,23 @@ impl AParser<'_> {
                 self.p.bump();
             }
         }
-        while self.p.peek() == &Token::Semicolon {
+        // 23.03.1's order: `[; hash_fields="…"][; skip_snat|force_snat]` (the other order is
+        // a syntax error on the real controller too: observed).
+        if self.p.peek() == &Token::Semicolon {
             self.p.bump();
-            match self.p.bump() {
-                Token::Id(k) if k == "hash_fields" => {
-                    self.p.expect(&Token::Equals, "`='")?;
-                    let Token::Str(s) = self.p.bump() else {
-                        return Err(self.err("expecting string"));
-                    };
-                    hash_fields = Some(s);
+            if matches!(self.p.peek(), Token::Id(k) if k == "hash_fields") {
+                self.p.bump();
+                self.p.expect(&Token::Equals, "`='")?;
+                let Token::Str(s) = self.p.bump() else {
+                    return Err(self.err("expecting string"));
+                };
+                hash_fields = Some(s);
+                if self.p.peek() == &Token::Semicolon {
+                    self.p.bump();
+                    flag = Some(self.lb_flag()?);
                 }
-                Token::Id(k) if k == "skip_snat" || k == "force_snat" => flag = Some(k),
-                _ => return Err(self.err("unexpected ct_lb option")),
+            } else {
+                flag = Some(self.lb_flag()?);
             }
         }
         self.p.expect(&Token::RParen, "`)'")?;
@@ -167,6 +172,13 @@ impl AParser<'_> {
             hash_fields,
             flag,
         })
+    }
+
+    fn lb_flag(&mut self) -> Result<String> {
+        match self.p.bump() {
+            Token::Id(k) if k == "skip_snat" || k == "force_snat" => Ok(k),
+            _ => Err(self.err("expecting `skip_snat' or `force_snat'")),
+        }
     }
 
     pub(super) fn kv_args(&mut self) -> Result<Vec<(String, Token)>> {
