@@ -137,6 +137,20 @@ fn encode(text: &str) -> Result<String, String> {
 }
 
 #[test]
+fn dhcp_domain_search_list_is_compressed() {
+    // What the real 23.03.1 controller installed (tests/data/live): the second name's
+    // `abc.com` suffix is a pointer to offset 0 of the option value.
+    let got = encode(
+        "reg0[3] = put_dhcp_opts(offerip = 10.0.0.2, domain_search_list = \"abc.com,xyz.abc.com\"); next;",
+    )
+    .unwrap();
+    assert!(
+        got.contains(".0a.00.00.02.77.0f.03.61.62.63.03.63.6f.6d.00.03.78.79.7a.c0.00,pause"),
+        "{got}"
+    );
+}
+
+#[test]
 fn encodes_as() {
     let cases: &[(&str, &str)] = &[
         ("next;", "resubmit(,19)"),

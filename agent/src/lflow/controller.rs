@@ -54,6 +54,35 @@ fn string(o: &OptArg) -> Result<Vec<u8>> {
     }
 }
 
+/// DHCPv4 domain search list (option 119): RFC 1035 labels where a name suffix already
+/// written in this option is replaced by a pointer `0xC000 | offset` (offset from the start
+/// of the option value). Observed: "abc.com,xyz.abc.com" → `03 abc 03 com 00 03 xyz c0 00`.
+fn dns_labels_compressed(names: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    for name in names.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let labels: Vec<&str> = name.split('.').filter(|l| !l.is_empty()).collect();
+        let mut pointer = None;
+        for (i, label) in labels.iter().enumerate() {
+            let suffix = labels[i..].join(".");
+            if let Some((_, off)) = seen.iter().find(|(s, _)| *s == suffix) {
+                pointer = Some(*off);
+                break;
+            }
+            if out.len() < 0x4000 {
+                seen.push((suffix, out.len()));
+            }
+            out.push(label.len() as u8);
+            out.extend_from_slice(label.as_bytes());
+        }
+        match pointer {
+            Some(off) => out.extend_from_slice(&(0xc000u16 | off as u16).to_be_bytes()),
+            None => out.push(0),
+        }
+    }
+    out
+}
+
 fn dns_labels(names: &str) -> Vec<u8> {
     let mut out = Vec::new();
     for name in names.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -174,7 +203,7 @@ pub fn put_dhcpv4_opts(ud: &mut Vec<u8>, opts: &[OptArg]) -> Result<()> {
                 }] => (*value as u32).to_be_bytes().to_vec(),
                 _ => string(o)?,
             },
-            "domains" => dns_labels(&String::from_utf8_lossy(&string(o)?)),
+            "domains" => dns_labels_compressed(&String::from_utf8_lossy(&string(o)?)),
             _ => static_routes(o)?,
         };
         ud.push(code);
