@@ -30,6 +30,10 @@ fn strip_tos(line: &str) -> String {
     out
 }
 
+const DSL_REAL: &str = "77.17.01.61.01.62.01.63.00.01.64.c0.02.01.65.01.66.c0.04.c0.02.01.78.c0.0b";
+const DSL_OURS: &str =
+    "77.18.01.61.01.62.01.63.00.01.64.c0.02.01.65.01.66.01.67.00.c0.02.01.78.c0.0b";
+
 #[test]
 fn all_lflow_module_tables_match_real_controller() {
     let mut sb = SbData::default();
@@ -100,7 +104,13 @@ fn all_lflow_module_tables_match_real_controller() {
             }
         })
         .map(|l| l.replace("nw_ttl=225", "nw_ttl=255"))
+        // 23.03.1 looks up domain-search suffixes with the last character cut off
+        // (`ovs_strlcpy(suffix, domain, strlen(domain))`), so in "a.b.c,d.b.c,e.f.g,…" the
+        // name `e.f.g` ends in a pointer to `c`: the client reads e.f.c. We encode e.f.g
+        // (intended difference).
+        .map(|l| l.replace(DSL_REAL, DSL_OURS))
         .collect();
+    assert!(of_text.contains(DSL_REAL));
     real.sort();
     // With matches in the form OVS stores after an OF1.5 flow_mod (`canonical_of15`, which
     // also shows that `vlan.pcp > 3` is narrowed to pcp 4 on the switch), everything is equal.
@@ -114,5 +124,5 @@ fn all_lflow_module_tables_match_real_controller() {
         "{} flows identical (OF1.5-canonical matches, ip.dscp/ip.ecn terms taken out)",
         real.len()
     );
-    assert!(real.len() > 400);
+    assert!(real.len() > 415);
 }
