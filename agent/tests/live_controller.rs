@@ -46,12 +46,13 @@ fn all_lflow_module_tables_match_real_controller() {
     let r = compile_all(&sb, &view, &TableLayout::OVN_23_03, None, 10_000);
     // Refused lflows: RA `prf`, a non-UUID
     // trigger_event load balancer, commit_lb_aff mixing families, `ip.ttl > 200`, ct_snat
-    // with a `random`/`hash` flag, ct_lb_mark options in the wrong order. The real
+    // with a `random`/`hash` flag, ct_lb_mark options in the wrong order, an undefined
+    // template variable. The real
     // controller installed nothing for any of them.
     let of_text = std::fs::read_to_string(format!("{LIVE}/of.txt")).unwrap();
     assert_eq!(
         r.failures.len(),
-        9,
+        10,
         "{:#?}",
         r.failures
             .iter()
@@ -124,5 +125,5 @@ fn all_lflow_module_tables_match_real_controller() {
         "{} flows identical (OF1.5-canonical matches, ip.dscp/ip.ecn terms taken out)",
         real.len()
     );
-    assert!(real.len() > 415);
+    assert!(real.len() > 1100);
 }
