@@ -34,11 +34,12 @@ pub struct Ids {
 impl Ids {
     pub fn seed(&mut self, desc: &str, id: u32) {
         self.used.insert(id);
-        self.by_desc.insert(canonical_hash_fields(desc), id);
+        self.by_desc
+            .insert(canonical_hash_fields(desc).into_owned(), id);
     }
 
     fn get(&mut self, desc: &str) -> Option<u32> {
-        if let Some(id) = self.by_desc.get(&canonical_hash_fields(desc)) {
+        if let Some(id) = self.by_desc.get(canonical_hash_fields(desc).as_ref()) {
             return Some(*id);
         }
         let id = (1..=65535u32).find(|i| !self.used.contains(i))?;
@@ -51,17 +52,17 @@ impl Ids {
 /// canonical field names in OVS field order, so that ids seeded from a dump match what
 /// OVN writes (`hash_fields="ip_dst,ip_src,tp_dst,tp_src"` is installed and dumped as
 /// `fields(ip_src,ip_dst,tcp_src,tcp_dst)`; observed with OVS 3.1).
-pub fn canonical_hash_fields(desc: &str) -> String {
+pub fn canonical_hash_fields(desc: &str) -> std::borrow::Cow<'_, str> {
     const ORDER: [&str; 13] = [
         "eth_src", "eth_dst", "ip_src", "ip_dst", "ipv6_src", "ipv6_dst", "ip_proto", "tcp_src",
         "tcp_dst", "udp_src", "udp_dst", "sctp_src", "sctp_dst",
     ];
     let Some(start) = desc.find("fields(") else {
-        return desc.to_string();
+        return desc.into();
     };
     let open = start + "fields(".len();
     let Some(len) = desc[open..].find(')') else {
-        return desc.to_string();
+        return desc.into();
     };
     let mut fields: Vec<&str> = desc[open..open + len]
         .split(',')
@@ -84,6 +85,7 @@ pub fn canonical_hash_fields(desc: &str) -> String {
         fields.join(","),
         &desc[open + len + 1..]
     )
+    .into()
 }
 
 /// Types of port bindings that are related to every chassis that has their datapath.
