@@ -4,9 +4,10 @@
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum LflowError {
-    #[error("lexical error at {pos}: {msg}")]
+    /// The position is reported by `position()` (callers print it once).
+    #[error("lexical error: {msg}")]
     Lex { pos: usize, msg: String },
-    #[error("syntax error at {pos}: {msg}")]
+    #[error("{}", labelled("syntax error", msg))]
     Syntax { pos: usize, msg: String },
     #[error("{0}")]
     Semantic(String),
@@ -17,6 +18,16 @@ pub enum LflowError {
     /// An error in the actions (as opposed to the match) of a logical flow.
     #[error("{0}")]
     InActions(Box<LflowError>),
+}
+
+/// `label: msg`, unless the message already says what it is (23.03.1's own wording,
+/// "Syntax error at `x' expecting …", is kept as is).
+fn labelled(label: &str, msg: &str) -> String {
+    if msg.to_lowercase().starts_with(label) {
+        msg.to_string()
+    } else {
+        format!("{label}: {msg}")
+    }
 }
 
 impl LflowError {
