@@ -34,6 +34,28 @@ const DSL_REAL: &str = "77.17.01.61.01.62.01.63.00.01.64.c0.02.01.65.01.66.c0.04
 const DSL_OURS: &str =
     "77.18.01.61.01.62.01.63.00.01.64.c0.02.01.65.01.66.01.67.00.c0.02.01.78.c0.0b";
 
+/// The last batch (priorities 2000 and up: every northd action string of the reference
+/// dump, on both datapaths) holds several `set_meter`s with equal bands. Their ids are
+/// allocated per lflow in processing order, which the dump cannot tell apart (documented
+/// limitation), so only there `meter:N` is compared without its number.
+fn unnumber_set_meters(line: &str) -> String {
+    let prio: u32 = line
+        .split("priority=")
+        .nth(1)
+        .and_then(|p| p.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    match line.find("meter:") {
+        Some(i) if prio >= 2000 => {
+            let end = line[i + 6..]
+                .find(|c: char| !c.is_ascii_digit())
+                .map_or(line.len(), |e| i + 6 + e);
+            format!("{}meter:N{}", &line[..i], &line[end..])
+        }
+        _ => line.to_string(),
+    }
+}
+
 #[test]
 fn all_lflow_module_tables_match_real_controller() {
     let mut sb = SbData::default();
@@ -47,12 +69,13 @@ fn all_lflow_module_tables_match_real_controller() {
     // Refused lflows: RA `prf`, a non-UUID
     // trigger_event load balancer, commit_lb_aff mixing families, `ip.ttl > 200`, ct_snat
     // with a `random`/`hash` flag, ct_lb_mark options in the wrong order, an undefined
-    // template variable, dhcp_relay_req_chk (newer than 23.03). The real
+    // template variable, dhcp_relay_req_chk (newer than 23.03), and the 4 reference action
+    // strings the real controller also refused (on two datapaths each). The real
     // controller installed nothing for any of them.
     let of_text = std::fs::read_to_string(format!("{LIVE}/of.txt")).unwrap();
     assert_eq!(
         r.failures.len(),
-        11,
+        19,
         "{:#?}",
         r.failures
             .iter()
@@ -88,6 +111,7 @@ fn all_lflow_module_tables_match_real_controller() {
                 .trim(),
             )
         })
+        .map(|l| unnumber_set_meters(&l))
         .collect();
     ours.sort();
     // Physical flows (tables 0, 37-41, 64, 65) are not the lflow module's.
@@ -110,6 +134,7 @@ fn all_lflow_module_tables_match_real_controller() {
         // name `e.f.g` ends in a pointer to `c`: the client reads e.f.c. We encode e.f.g
         // (intended difference).
         .map(|l| l.replace(DSL_REAL, DSL_OURS))
+        .map(|l| unnumber_set_meters(&l))
         .collect();
     assert!(of_text.contains(DSL_REAL));
     real.sort();
@@ -125,5 +150,5 @@ fn all_lflow_module_tables_match_real_controller() {
         "{} flows identical (OF1.5-canonical matches, ip.dscp/ip.ecn terms taken out)",
         real.len()
     );
-    assert!(real.len() > 1130);
+    assert!(real.len() > 1900);
 }
