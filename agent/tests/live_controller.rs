@@ -130,7 +130,7 @@ fn all_lflow_module_tables_match_real_controller() {
         })
         .map(|l| l.replace("nw_ttl=225", "nw_ttl=255"))
         // 23.03.1 looks up domain-search suffixes with the last character cut off
-        // (`ovs_strlcpy(suffix, domain, strlen(domain))`), so in "a.b.c,d.b.c,e.f.g,…" the
+        // (a copy length one short), so in "a.b.c,d.b.c,e.f.g,…" the
         // name `e.f.g` ends in a pointer to `c`: the client reads e.f.c. We encode e.f.g
         // (intended difference).
         .map(|l| l.replace(DSL_REAL, DSL_OURS))
