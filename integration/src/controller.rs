@@ -27,7 +27,8 @@ impl Controller {
         }
     }
 
-    /// Our agent, from `OVN_AGENT_BIN` or the workspace's `target/{release,debug}/ovn-agent`.
+    /// Our agent, from `OVN_AGENT_BIN` or the newest of the workspace's
+    /// `target/{release,debug}/ovn-agent`.
     pub fn ovn_agent() -> Result<Self> {
         if let Some(path) = std::env::var_os("OVN_AGENT_BIN") {
             return Ok(Self::OvnAgent(PathBuf::from(path)));
@@ -36,11 +37,13 @@ impl Controller {
             || Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"),
             PathBuf::from,
         );
+        // The most recently built of the two profiles, so that a stale build is not used.
         ["release", "debug"]
             .iter()
             .map(|profile| target.join(profile).join("ovn-agent"))
-            .find(|p| p.is_file())
-            .map(Self::OvnAgent)
+            .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+            .max()
+            .map(|(_, p)| Self::OvnAgent(p))
             .ok_or_else(|| {
                 HarnessError::Config(format!(
                     "ovn-agent binary not found under {}: build it (cargo build -p agent) or set \

@@ -11,6 +11,7 @@ pub mod central;
 pub mod chassis;
 pub mod controller;
 pub mod daemon;
+pub mod differential;
 pub mod error;
 pub mod flows;
 pub mod host;
