@@ -3,7 +3,8 @@
 //! sets. Prints lflows/s, flows/s and peak RSS, single-threaded and on all cores.
 //!
 //! `cargo run --release -p agent --example bench_compile -- [COPIES] [ACLS_PER_COPY]`
-//! (defaults 40 and 81: ~34k lflows, ~400k flows).
+//! (defaults 40 and 81: ~34k lflows, ~400k flows). `BENCH_DUMP=PATH` also writes the
+//! sorted flows to `PATH.t1` and `PATH.tN` (to check that a change keeps the output).
 
 use std::time::Instant;
 
@@ -175,6 +176,14 @@ fn main() {
         );
         let secs = t.elapsed().as_secs_f64();
         let cpu = cpu_seconds() - cpu0;
+        // BENCH_DUMP=PATH writes the flows (sorted text) to compare outputs across changes.
+        if let Some(path) = std::env::var_os("BENCH_DUMP") {
+            let mut lines: Vec<String> = report.flows.iter().map(ToString::to_string).collect();
+            lines.sort_unstable();
+            let mut path = std::path::PathBuf::from(path);
+            path.set_extension(format!("t{threads}"));
+            std::fs::write(path, lines.join("\n")).expect("write dump");
+        }
         println!(
             "threads {threads}: {} lflows ({} failed) -> {} flows in {secs:.3} s wall, {cpu:.2} CPU-s: {:.0} lflows/s, {:.0} flows/s; cache {} entries / {} hits; peak RSS {} MiB",
             sb.lflows.len(),

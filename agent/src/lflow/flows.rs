@@ -12,7 +12,9 @@ use super::error::{LflowError, Result};
 use super::expr::{parse_expr, Expr, ExprContext};
 use super::fields::MfField;
 use super::layout::TableLayout;
-use super::normalize::{eval_conditions, normalize, simplify, to_matches, MatchKind, PortResolver};
+use super::normalize::{
+    eval_conditions, normalize, simplify, to_matches, Conj, MatchKind, PortResolver,
+};
 use super::ofaction::{format_actions, OfAction};
 use super::ofmatch::{OfMatch, Slot};
 use super::template::expand_templates;
@@ -91,6 +93,9 @@ impl fmt::Display for OfFlow {
 #[derive(Default)]
 pub struct MatchCache {
     map: RwLock<HashMap<String, std::result::Result<Arc<AExpr>, LflowError>>>,
+    /// Normal forms of condition-free matches keyed by match key, prerequisites and limit:
+    /// lflows on several datapaths share them.
+    dnf: RwLock<HashMap<String, Arc<Vec<Conj>>>>,
     pub hits: std::sync::atomic::AtomicUsize,
     pub misses: std::sync::atomic::AtomicUsize,
 }
@@ -151,7 +156,7 @@ impl EncodeEnv for DpEnv<'_> {
     }
 }
 
-fn prepared_match(text: &str, env: &DpEnv<'_>, cache: &MatchCache) -> Result<Arc<AExpr>> {
+fn prepared_match(text: &str, env: &DpEnv<'_>, cache: &MatchCache) -> (String, Result<Arc<AExpr>>) {
     use std::sync::atomic::Ordering::Relaxed;
     let key = if text.contains('@') {
         format!("{}\u{0}{text}", env.dp.key)
@@ -160,16 +165,64 @@ fn prepared_match(text: &str, env: &DpEnv<'_>, cache: &MatchCache) -> Result<Arc
     };
     if let Some(r) = cache.map.read().ok().and_then(|m| m.get(&key).cloned()) {
         cache.hits.fetch_add(1, Relaxed);
-        return r;
+        return (key, r);
     }
     cache.misses.fetch_add(1, Relaxed);
     let r = parse_expr(text, env)
         .and_then(annotate)
         .map(|e| Arc::new(simplify(e)));
     if let Ok(mut m) = cache.map.write() {
-        m.insert(key, r.clone());
+        m.insert(key.clone(), r.clone());
     }
-    r
+    (key, r)
+}
+
+/// The normal form of `m` and the action prerequisites on this chassis; cached when it
+/// does not depend on the chassis (no residency conditions).
+fn normal_form(
+    m: &Arc<AExpr>,
+    match_key: &str,
+    prereqs: &[String],
+    resident: &dyn Fn(&str) -> bool,
+    cache: &MatchCache,
+    limit: usize,
+) -> Result<Arc<Vec<Conj>>> {
+    if has_conditions(m) {
+        let e = match prereq_expr(prereqs)? {
+            Some(p) => Expr::and_or(true, vec![(**m).clone(), p]),
+            None => (**m).clone(),
+        };
+        return Ok(Arc::new(normalize(&eval_conditions(e, resident), limit)?));
+    }
+    let mut key = String::with_capacity(match_key.len() + 24);
+    key.push_str(match_key);
+    for p in prereqs {
+        key.push('\u{1}');
+        key.push_str(p);
+    }
+    key.push('\u{2}');
+    key.push_str(&limit.to_string());
+    if let Some(d) = cache.dnf.read().ok().and_then(|c| c.get(&key).cloned()) {
+        return Ok(d);
+    }
+    let mut cacheable = true;
+    let dnf = Arc::new(match prereq_expr(prereqs)? {
+        Some(p) => {
+            cacheable = !has_conditions(&p);
+            normalize(
+                &eval_conditions(Expr::and_or(true, vec![(**m).clone(), p]), resident),
+                limit,
+            )?
+        }
+        None => normalize(m, limit)?,
+    });
+    if !cacheable {
+        return Ok(dnf);
+    }
+    if let Ok(mut c) = cache.dnf.write() {
+        c.insert(key, dnf.clone());
+    }
+    Ok(dnf)
 }
 
 fn prereq_expr(texts: &[String]) -> Result<Option<AExpr>> {
@@ -220,16 +273,10 @@ pub fn compile_lflow(
         },
     )
     .map_err(super::error::in_actions)?;
-    let m = prepared_match(&match_text, &env, cache)?;
+    let (match_key, m) = prepared_match(&match_text, &env, cache);
+    let m = m?;
     let resident = |p: &str| view.is_resident(p);
-    let dnf = match prereq_expr(&parsed.prereqs)? {
-        Some(p) => normalize(
-            &eval_conditions(Expr::and_or(true, vec![(*m).clone(), p]), &resident),
-            limit,
-        )?,
-        None if has_conditions(&m) => normalize(&eval_conditions((*m).clone(), &resident), limit)?,
-        None => normalize(&m, limit)?,
-    };
+    let dnf = normal_form(&m, &match_key, &parsed.prereqs, &resident, cache, limit)?;
     let matches = to_matches(&dnf, &env, limit)?;
     if matches.is_empty() {
         return Ok(vec![]);
