@@ -1,7 +1,7 @@
 //! Which per-chassis controller a test runs: the real `ovn-controller` (the oracle) or our
 //! `ovn-agent`. Chosen per test, or for a whole run with `OVNRS_SUBJECT=c|rust`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::error::{HarnessError, Result};
 
@@ -27,30 +27,13 @@ impl Controller {
         }
     }
 
-    /// Our agent, from `OVN_AGENT_BIN` or the newest of the workspace's
-    /// `target/{release,debug}/ovn-agent`.
+    /// Our agent, from `OVN_AGENT_BIN`, or else built from this workspace (`cargo build -p agent`;
+    /// a no-op when it is up to date, so a stale binary is never used).
     pub fn ovn_agent() -> Result<Self> {
         if let Some(path) = std::env::var_os("OVN_AGENT_BIN") {
             return Ok(Self::OvnAgent(PathBuf::from(path)));
         }
-        let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
-            || Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"),
-            PathBuf::from,
-        );
-        // The most recently built of the two profiles, so that a stale build is not used.
-        ["release", "debug"]
-            .iter()
-            .map(|profile| target.join(profile).join("ovn-agent"))
-            .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
-            .max()
-            .map(|(_, p)| Self::OvnAgent(p))
-            .ok_or_else(|| {
-                HarnessError::Config(format!(
-                    "ovn-agent binary not found under {}: build it (cargo build -p agent) or set \
-                     OVN_AGENT_BIN",
-                    target.display()
-                ))
-            })
+        crate::cargo::build("agent", crate::cargo::Artifact::Bin("ovn-agent")).map(Self::OvnAgent)
     }
 
     pub fn program(&self) -> String {

@@ -7,6 +7,7 @@
 //! Every daemon is a child of the test process and is stopped by pid when its guard drops,
 //! also when the test fails; nothing uses fixed ports, so tests run in parallel.
 
+pub mod cargo;
 pub mod central;
 pub mod chassis;
 pub mod controller;

@@ -8,32 +8,12 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
+use integration::cargo::{self, Artifact};
 use integration::Chassis;
 
+/// An example of the openflow crate, built if needed.
 fn example(name: &str) -> PathBuf {
-    let out = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "-q",
-            "-p",
-            "openflow",
-            "--example",
-            name,
-            "--message-format=json",
-        ])
-        .output()
-        .expect("cargo");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v["target"]["name"] == name)
-        .find_map(|v| v["executable"].as_str().map(PathBuf::from))
-        .expect("example executable in cargo output")
+    cargo::build("openflow", Artifact::Example(name)).expect("build the openflow example")
 }
 
 /// Kills the child (by its pid) when the test ends, also on panic.

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use integration::cargo::{self, Artifact};
 use integration::Chassis;
 
 fn data(name: &str) -> PathBuf {
@@ -14,31 +15,9 @@ fn data(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Build an example of the openflow crate and return its path.
+/// An example of the openflow crate, built if needed.
 fn example(name: &str) -> PathBuf {
-    let out = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "-q",
-            "-p",
-            "openflow",
-            "--example",
-            name,
-            "--message-format=json",
-        ])
-        .output()
-        .expect("cargo");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v["target"]["name"] == name)
-        .find_map(|v| v["executable"].as_str().map(PathBuf::from))
-        .expect("ofreplay executable in cargo output")
+    cargo::build("openflow", Artifact::Example(name)).expect("build the openflow example")
 }
 
 /// Dump lines without the header and without counters (as the reference files were made).
