@@ -176,52 +176,71 @@ fn dedup(v: &mut Vec<Leaf>) {
 }
 
 /// Merges comparisons and clauses that share a symbol. `None` if the term is unsatisfiable.
-fn crush(c: Conj) -> Option<Conj> {
-    let mut terms: Vec<Leaf> = Vec::with_capacity(c.terms.len());
-    for t in c.terms {
-        if let Some(prev) = terms.iter_mut().find(|p| p.sym() == t.sym()) {
-            *prev = intersect(prev, &t)?;
+/// Works in place (compacting with swaps) to avoid allocating on this hot path; the order of
+/// terms and clauses is the order of first occurrence, as before.
+fn crush(mut c: Conj) -> Option<Conj> {
+    let mut kept = 0;
+    for i in 0..c.terms.len() {
+        let sym = c.terms[i].sym();
+        if let Some(j) = c.terms[..kept].iter().position(|p| p.sym() == sym) {
+            c.terms[j] = intersect(&c.terms[j], &c.terms[i])?;
         } else {
-            terms.push(t);
+            c.terms.swap(kept, i);
+            kept += 1;
         }
     }
-    let mut clauses: Vec<Vec<Leaf>> = Vec::with_capacity(c.clauses.len());
-    for cl in c.clauses {
-        let sym = cl.first()?.sym();
-        if let Some(prev) = clauses
-            .iter_mut()
-            .find(|p| p.first().map(Leaf::sym) == Some(sym))
+    c.terms.truncate(kept);
+    let mut kept = 0;
+    for i in 0..c.clauses.len() {
+        let sym = c.clauses[i].first()?.sym();
+        if let Some(j) = c.clauses[..kept]
+            .iter()
+            .position(|p| p.first().map(Leaf::sym) == Some(sym))
         {
-            let merged: Vec<Leaf> = prev
+            let merged: Vec<Leaf> = c.clauses[j]
                 .iter()
-                .flat_map(|a| cl.iter().filter_map(|b| intersect(a, b)))
+                .flat_map(|a| c.clauses[i].iter().filter_map(|b| intersect(a, b)))
                 .collect();
             if merged.is_empty() {
                 return None;
             }
-            *prev = merged;
+            c.clauses[j] = merged;
         } else {
-            clauses.push(cl);
+            c.clauses.swap(kept, i);
+            kept += 1;
         }
     }
+    c.clauses.truncate(kept);
     // Conjunction clause numbers follow the symbol names, as in ovn-controller.
-    clauses.sort_by_key(|c| c.first().map(Leaf::sym));
-    let mut out = Conj::default();
-    for mut cl in clauses {
-        let sym = cl.first()?.sym();
-        if let Some(i) = terms.iter().position(|t| t.sym() == sym) {
-            let t = terms.swap_remove(i);
-            cl = cl.iter().filter_map(|d| intersect(d, &t)).collect();
+    c.clauses.sort_by_key(|c| c.first().map(Leaf::sym));
+    let mut kept = 0;
+    for i in 0..c.clauses.len() {
+        let sym = c.clauses[i].first()?.sym();
+        if let Some(ti) = c.terms.iter().position(|t| t.sym() == sym) {
+            let t = c.terms.swap_remove(ti);
+            c.clauses[i].retain_mut(|d| match intersect(d, &t) {
+                Some(x) => {
+                    *d = x;
+                    true
+                }
+                None => false,
+            });
         }
-        dedup(&mut cl);
-        match cl.len() {
+        dedup(&mut c.clauses[i]);
+        match c.clauses[i].len() {
             0 => return None,
-            1 => terms.push(cl.pop()?),
-            _ => out.clauses.push(cl),
+            1 => {
+                let l = c.clauses[i].pop()?;
+                c.terms.push(l);
+            }
+            _ => {
+                c.clauses.swap(kept, i);
+                kept += 1;
+            }
         }
     }
-    out.terms = terms;
-    Some(out)
+    c.clauses.truncate(kept);
+    Some(c)
 }
 
 /// Converts to DNF. `limit` bounds the number of AND terms.
@@ -259,9 +278,13 @@ pub fn normalize(e: &AExpr, limit: usize) -> Result<Vec<Conj>> {
                 let mut next = Vec::with_capacity(acc.len() * n.len());
                 for a in &acc {
                     for b in &n {
-                        let mut m = a.clone();
-                        m.terms.extend(b.terms.iter().cloned());
-                        m.clauses.extend(b.clauses.iter().cloned());
+                        let mut m = Conj {
+                            terms: Vec::with_capacity(a.terms.len() + b.terms.len()),
+                            clauses: Vec::with_capacity(a.clauses.len() + b.clauses.len()),
+                        };
+                        m.terms.extend(a.terms.iter().chain(&b.terms).cloned());
+                        m.clauses
+                            .extend(a.clauses.iter().chain(&b.clauses).cloned());
                         if let Some(c) = crush(m) {
                             next.push(c);
                         }
