@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, RwLock};
 
-use super::actions::{parse_actions, ParseOptions, Pipeline};
+use super::actions::{parse_actions, ParseOptions, ParsedActions, Pipeline};
 use super::annotate::{annotate, AExpr};
 use super::encode::{EncodeEnv, EncodeParams, Encoder};
 use super::error::{LflowError, Result};
@@ -96,6 +96,8 @@ pub struct MatchCache {
     /// Normal forms of condition-free matches keyed by match key, prerequisites and limit:
     /// lflows on several datapaths share them.
     dnf: RwLock<HashMap<String, Arc<Vec<Conj>>>>,
+    /// Parsed action lists keyed by (ingress, logical table, expanded text).
+    actions: RwLock<HashMap<(bool, u32, String), Arc<ParsedActions>>>,
     pub hits: std::sync::atomic::AtomicUsize,
     pub misses: std::sync::atomic::AtomicUsize,
 }
@@ -175,6 +177,33 @@ fn prepared_match(text: &str, env: &DpEnv<'_>, cache: &MatchCache) -> (String, R
         m.insert(key.clone(), r.clone());
     }
     (key, r)
+}
+
+/// The parsed action list, shared by every lflow and datapath with the same text and table.
+fn parsed_actions(
+    text: String,
+    lf: &LflowSpec<'_>,
+    cache: &MatchCache,
+) -> Result<Arc<ParsedActions>> {
+    let key = (lf.pipeline == Pipeline::Ingress, lf.table_id, text);
+    if let Some(p) = cache.actions.read().ok().and_then(|c| c.get(&key).cloned()) {
+        return Ok(p);
+    }
+    let parsed = Arc::new(
+        parse_actions(
+            &key.2,
+            ParseOptions {
+                pipeline: lf.pipeline,
+                table: lf.table_id,
+                n_tables: 29,
+            },
+        )
+        .map_err(super::error::in_actions)?,
+    );
+    if let Ok(mut c) = cache.actions.write() {
+        c.insert(key, parsed.clone());
+    }
+    Ok(parsed)
 }
 
 /// The normal form of `m` and the action prerequisites on this chassis; cached when it
@@ -264,15 +293,7 @@ pub fn compile_lflow(
     let vars = view.template_vars();
     let actions_text = expand_templates(lf.actions, vars);
     let match_text = expand_templates(lf.match_text, vars);
-    let parsed = parse_actions(
-        &actions_text,
-        ParseOptions {
-            pipeline: lf.pipeline,
-            table: lf.table_id,
-            n_tables: 29,
-        },
-    )
-    .map_err(super::error::in_actions)?;
+    let parsed = parsed_actions(actions_text, lf, cache)?;
     let (match_key, m) = prepared_match(&match_text, &env, cache);
     let m = m?;
     let resident = |p: &str| view.is_resident(p);
