@@ -265,6 +265,12 @@ pub fn normalize(e: &AExpr, limit: usize) -> Result<Vec<Conj>> {
         Expr::And(v) => {
             let mut acc = vec![Conj::default()];
             for x in v {
+                if let Some(clause) = leaf_clause(x, limit) {
+                    for a in &mut acc {
+                        a.clauses.push(clause.clone());
+                    }
+                    continue;
+                }
                 let n = normalize(x, limit)?;
                 if let Some(clause) = as_clause(&n) {
                     for a in &mut acc {
@@ -295,6 +301,31 @@ pub fn normalize(e: &AExpr, limit: usize) -> Result<Vec<Conj>> {
             Ok(acc.into_iter().filter_map(crush).collect())
         }
     }
+}
+
+/// `as_clause(&normalize(x))` without building the DNF, for the common OR of two or more
+/// comparisons on one non-crossproduct symbol (address sets); `None` when that does not apply.
+fn leaf_clause(x: &AExpr, limit: usize) -> Option<Vec<Leaf>> {
+    let Expr::Or(v) = x else { return None };
+    if v.len() < 2 || v.len() > limit {
+        return None;
+    }
+    let Some(Expr::Leaf(first)) = v.first() else {
+        return None;
+    };
+    let sym = first.sym();
+    if xprod(sym) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(v.len());
+    for e in v {
+        match e {
+            Expr::Leaf(l) if l.sym() == sym => out.push(l.clone()),
+            _ => return None,
+        }
+    }
+    dedup(&mut out);
+    Some(out)
 }
 
 /// A DNF that is two or more single comparisons on one non-crossproduct symbol.
