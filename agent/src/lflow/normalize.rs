@@ -375,6 +375,9 @@ fn add_leaf(m: &mut OfMatch, l: &Leaf, ports: &dyn PortResolver) -> bool {
     }
 }
 
+/// Slots a match usually gains after its base: a clause value or conj_id, then metadata.
+const ROOM: usize = 2;
+
 /// Turns the DNF into matches; duplicate matches are merged (plain wins over clauses).
 pub fn to_matches(
     dnf: &[Conj],
@@ -415,7 +418,7 @@ pub fn to_matches(
             0 => push(base, MatchKind::Plain, &mut out)?,
             1 => {
                 for d in &c.clauses[0] {
-                    let mut m = base.clone();
+                    let mut m = base.clone_with_room(ROOM);
                     if add_leaf(&mut m, d, ports) {
                         push(m, MatchKind::Plain, &mut out)?;
                     }
@@ -428,7 +431,7 @@ pub fn to_matches(
                 for (i, cl) in c.clauses.iter().enumerate() {
                     let mut any = false;
                     for d in cl {
-                        let mut m = base.clone();
+                        let mut m = base.clone_with_room(ROOM);
                         if add_leaf(&mut m, d, ports) {
                             any = true;
                             push(
@@ -445,7 +448,7 @@ pub fn to_matches(
                     complete &= any;
                 }
                 if complete {
-                    let mut m = base.clone();
+                    let mut m = base.clone_with_room(ROOM);
                     m.set_conj_id(k);
                     push(m, MatchKind::ConjId { k }, &mut out)?;
                 }

@@ -57,6 +57,14 @@ impl OfMatch {
         Self::default()
     }
 
+    /// A copy with room for `extra` more slots, so the adds that follow do not reallocate.
+    #[must_use]
+    pub fn clone_with_room(&self, extra: usize) -> Self {
+        let mut slots = Vec::with_capacity(self.slots.len() + extra);
+        slots.extend_from_slice(&self.slots);
+        Self { slots }
+    }
+
     /// Adds `field & mask == value`. Returns false if it contradicts what is already there.
     pub fn add(&mut self, field: MfField, value: u128, mask: u128) -> bool {
         match field {
