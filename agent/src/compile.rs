@@ -243,10 +243,11 @@ pub fn compile_all_threads(
         failures.extend(failure);
         per_lflow.push((uuid, flows));
     }
-    let mut all: Vec<OfFlow> = per_lflow
-        .iter()
-        .flat_map(|(_, f)| f.iter().cloned())
-        .collect();
+    let total: usize = per_lflow.iter().map(|(_, f)| f.len()).sum();
+    let mut all: Vec<OfFlow> = Vec::with_capacity(total);
+    for (_, f) in &per_lflow {
+        all.extend(f.iter().cloned());
+    }
     all.extend(port_security_flows(sb, view, layout, only_dp));
     all.extend(neighbor_flows(sb, view, layout, only_dp));
     if only_dp.is_none() {

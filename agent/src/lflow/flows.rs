@@ -411,7 +411,8 @@ pub fn merge_conjunctions(flows: Vec<OfFlow>) -> (Vec<OfFlow>, usize) {
     let mut out: Vec<OfFlow> = Vec::with_capacity(flows.len());
     // Hash of (table, priority, match) to the first flow with it; `chain` links the others
     // with the same hash, so no match is cloned.
-    let mut heads: HashMap<u64, usize, super::hash::FxBuild> = HashMap::default();
+    let mut heads: HashMap<u64, usize, super::hash::FxBuild> =
+        HashMap::with_capacity_and_hasher(flows.len(), super::hash::FxBuild::default());
     let mut chain: Vec<Option<usize>> = Vec::with_capacity(flows.len());
     let build = super::hash::FxBuild::default();
     let mut dropped = 0;
