@@ -60,7 +60,8 @@ impl Symbol {
 
 /// All symbols by name.
 pub struct SymbolTable {
-    map: HashMap<String, Symbol>,
+    /// Looked up by name many times per match: a fast hasher (the keys are our own).
+    map: HashMap<String, Symbol, super::hash::FxBuild>,
 }
 
 impl SymbolTable {
@@ -96,7 +97,7 @@ pub fn symtab() -> &'static SymbolTable {
     TABLE.get_or_init(build)
 }
 
-struct Builder(HashMap<String, Symbol>);
+struct Builder(HashMap<String, Symbol, super::hash::FxBuild>);
 
 impl Builder {
     fn field(&mut self, name: &str, f: MfField, prereqs: Option<&str>, xprod: bool) {
@@ -205,7 +206,7 @@ impl Builder {
 fn build() -> SymbolTable {
     use Level::{Boolean, Nominal};
     use MfField::*;
-    let mut b = Builder(HashMap::new());
+    let mut b = Builder(HashMap::default());
     b.string("inport", Reg(14));
     b.string("outport", Reg(15));
     for xx in 0..2u8 {
