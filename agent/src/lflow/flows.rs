@@ -11,6 +11,7 @@ use super::encode::{EncodeEnv, EncodeParams, Encoder};
 use super::error::{LflowError, Result};
 use super::expr::{parse_expr, Expr, ExprContext};
 use super::fields::MfField;
+use super::hash::FxBuild;
 use super::layout::TableLayout;
 use super::normalize::{
     eval_conditions, normalize, simplify, to_matches, Conj, MatchKind, PortResolver,
@@ -88,16 +89,19 @@ impl fmt::Display for OfFlow {
     }
 }
 
+/// (ingress, logical table, expanded action text).
+type ActionsKey = (bool, u32, String);
+
 /// Parsed, annotated and simplified matches keyed by their text (and datapath when the text
 /// names a port group, whose SB name depends on it), shared by all lflows and threads.
 #[derive(Default)]
 pub struct MatchCache {
-    map: RwLock<HashMap<String, std::result::Result<Arc<AExpr>, LflowError>>>,
+    map: RwLock<HashMap<String, std::result::Result<Arc<AExpr>, LflowError>, FxBuild>>,
     /// Normal forms of condition-free matches keyed by match key, prerequisites and limit:
     /// lflows on several datapaths share them.
-    dnf: RwLock<HashMap<String, Arc<Vec<Conj>>>>,
+    dnf: RwLock<HashMap<String, Arc<Vec<Conj>>, FxBuild>>,
     /// Parsed action lists keyed by (ingress, logical table, expanded text).
-    actions: RwLock<HashMap<(bool, u32, String), Arc<ParsedActions>>>,
+    actions: RwLock<HashMap<ActionsKey, Arc<ParsedActions>, FxBuild>>,
     pub hits: std::sync::atomic::AtomicUsize,
     pub misses: std::sync::atomic::AtomicUsize,
 }
