@@ -385,11 +385,22 @@ pub fn to_matches(
     limit: usize,
 ) -> Result<Vec<(OfMatch, Vec<MatchKind>)>> {
     let mut out: Vec<(OfMatch, Vec<MatchKind>)> = Vec::new();
-    let mut index: std::collections::HashMap<OfMatch, usize, super::hash::FxBuild> =
+    // Hash of a match to its first index in `out`; `chain` links later ones with the same
+    // hash, so matches are not cloned into the index.
+    let build = super::hash::FxBuild::default();
+    let mut heads: std::collections::HashMap<u64, usize, super::hash::FxBuild> =
         std::collections::HashMap::default();
+    let mut chain: Vec<Option<usize>> = Vec::new();
     let mut push =
         |m: OfMatch, k: MatchKind, out: &mut Vec<(OfMatch, Vec<MatchKind>)>| -> Result<()> {
-            if let Some(&i) = index.get(&m) {
+            use std::hash::BuildHasher;
+            let h = build.hash_one(&m);
+            let mut cur = heads.get(&h).copied();
+            while let Some(i) = cur {
+                if out[i].0 != m {
+                    cur = chain[i];
+                    continue;
+                }
                 let kinds = &mut out[i].1;
                 if kinds.contains(&MatchKind::Plain) {
                     return Ok(());
@@ -404,7 +415,7 @@ pub fn to_matches(
             if out.len() >= limit {
                 return Err(LflowError::TooManyFlows { limit });
             }
-            index.insert(m.clone(), out.len());
+            chain.push(heads.insert(h, out.len()));
             out.push((m, vec![k]));
             Ok(())
         };
