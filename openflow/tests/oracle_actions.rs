@@ -3,9 +3,8 @@
 
 mod common;
 
-use common::{flow_mod_to_dump, ofp_parse};
+use common::disagreements_with_ovs;
 use openflow::text::Flow;
-use openflow::wire::{Message, OfpMessage};
 
 const CASES: &[&str] = &[
     "ip actions=output:1,output:LOCAL,IN_PORT,CONTROLLER:128,output(port=2,max_len=64)",
@@ -51,22 +50,7 @@ fn actions_print_like_ovs_after_our_encoding() {
                 .unwrap_or_else(|e| panic!("{e}: {t}"))
         })
         .collect();
-    let msgs: Vec<OfpMessage> = flows
-        .iter()
-        .enumerate()
-        .map(|(i, f)| OfpMessage::new(i as u32 + 1, Message::FlowMod(f.add())))
-        .collect();
-    let blocks = ofp_parse(&msgs);
-    assert_eq!(blocks.len(), flows.len());
-    let mut bad = Vec::new();
-    for (f, block) in flows.iter().zip(&blocks) {
-        let got = flow_mod_to_dump(block);
-        let ours = f.to_string();
-        if got != ours {
-            let head = block.lines().next().unwrap_or("");
-            bad.push(format!("\n  ours: {ours}\n  ovs:  {got}\n  raw:  {head}"));
-        }
-    }
+    let bad = disagreements_with_ovs(&flows);
     assert!(
         bad.is_empty(),
         "{} of {} differ:{}",

@@ -5,11 +5,11 @@
 
 mod common;
 
-use common::{flow_mod_to_dump, ofp_parse};
+use common::disagreements_with_ovs;
 use openflow::action::Action;
 use openflow::oxm::{FieldId, Kind, MatchField, Prereq};
 use openflow::text::{parse_match, Flow};
-use openflow::wire::{Instruction, Message, OfpMessage};
+use openflow::wire::Instruction;
 
 fn prereq_text(p: Prereq) -> &'static str {
     match p {
@@ -137,21 +137,7 @@ fn every_field_matches_like_ovs_prints_it() {
         });
     }
     assert!(flows.len() > 140, "{}", flows.len());
-    let msgs: Vec<OfpMessage> = flows
-        .iter()
-        .enumerate()
-        .map(|(i, f)| OfpMessage::new(i as u32 + 1, Message::FlowMod(f.add())))
-        .collect();
-    let blocks = ofp_parse(&msgs);
-    assert_eq!(blocks.len(), flows.len());
-    let mut bad = Vec::new();
-    for (f, block) in flows.iter().zip(&blocks) {
-        let got = flow_mod_to_dump(block);
-        let ours = f.to_string();
-        if got != ours {
-            bad.push(format!("\n  ours: {ours}\n  ovs:  {got}"));
-        }
-    }
+    let bad = disagreements_with_ovs(&flows);
     assert!(
         bad.is_empty(),
         "{} of {} differ:{}",

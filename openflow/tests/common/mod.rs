@@ -3,7 +3,8 @@
 
 use std::process::Command;
 
-use openflow::wire::OfpMessage;
+use openflow::text::Flow;
+use openflow::wire::{Message, OfpMessage};
 
 /// Run `ovs-ofctl ofp-parse` on the concatenated messages; one output block per message.
 pub fn ofp_parse(msgs: &[OfpMessage]) -> Vec<String> {
@@ -60,4 +61,29 @@ pub fn flow_mod_to_dump(block: &str) -> String {
     }
     let sep = if matches.is_empty() { "" } else { " " };
     format!("cookie={cookie}, table={table}, {matches}{sep}actions={actions}")
+}
+
+/// Encodes each flow as an add flow_mod, has the real `ovs-ofctl ofp-parse` decode them, and
+/// returns one line pair (ours, ovs) for every flow that ovs-ofctl prints differently.
+pub fn disagreements_with_ovs(flows: &[Flow]) -> Vec<String> {
+    let msgs: Vec<OfpMessage> = flows
+        .iter()
+        .enumerate()
+        .map(|(i, f)| OfpMessage::new(i as u32 + 1, Message::FlowMod(f.add())))
+        .collect();
+    let blocks = ofp_parse(&msgs);
+    assert_eq!(blocks.len(), flows.len(), "one ofp-parse block per message");
+    flows
+        .iter()
+        .zip(&blocks)
+        .filter_map(|(f, block)| {
+            let (got, ours) = (flow_mod_to_dump(block), f.to_string());
+            (got != ours).then(|| {
+                format!(
+                    "\n  ours: {ours}\n  ovs:  {got}\n  raw:  {}",
+                    block.lines().next().unwrap_or("")
+                )
+            })
+        })
+        .collect()
 }
