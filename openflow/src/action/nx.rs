@@ -184,17 +184,7 @@ fn decode_controller2(b: &mut Reader<'_>) -> Result<Controller, DecodeError> {
     b.skip(6, "nx_action_controller2")?;
     let mut c = Controller::default();
     while !b.is_empty() {
-        let ty = b.u16("controller2 property")?;
-        let len = b.u16("controller2 property")? as usize;
-        if len < 4 {
-            return Err(DecodeError::BadLength {
-                what: "controller2 property",
-                len,
-            });
-        }
-        let mut p = b.sub(len - 4, "controller2 property")?;
-        let pad = crate::wire::reader::pad8(len) - len;
-        b.skip(pad.min(b.left()), "controller2 property pad")?;
+        let (ty, mut p) = b.property("controller2 property")?;
         match ty {
             AC2_MAX_LEN => c.max_len = p.u16("max_len")?,
             AC2_CONTROLLER_ID => c.controller_id = p.u16("controller_id")?,

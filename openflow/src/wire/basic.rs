@@ -84,18 +84,8 @@ impl Wire for Hello {
         let mut r = Reader::new(buf);
         let mut elements = Vec::new();
         while r.left() >= 4 {
-            let ty = r.u16("hello element")?;
-            let len = r.u16("hello element")? as usize;
-            if len < 4 {
-                return Err(DecodeError::BadLength {
-                    what: "hello element",
-                    len,
-                });
-            }
-            let mut body = r.sub(len - 4, "hello element")?;
-            // Elements are padded to 8 bytes; tolerate a missing final pad.
-            let pad = super::reader::pad8(len) - len;
-            r.skip(pad.min(r.left()), "hello element pad")?;
+            // Elements are padded to 8 bytes; a missing final pad is tolerated.
+            let (ty, mut body) = r.property("hello element")?;
             if ty == 1 {
                 let mut words = Vec::new();
                 while !body.is_empty() {

@@ -8,7 +8,7 @@
 
 use bytes::{BufMut, BytesMut};
 
-use super::reader::{pad8, put_pad8, DecodeError, Reader};
+use super::reader::{put_pad8, DecodeError, Reader};
 use super::Wire;
 use crate::action::Action;
 use crate::oxm::MatchField;
@@ -59,16 +59,7 @@ fn read_props(
     unknown: &mut Vec<(u16, Vec<u8>)>,
 ) -> Result<(), DecodeError> {
     while !r.is_empty() {
-        let ty = r.u16("property")?;
-        let len = r.u16("property")? as usize;
-        if len < 4 {
-            return Err(DecodeError::BadLength {
-                what: "property",
-                len,
-            });
-        }
-        let body = r.sub(len - 4, "property")?;
-        r.skip((pad8(len) - len).min(r.left()), "property pad")?;
+        let (ty, body) = r.property("property")?;
         let raw = body.rest().to_vec();
         if !f(ty, body)? {
             unknown.push((ty, raw));

@@ -2,7 +2,7 @@
 
 use bytes::{BufMut, BytesMut};
 
-use super::reader::{pad8, put_pad8, DecodeError, Reader};
+use super::reader::{put_pad8, DecodeError, Reader};
 use super::Wire;
 use crate::oxm::Match;
 
@@ -41,16 +41,7 @@ impl PacketInProp {
     fn decode_all(mut r: Reader<'_>) -> Result<Vec<Self>, DecodeError> {
         let mut out = Vec::new();
         while !r.is_empty() {
-            let ty = r.u16("nx_packet_in2 property")?;
-            let len = r.u16("nx_packet_in2 property")? as usize;
-            if len < 4 {
-                return Err(DecodeError::BadLength {
-                    what: "nx_packet_in2 property",
-                    len,
-                });
-            }
-            let mut b = r.sub(len - 4, "nx_packet_in2 property")?;
-            r.skip((pad8(len) - len).min(r.left()), "property pad")?;
+            let (ty, mut b) = r.property("nx_packet_in2 property")?;
             out.push(match ty {
                 NXPINT_PACKET => Self::Packet(b.take_rest().to_vec()),
                 NXPINT_FULL_LEN => Self::FullLen(b.u32("full_len")?),

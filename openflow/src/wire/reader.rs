@@ -72,6 +72,20 @@ impl<'a> Reader<'a> {
         self.take(n, what).map(|_| ())
     }
 
+    /// One OpenFlow TLV property (be16 type, be16 length including the 4-byte header, body,
+    /// padding to 8 bytes): returns the type and a reader over the body. A missing final pad is
+    /// tolerated, as OVS does.
+    pub fn property(&mut self, what: &'static str) -> Result<(u16, Reader<'a>), DecodeError> {
+        let ty = self.u16(what)?;
+        let len = self.u16(what)? as usize;
+        if len < 4 {
+            return Err(DecodeError::BadLength { what, len });
+        }
+        let body = self.sub(len - 4, what)?;
+        self.skip((pad8(len) - len).min(self.left()), what)?;
+        Ok((ty, body))
+    }
+
     /// Consume everything left.
     pub fn take_rest(&mut self) -> &'a [u8] {
         let out = &self.buf[self.pos..];
