@@ -43,7 +43,7 @@ fn sample(id: FieldId) -> (Vec<u8>, Option<Vec<u8>>) {
         Kind::Frag => 1,
         _ => 5,
     };
-    match d.name.as_str() {
+    match d.name {
         "vlan_vid" => v = vec![0x10, 5],
         "ip_dscp" | "nw_ecn" | "vlan_pcp" => v[last] = 1,
         "nw_tos" => v[last] = 4,

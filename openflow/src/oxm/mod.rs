@@ -8,7 +8,7 @@ pub mod registry;
 
 use bytes::{BufMut, BytesMut};
 
-pub use registry::{FieldDef, FieldId, Kind, Prereq};
+pub use registry::{FieldDef, FieldId, Kind, Prereq, RegFamily};
 
 use crate::wire::reader::{put_pad8, DecodeError, Reader};
 
@@ -144,7 +144,7 @@ impl MatchField {
         let Some(id) = self.field.known() else {
             return 4;
         };
-        match id.def().name.as_str() {
+        match id.def().name {
             "eth_type" => 0,
             "nw_proto" => 1,
             "icmpv6_type" | "icmp_type" => 2,

@@ -16,7 +16,7 @@ use crate::oxm::FieldRef;
 /// `NXM_NX_REG0[0..15]`.
 pub fn fmt_subfield(s: &mut String, sf: SubField) {
     match sf.field.field() {
-        Some(id) => s.push_str(&id.def().nxm_name),
+        Some(id) => s.push_str(id.def().nxm_name),
         None => {
             let _ = write!(s, "0x{:08x}", sf.field.raw());
         }

@@ -303,7 +303,7 @@ pub fn format_match(m: &Match, priority: Option<u16>) -> String {
             continue;
         }
         match f.field {
-            FieldRef::Known(id) => item(&mut s, &id.def().name.clone(), f, id.def().kind),
+            FieldRef::Known(id) => item(&mut s, id.def().name, f, id.def().kind),
             FieldRef::Unknown { class, field, .. } => {
                 item(&mut s, &format!("oxm(0x{class:04x}:{field})"), f, Kind::Hex);
             }
