@@ -40,6 +40,7 @@
 
 pub mod action;
 pub mod conn;
+pub mod flow;
 pub mod oxm;
 pub mod text;
 pub mod wire;
