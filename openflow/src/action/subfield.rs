@@ -67,6 +67,31 @@ pub struct SubField {
 }
 
 impl SubField {
+    /// Bits `ofs..ofs+n_bits` of a field, with its NXM header (as Nicira actions and
+    /// `ovs-ofctl` name it).
+    pub fn new(id: FieldId, ofs: u16, n_bits: u16) -> Self {
+        Self {
+            field: HeaderRef::nxm(id),
+            ofs,
+            n_bits,
+        }
+    }
+
+    /// The field named, if it is in the table.
+    pub fn id(self) -> Option<FieldId> {
+        self.field.field()
+    }
+
+    /// The bits covered, as a mask over the whole field (fields up to 128 bits).
+    pub fn mask(self) -> u128 {
+        let ones = if self.n_bits >= 128 {
+            u128::MAX
+        } else {
+            (1u128 << self.n_bits) - 1
+        };
+        ones.checked_shl(u32::from(self.ofs)).unwrap_or(0)
+    }
+
     /// The whole field, with its NXM header.
     pub fn whole(id: FieldId) -> Self {
         Self {

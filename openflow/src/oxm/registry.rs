@@ -169,7 +169,7 @@ fields! {
     TUN_ID = "tun_id" "NXM_NX_TUN_ID" nxm(NXM1, 16) oxm(OXM, 38) 8/64 mask Hex None;
     IPV6_EXTHDR = "ipv6_exthdr" "OXM_OF_IPV6_EXTHDR" nxm() oxm(OXM, 39) 2/9 mask Hex Ipv6;
     TCP_FLAGS = "tcp_flags" "NXM_NX_TCP_FLAGS" nxm(NXM1, 34) oxm(OXM, 42) 2/12 mask TcpFlags Tcp;
-    NW_FRAG = "nw_frag" "NXM_NX_IP_FRAG" nxm(NXM1, 26) oxm() 1/8 mask Frag Ip;
+    NW_FRAG = "nw_frag" "NXM_NX_IP_FRAG" nxm(NXM1, 26) oxm() 1/2 mask Frag Ip;
     NW_TTL = "nw_ttl" "NXM_NX_IP_TTL" nxm(NXM1, 29) oxm() 1/8 exact Dec Ip;
     TUN_SRC = "tun_src" "NXM_NX_TUN_IPV4_SRC" nxm(NXM1, 31) oxm() 4/32 mask Ipv4 None;
     TUN_DST = "tun_dst" "NXM_NX_TUN_IPV4_DST" nxm(NXM1, 32) oxm() 4/32 mask Ipv4 None;
@@ -290,6 +290,14 @@ fields! {
 impl FieldId {
     pub fn def(self) -> &'static FieldDef {
         &DEFS[self.0 as usize]
+    }
+    /// Meaningful bits of a value.
+    pub fn bits(self) -> u32 {
+        u32::from(self.def().n_bits)
+    }
+    /// Bytes of a value on the wire.
+    pub fn bytes(self) -> usize {
+        self.def().width
     }
     /// `regN` (N < 16).
     pub const fn reg(n: u8) -> Self {
