@@ -3,15 +3,15 @@
 //! `hairpin_orig_tuple` (original destination in reg1/xxreg1 and reg2[0..15]) and ct_mark
 //! (`ct.natted`). They answer `chk_lb_hairpin()` and `ct_snat_to_vip`. Pure.
 
-use std::fmt::Write as _;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use crate::lflow::fields::MfField;
-use crate::lflow::flows::OfFlow;
+use crate::lflow::controller::l4_fields;
 use crate::lflow::layout::TableLayout;
-use crate::lflow::ofaction::{Nat, OfAction, Subfield};
-use crate::lflow::ofmatch::OfMatch;
+use crate::lflow::of::{
+    ct, set_field, sub, CtSpec, FieldId, Flow as OfFlow, FlowMatch as OfMatch, LearnBuilder,
+    NatSpec, OfAction,
+};
 
 /// A VIP or backend address with an optional L4 port.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,25 +66,17 @@ fn ip_bits(ip: IpAddr) -> u128 {
 fn orig_dst(m: &mut OfMatch, vip: &Endpoint, proto: u8) {
     match vip.ip {
         IpAddr::V4(_) => {
-            m.add(MfField::EthType, 0x800, 0xffff);
-            m.add(MfField::Reg(1), ip_bits(vip.ip), 0xffff_ffff);
+            m.add(FieldId::ETH_TYPE, 0x800, 0xffff);
+            m.add(FieldId::reg(1), ip_bits(vip.ip), 0xffff_ffff);
         }
         IpAddr::V6(_) => {
-            m.add(MfField::EthType, 0x86dd, 0xffff);
-            m.add(MfField::Xxreg(1), ip_bits(vip.ip), u128::MAX);
+            m.add(FieldId::ETH_TYPE, 0x86dd, 0xffff);
+            m.add(FieldId::xxreg(1), ip_bits(vip.ip), u128::MAX);
         }
     }
     if let Some(p) = vip.port {
-        m.add(MfField::IpProto, u128::from(proto), 0xff);
-        m.add(MfField::Reg(2), u128::from(p), 0xffff);
-    }
-}
-
-fn l4(proto: u8) -> (&'static str, &'static str) {
-    match proto {
-        17 => ("NXM_OF_UDP_SRC[]", "NXM_OF_UDP_DST[]"),
-        132 => ("OXM_OF_SCTP_SRC[]", "OXM_OF_SCTP_DST[]"),
-        _ => ("NXM_OF_TCP_SRC[]", "NXM_OF_TCP_DST[]"),
+        m.add(FieldId::NW_PROTO, u128::from(proto), 0xff);
+        m.add(FieldId::reg(2), u128::from(p), 0xffff);
     }
 }
 
@@ -94,7 +86,7 @@ pub fn hairpin_flows(lb: &HairpinLb, l: &TableLayout) -> Vec<OfFlow> {
     let flow = |table: u8, priority: u16, m: OfMatch, actions: Vec<OfAction>| OfFlow {
         table,
         priority,
-        cookie: lb.cookie,
+        cookie: u64::from(lb.cookie),
         m,
         actions: Arc::new(actions),
     };
@@ -109,12 +101,12 @@ pub fn hairpin_flows(lb: &HairpinLb, l: &TableLayout) -> Vec<OfFlow> {
             .filter(|b| b.ip.is_ipv4() == vip.ip.is_ipv4())
         {
             let mut m = OfMatch::new();
-            m.add(MfField::CtMark, 2, 2);
+            m.add(FieldId::CT_MARK, 2, 2);
             orig_dst(&mut m, vip, lb.proto);
             let (src_f, dst_f) = if be.ip.is_ipv4() {
-                (MfField::Ipv4Src, MfField::Ipv4Dst)
+                (FieldId::IP_SRC, FieldId::IP_DST)
             } else {
-                (MfField::Ipv6Src, MfField::Ipv6Dst)
+                (FieldId::IPV6_SRC, FieldId::IPV6_DST)
             };
             let full = if be.ip.is_ipv4() {
                 0xffff_ffff
@@ -123,65 +115,50 @@ pub fn hairpin_flows(lb: &HairpinLb, l: &TableLayout) -> Vec<OfFlow> {
             };
             m.add(src_f, ip_bits(be.ip), full);
             m.add(dst_f, ip_bits(be.ip), full);
-            let mut learn = format!(
-                "learn(table={},delete_learned,cookie={:#x},OXM_OF_METADATA[],",
-                l.chk_lb_hairpin_reply, lb.cookie
-            );
-            match reply_dst {
-                IpAddr::V4(a) => {
-                    let _ = write!(learn, "eth_type=0x800,NXM_OF_IP_SRC[],ip_dst={a},");
-                }
-                IpAddr::V6(a) => {
-                    let _ = write!(
-                        learn,
-                        "eth_type=0x86dd,NXM_NX_IPV6_SRC[],ipv6_dst={},",
-                        crate::lflow::ofmatch::fmt_ipv6(u128::from(a))
-                    );
-                }
-            }
+            let (ty, ip_src, ip_dst) = match reply_dst {
+                IpAddr::V4(_) => (0x800, FieldId::IP_SRC, FieldId::IP_DST),
+                IpAddr::V6(_) => (0x86dd, FieldId::IPV6_SRC, FieldId::IPV6_DST),
+            };
+            let mut learn = LearnBuilder::new(l.chk_lb_hairpin_reply)
+                .delete_learned()
+                .cookie(u64::from(lb.cookie))
+                .match_same(FieldId::METADATA)
+                .match_value(FieldId::ETH_TYPE, ty)
+                .match_same(ip_src)
+                .match_value(ip_dst, ip_bits(reply_dst));
             if let Some(p) = be.port {
-                m.add(MfField::IpProto, u128::from(lb.proto), 0xff);
-                let (sf, df) = l4(lb.proto);
-                let tp = match lb.proto {
-                    17 => MfField::UdpDst,
-                    132 => MfField::SctpDst,
-                    _ => MfField::TcpDst,
+                m.add(FieldId::NW_PROTO, u128::from(lb.proto), 0xff);
+                let name = match lb.proto {
+                    17 => "udp",
+                    132 => "sctp",
+                    _ => "tcp",
                 };
-                m.add(tp, u128::from(p), 0xffff);
-                {
-                    let _ = write!(learn, "nw_proto={},{sf}={df},", lb.proto);
-                };
+                let (_, sf, df) =
+                    l4_fields(name).unwrap_or((6, FieldId::TCP_SRC, FieldId::TCP_DST));
+                m.add(df, u128::from(p), 0xffff);
+                learn = learn
+                    .match_value(FieldId::NW_PROTO, u128::from(lb.proto))
+                    .match_from(sf, df);
             } else {
                 // Without a port the reply only has to carry the same protocol.
-                learn.push_str("NXM_OF_IP_PROTO[],");
+                learn = learn.match_same(FieldId::NW_PROTO);
             }
-            learn.push_str("load:0x1->NXM_NX_REG10[7])");
-            let set_flag = OfAction::SetField {
-                field: MfField::Reg(10),
-                value: 0x80,
-                mask: 0x80,
-            };
-            out.push(flow(
-                l.chk_lb_hairpin,
-                100,
-                m,
-                vec![set_flag, OfAction::Text(learn)],
-            ));
+            let learn = learn.load_value(sub(FieldId::reg(10), 7, 1), 1).build();
+            let set_flag = set_field(FieldId::reg(10), 0x80, 0x80);
+            out.push(flow(l.chk_lb_hairpin, 100, m, vec![set_flag, learn]));
         }
-        let ct = |src: IpAddr| OfAction::Ct {
-            commit: true,
-            table: None,
-            zone: Subfield {
-                field: MfField::Reg(12),
-                ofs: 0,
-                n_bits: 16,
-            },
-            nat: Some(Nat::Typed {
-                src: true,
-                addr: Some(src),
-                ports: None,
-            }),
-            exec: vec![],
+        let ct = |src: IpAddr| {
+            ct(CtSpec {
+                commit: true,
+                table: None,
+                zone: sub(FieldId::reg(12), 0, 16),
+                nat: Some(NatSpec::Typed {
+                    src: true,
+                    addr: Some(src),
+                    ports: None,
+                }),
+                exec: vec![],
+            })
         };
         let base = if vip.port.is_some() { 100 } else { 90 };
         let mut m = OfMatch::new();
@@ -191,7 +168,7 @@ pub fn hairpin_flows(lb: &HairpinLb, l: &TableLayout) -> Vec<OfFlow> {
             Some(ip) => {
                 for dp in &lb.local_dp_keys {
                     let mut dm = m.clone();
-                    dm.add(MfField::Metadata, u128::from(*dp), u128::from(u64::MAX));
+                    dm.add(FieldId::METADATA, u128::from(*dp), u128::from(u64::MAX));
                     out.push(flow(l.ct_snat_hairpin, base + 100, dm, vec![ct(ip)]));
                 }
             }

@@ -6,11 +6,8 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use crate::lflow::fields::MfField;
-use crate::lflow::flows::OfFlow;
 use crate::lflow::layout::TableLayout;
-use crate::lflow::ofaction::OfAction;
-use crate::lflow::ofmatch::OfMatch;
+use crate::lflow::of::{set_field, FieldId, Flow as OfFlow, FlowMatch as OfMatch, OfAction};
 
 fn parse_mac(s: &str) -> Option<u64> {
     let parts: Vec<&str> = s.split(':').collect();
@@ -22,15 +19,13 @@ fn parse_mac(s: &str) -> Option<u64> {
     })
 }
 
-fn cookie_of(uuid: &str) -> u32 {
-    u32::from_str_radix(uuid.get(..8).unwrap_or("0"), 16).unwrap_or(0)
+fn cookie_of(uuid: &str) -> u64 {
+    u64::from_str_radix(uuid.get(..8).unwrap_or("0"), 16).unwrap_or(0)
 }
 
-const LOOKUP_MAC: OfAction = OfAction::SetField {
-    field: MfField::Reg(10),
-    value: 0x40,
-    mask: 0x40,
-};
+fn lookup_mac() -> OfAction {
+    set_field(FieldId::reg(10), 0x40, 0x40)
+}
 
 /// Flows of one MAC binding: `priority` is 100 for learnt bindings, 150/50 for static ones
 /// (with/without `override_dynamic_mac`). `None` when the IP or MAC does not parse.
@@ -49,44 +44,40 @@ pub fn mac_binding_flows(
     let mut lookup = OfMatch::new();
     match ip {
         IpAddr::V4(a) => {
-            get.add(MfField::Reg(0), u128::from(u32::from(a)), 0xffff_ffff);
-            lookup.add(MfField::Reg(0), u128::from(u32::from(a)), 0xffff_ffff);
-            lookup.add(MfField::EthType, 0x806, 0xffff);
+            get.add(FieldId::reg(0), u128::from(u32::from(a)), 0xffff_ffff);
+            lookup.add(FieldId::reg(0), u128::from(u32::from(a)), 0xffff_ffff);
+            lookup.add(FieldId::ETH_TYPE, 0x806, 0xffff);
         }
         IpAddr::V6(a) => {
-            get.add(MfField::Xxreg(0), u128::from(a), u128::MAX);
-            lookup.add(MfField::Xxreg(0), u128::from(a), u128::MAX);
-            lookup.add(MfField::EthType, 0x86dd, 0xffff);
-            lookup.add(MfField::IpProto, 58, 0xff);
-            lookup.add(MfField::Icmpv6Code, 0, 0xff);
+            get.add(FieldId::xxreg(0), u128::from(a), u128::MAX);
+            lookup.add(FieldId::xxreg(0), u128::from(a), u128::MAX);
+            lookup.add(FieldId::ETH_TYPE, 0x86dd, 0xffff);
+            lookup.add(FieldId::NW_PROTO, 58, 0xff);
+            lookup.add(FieldId::ICMPV6_CODE, 0, 0xff);
         }
     }
     let meta = u128::from(u64::MAX);
-    get.add(MfField::Metadata, u128::from(dp_key), meta);
-    get.add(MfField::Reg(15), u128::from(port_key), 0xffff_ffff);
-    lookup.add(MfField::Metadata, u128::from(dp_key), meta);
-    lookup.add(MfField::Reg(14), u128::from(port_key), 0xffff_ffff);
-    lookup.add(MfField::EthSrc, mac, 0xffff_ffff_ffff);
+    get.add(FieldId::METADATA, u128::from(dp_key), meta);
+    get.add(FieldId::reg(15), u128::from(port_key), 0xffff_ffff);
+    lookup.add(FieldId::METADATA, u128::from(dp_key), meta);
+    lookup.add(FieldId::reg(14), u128::from(port_key), 0xffff_ffff);
+    lookup.add(FieldId::ETH_SRC, mac, 0xffff_ffff_ffff);
     let cookie = cookie_of(uuid);
-    let set_dst = OfAction::SetField {
-        field: MfField::EthDst,
-        value: mac,
-        mask: 0xffff_ffff_ffff,
-    };
+    let set_dst = set_field(FieldId::ETH_DST, mac, 0xffff_ffff_ffff);
     Some(vec![
         OfFlow {
             table: l.mac_binding,
             priority,
             cookie,
             m: get,
-            actions: Arc::new(vec![set_dst, LOOKUP_MAC]),
+            actions: Arc::new(vec![set_dst, lookup_mac()]),
         },
         OfFlow {
             table: l.mac_lookup,
             priority,
             cookie,
             m: lookup,
-            actions: Arc::new(vec![LOOKUP_MAC]),
+            actions: Arc::new(vec![lookup_mac()]),
         },
     ])
 }
@@ -102,22 +93,14 @@ pub fn fdb_flows(
     let mac = u128::from(parse_mac(mac)?);
     let cookie = cookie_of(uuid);
     let mut get = OfMatch::new();
-    get.add(MfField::Metadata, u128::from(dp_key), u128::from(u64::MAX));
-    get.add(MfField::EthDst, mac, 0xffff_ffff_ffff);
+    get.add(FieldId::METADATA, u128::from(dp_key), u128::from(u64::MAX));
+    get.add(FieldId::ETH_DST, mac, 0xffff_ffff_ffff);
     let mut lookup = OfMatch::new();
-    lookup.add(MfField::Metadata, u128::from(dp_key), u128::from(u64::MAX));
-    lookup.add(MfField::EthSrc, mac, 0xffff_ffff_ffff);
-    lookup.add(MfField::Reg(14), u128::from(port_key), 0xffff_ffff);
-    let load_port = OfAction::SetField {
-        field: MfField::Reg(15),
-        value: u128::from(port_key),
-        mask: 0xffff_ffff,
-    };
-    let found = OfAction::SetField {
-        field: MfField::Reg(10),
-        value: 0x100,
-        mask: 0x100,
-    };
+    lookup.add(FieldId::METADATA, u128::from(dp_key), u128::from(u64::MAX));
+    lookup.add(FieldId::ETH_SRC, mac, 0xffff_ffff_ffff);
+    lookup.add(FieldId::reg(14), u128::from(port_key), 0xffff_ffff);
+    let load_port = set_field(FieldId::reg(15), u128::from(port_key), 0xffff_ffff);
+    let found = set_field(FieldId::reg(10), 0x100, 0x100);
     Some(vec![
         OfFlow {
             table: l.get_fdb,

@@ -5,11 +5,10 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
-use crate::lflow::fields::MfField;
-use crate::lflow::flows::OfFlow;
 use crate::lflow::layout::TableLayout;
-use crate::lflow::ofaction::OfAction;
-use crate::lflow::ofmatch::OfMatch;
+use crate::lflow::of::{
+    resubmit, set_field, FieldId, Flow as OfFlow, FlowMatch as OfMatch, OfAction,
+};
 
 /// One `port_security` entry: a MAC and its allowed addresses.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,11 +97,11 @@ impl Builder {
     fn base(&self, reg: u8) -> OfMatch {
         let mut m = OfMatch::new();
         m.add(
-            MfField::Metadata,
+            FieldId::METADATA,
             u128::from(self.dp_key),
             u128::from(u64::MAX),
         );
-        m.add(MfField::Reg(reg), u128::from(self.port_key), 0xffff_ffff);
+        m.add(FieldId::reg(reg), u128::from(self.port_key), 0xffff_ffff);
         m
     }
 
@@ -110,36 +109,28 @@ impl Builder {
         self.flows.push(OfFlow {
             table,
             priority,
-            cookie: self.cookie,
+            cookie: u64::from(self.cookie),
             m,
             actions: Arc::new(vec![action]),
         });
     }
 }
 
-fn set(m: &mut OfMatch, f: MfField, v: u128) {
-    let full = if f.width() >= 128 {
+fn set(m: &mut OfMatch, f: FieldId, v: u128) {
+    let full = if f.bits() >= 128 {
         u128::MAX
     } else {
-        (1u128 << f.width()) - 1
+        (1u128 << f.bits()) - 1
     };
     m.add(f, v, full);
 }
 
 fn allow() -> OfAction {
-    OfAction::SetField {
-        field: MfField::Reg(10),
-        value: 0,
-        mask: 0x1000,
-    }
+    set_field(FieldId::reg(10), 0, 0x1000)
 }
 
 fn deny() -> OfAction {
-    OfAction::SetField {
-        field: MfField::Reg(10),
-        value: 0x1000,
-        mask: 0x1000,
-    }
+    set_field(FieldId::reg(10), 0x1000, 0x1000)
 }
 
 /// Flows for one port with non-empty port security. `cookie` is the Port_Binding uuid prefix.
@@ -154,7 +145,7 @@ pub fn port_security_flows(
         return Vec::new();
     }
     let (t_in, t_nd, t_out) = (l.chk_in_port_sec, l.chk_in_port_sec_nd, l.chk_out_port_sec);
-    let adv = OfAction::Resubmit(t_nd);
+    let adv = resubmit(t_nd);
     let mut b = Builder {
         cookie,
         dp_key,
@@ -166,15 +157,15 @@ pub fn port_security_flows(
     // allowed; NA denied, NS allowed (as ovn-controller does).
     b.add(t_in, 80, b.base(14), deny());
     let mut m = b.base(14);
-    set(&mut m, MfField::EthType, ETH_ARP);
+    set(&mut m, FieldId::ETH_TYPE, ETH_ARP);
     b.add(t_in, 95, m.clone(), adv.clone());
     b.add(t_nd, 80, m, deny());
     for (ty, action) in [(136, deny()), (135, allow())] {
         let mut m = b.base(14);
-        set(&mut m, MfField::EthType, ETH_IPV6);
-        set(&mut m, MfField::IpProto, 58);
-        set(&mut m, MfField::IpTtl, 255);
-        set(&mut m, MfField::Icmpv6Type, ty);
+        set(&mut m, FieldId::ETH_TYPE, ETH_IPV6);
+        set(&mut m, FieldId::NW_PROTO, 58);
+        set(&mut m, FieldId::NW_TTL, 255);
+        set(&mut m, FieldId::ICMPV6_TYPE, ty);
         b.add(t_nd, 80, m, action);
     }
 
@@ -182,9 +173,9 @@ pub fn port_security_flows(
         let mac = u128::from(ps.mac);
         let with_src = |b: &Builder, ty: Option<u128>| {
             let mut m = b.base(14);
-            set(&mut m, MfField::EthSrc, mac);
+            set(&mut m, FieldId::ETH_SRC, mac);
             if let Some(t) = ty {
-                set(&mut m, MfField::EthType, t);
+                set(&mut m, FieldId::ETH_TYPE, t);
             }
             m
         };
@@ -198,35 +189,35 @@ pub fn port_security_flows(
                 let mut m = with_src(&b, Some(ETH_IP));
                 let (addr, mask) = (u32::from(*a), v4_mask(*plen));
                 if *plen == 32 || addr & !mask != 0 {
-                    set(&mut m, MfField::Ipv4Src, u128::from(addr));
+                    set(&mut m, FieldId::IP_SRC, u128::from(addr));
                 } else {
-                    m.add(MfField::Ipv4Src, u128::from(addr & mask), u128::from(mask));
+                    m.add(FieldId::IP_SRC, u128::from(addr & mask), u128::from(mask));
                 }
                 b.add(t_in, 90, m, allow());
             }
             let mut m = with_src(&b, Some(ETH_IP));
-            set(&mut m, MfField::Ipv4Src, 0);
-            set(&mut m, MfField::Ipv4Dst, 0xffff_ffff);
-            set(&mut m, MfField::IpProto, 17);
-            set(&mut m, MfField::UdpSrc, 68);
-            set(&mut m, MfField::UdpDst, 67);
+            set(&mut m, FieldId::IP_SRC, 0);
+            set(&mut m, FieldId::IP_DST, 0xffff_ffff);
+            set(&mut m, FieldId::NW_PROTO, 17);
+            set(&mut m, FieldId::UDP_SRC, 68);
+            set(&mut m, FieldId::UDP_DST, 67);
             b.add(t_in, 90, m, allow());
         }
         // ARP: sha must be the MAC, spa one of the addresses (any, when there are none).
         if !ps.ipv4.is_empty() || ps.ipv6.is_empty() {
             if ps.ipv4.is_empty() {
                 let mut m = with_src(&b, Some(ETH_ARP));
-                set(&mut m, MfField::ArpSha, mac);
+                set(&mut m, FieldId::ARP_SHA, mac);
                 b.add(t_nd, 90, m, allow());
             }
             for (a, plen) in &ps.ipv4 {
                 let mut m = with_src(&b, Some(ETH_ARP));
-                set(&mut m, MfField::ArpSha, mac);
+                set(&mut m, FieldId::ARP_SHA, mac);
                 let (addr, mask) = (u32::from(*a), v4_mask(*plen));
                 if *plen == 32 || addr & !mask != 0 {
-                    set(&mut m, MfField::ArpSpa, u128::from(addr));
+                    set(&mut m, FieldId::ARP_SPA, u128::from(addr));
                 } else {
-                    m.add(MfField::ArpSpa, u128::from(addr & mask), u128::from(mask));
+                    m.add(FieldId::ARP_SPA, u128::from(addr & mask), u128::from(mask));
                 }
                 b.add(t_nd, 90, m, allow());
             }
@@ -238,23 +229,23 @@ pub fn port_security_flows(
                 let mut m = with_src(&b, Some(ETH_IPV6));
                 let (addr, mask) = (u128::from(*a), v6_mask(*plen));
                 if *plen == 128 || addr & !mask != 0 {
-                    set(&mut m, MfField::Ipv6Src, addr);
+                    set(&mut m, FieldId::IPV6_SRC, addr);
                 } else {
-                    m.add(MfField::Ipv6Src, addr & mask, mask);
+                    m.add(FieldId::IPV6_SRC, addr & mask, mask);
                 }
                 b.add(t_in, 90, m, adv.clone());
             }
             let mut m = with_src(&b, Some(ETH_IPV6));
-            set(&mut m, MfField::Ipv6Src, lla);
+            set(&mut m, FieldId::IPV6_SRC, lla);
             b.add(t_in, 90, m, adv.clone());
             // MLD reports and DAD solicitations from the unspecified address.
             for (ty, action) in [(131, allow()), (143, allow()), (135, adv.clone())] {
                 let mut m = with_src(&b, Some(ETH_IPV6));
-                set(&mut m, MfField::Ipv6Src, 0);
-                m.add(MfField::Ipv6Dst, 0xff02 << 112, 0xffff << 112);
-                set(&mut m, MfField::IpProto, 58);
-                set(&mut m, MfField::Icmpv6Type, ty);
-                set(&mut m, MfField::Icmpv6Code, 0);
+                set(&mut m, FieldId::IPV6_SRC, 0);
+                m.add(FieldId::IPV6_DST, 0xff02 << 112, 0xffff << 112);
+                set(&mut m, FieldId::NW_PROTO, 58);
+                set(&mut m, FieldId::ICMPV6_TYPE, ty);
+                set(&mut m, FieldId::ICMPV6_CODE, 0);
                 b.add(t_in, 90, m, action);
             }
         }
@@ -262,43 +253,43 @@ pub fn port_security_flows(
         // makes valid NAs for the link-local target fail); we match 255.
         let nd = |b: &Builder, ty: u128| {
             let mut m = b.base(14);
-            set(&mut m, MfField::EthType, ETH_IPV6);
-            set(&mut m, MfField::IpProto, 58);
-            set(&mut m, MfField::IpTtl, 255);
-            set(&mut m, MfField::Icmpv6Type, ty);
-            set(&mut m, MfField::Icmpv6Code, 0);
+            set(&mut m, FieldId::ETH_TYPE, ETH_IPV6);
+            set(&mut m, FieldId::NW_PROTO, 58);
+            set(&mut m, FieldId::NW_TTL, 255);
+            set(&mut m, FieldId::ICMPV6_TYPE, ty);
+            set(&mut m, FieldId::ICMPV6_CODE, 0);
             m
         };
         for sll in [0, mac] {
             let mut m = nd(&b, 135);
-            set(&mut m, MfField::NdSll, sll);
+            set(&mut m, FieldId::ND_SLL, sll);
             b.add(t_nd, 90, m, allow());
         }
         if ps.ipv6.is_empty() {
             for tll in [0, mac] {
                 let mut m = nd(&b, 136);
-                set(&mut m, MfField::NdTll, tll);
+                set(&mut m, FieldId::ND_TLL, tll);
                 b.add(t_nd, 90, m, allow());
             }
         } else {
             for tll in [0, mac] {
                 let mut m = nd(&b, 136);
-                set(&mut m, MfField::NdTll, tll);
-                set(&mut m, MfField::NdTarget, lla);
+                set(&mut m, FieldId::ND_TLL, tll);
+                set(&mut m, FieldId::ND_TARGET, lla);
                 b.add(t_nd, 90, m, allow());
             }
             for (a, plen) in &ps.ipv6 {
                 for tll in [0, mac] {
                     let mut m = with_src(&b, Some(ETH_IPV6));
-                    set(&mut m, MfField::IpProto, 58);
-                    set(&mut m, MfField::Icmpv6Type, 136);
-                    set(&mut m, MfField::Icmpv6Code, 0);
-                    set(&mut m, MfField::NdTll, tll);
+                    set(&mut m, FieldId::NW_PROTO, 58);
+                    set(&mut m, FieldId::ICMPV6_TYPE, 136);
+                    set(&mut m, FieldId::ICMPV6_CODE, 0);
+                    set(&mut m, FieldId::ND_TLL, tll);
                     let (addr, mask) = (u128::from(*a), v6_mask(*plen));
                     if *plen == 128 || addr & !mask != 0 {
-                        set(&mut m, MfField::NdTarget, addr);
+                        set(&mut m, FieldId::ND_TARGET, addr);
                     } else {
-                        m.add(MfField::NdTarget, addr & mask, mask);
+                        m.add(FieldId::ND_TARGET, addr & mask, mask);
                     }
                     b.add(t_nd, 90, m, allow());
                 }
@@ -312,9 +303,9 @@ pub fn port_security_flows(
         let mac = u128::from(ps.mac);
         let with_dst = |b: &Builder, ty: Option<u128>| {
             let mut m = b.base(15);
-            set(&mut m, MfField::EthDst, mac);
+            set(&mut m, FieldId::ETH_DST, mac);
             if let Some(t) = ty {
-                set(&mut m, MfField::EthType, t);
+                set(&mut m, FieldId::ETH_TYPE, t);
             }
             m
         };
@@ -331,20 +322,20 @@ pub fn port_security_flows(
                 if *plen == 32 || addr & !mask != 0 {
                     if *plen != 32 {
                         let mut bc = m.clone();
-                        set(&mut bc, MfField::Ipv4Dst, u128::from(addr | !mask));
+                        set(&mut bc, FieldId::IP_DST, u128::from(addr | !mask));
                         b.add(t_out, 95, bc, allow());
                     }
-                    set(&mut m, MfField::Ipv4Dst, u128::from(addr));
+                    set(&mut m, FieldId::IP_DST, u128::from(addr));
                 } else {
-                    m.add(MfField::Ipv4Dst, u128::from(addr & mask), u128::from(mask));
+                    m.add(FieldId::IP_DST, u128::from(addr & mask), u128::from(mask));
                 }
                 b.add(t_out, 95, m, allow());
             }
             let mut m = with_dst(&b, Some(ETH_IP));
-            set(&mut m, MfField::Ipv4Dst, 0xffff_ffff);
+            set(&mut m, FieldId::IP_DST, 0xffff_ffff);
             b.add(t_out, 95, m, allow());
             let mut m = with_dst(&b, Some(ETH_IP));
-            m.add(MfField::Ipv4Dst, 0xe000_0000, 0xf000_0000);
+            m.add(FieldId::IP_DST, 0xe000_0000, 0xf000_0000);
             b.add(t_out, 95, m, allow());
         }
         b.add(t_out, 90, with_dst(&b, Some(ETH_IPV6)), deny());
@@ -353,17 +344,17 @@ pub fn port_security_flows(
                 let (addr, mask) = (u128::from(*a), v6_mask(*plen));
                 let mut m = with_dst(&b, Some(ETH_IPV6));
                 if *plen == 128 || addr & !mask != 0 {
-                    set(&mut m, MfField::Ipv6Dst, addr);
+                    set(&mut m, FieldId::IPV6_DST, addr);
                 } else {
-                    m.add(MfField::Ipv6Dst, addr & mask, mask);
+                    m.add(FieldId::IPV6_DST, addr & mask, mask);
                 }
                 b.add(t_out, 95, m, allow());
             }
             let mut m = with_dst(&b, Some(ETH_IPV6));
-            set(&mut m, MfField::Ipv6Dst, u128::from(link_local(ps.mac)));
+            set(&mut m, FieldId::IPV6_DST, u128::from(link_local(ps.mac)));
             b.add(t_out, 95, m, allow());
             let mut m = with_dst(&b, Some(ETH_IPV6));
-            m.add(MfField::Ipv6Dst, 0xff << 120, 0xff << 120);
+            m.add(FieldId::IPV6_DST, 0xff << 120, 0xff << 120);
             b.add(t_out, 95, m, allow());
         }
     }

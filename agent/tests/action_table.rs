@@ -5,7 +5,7 @@
 use agent::lflow::actions::{parse_actions, ParseOptions, Pipeline};
 use agent::lflow::encode::{EncodeEnv, EncodeParams, Encoder};
 use agent::lflow::layout::TableLayout;
-use agent::lflow::ofaction::format_actions;
+use openflow::text::format_actions;
 
 struct Env;
 

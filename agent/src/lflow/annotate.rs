@@ -6,7 +6,7 @@ use std::sync::{OnceLock, RwLock};
 
 use super::error::{semantic, Result};
 use super::expr::{parse_expr, Cmp, CmpValue, Expr, NoSets, Relop};
-use super::fields::MfField;
+use super::of::FieldId;
 use super::symtab::{symtab, SymKind, SymbolTable};
 
 /// A comparison on a whole OVS field, named by its root OVN symbol.
@@ -14,14 +14,14 @@ use super::symtab::{symtab, SymKind, SymbolTable};
 pub enum Leaf {
     Int {
         sym: &'static str,
-        field: MfField,
+        field: FieldId,
         relop: Relop2,
         value: u128,
         mask: u128,
     },
     Str {
         sym: &'static str,
-        field: MfField,
+        field: FieldId,
         relop: Relop2,
         name: String,
     },

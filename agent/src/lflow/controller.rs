@@ -1,14 +1,13 @@
 //! Userdata payloads of controller actions (opcodes, DHCP/ND options, events) and the
 //! `learn` actions of ECMP symmetric reply and LB affinity.
 
-use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use super::actions::OptArg;
 use super::error::{semantic, Result};
 use super::layout::TableLayout;
 use super::lexer::{IntFormat, Token};
-use super::ofaction::{OfAction, Subfield};
+use super::of::{sub, whole, FieldId, LearnBuilder, OfAction, SubField};
 
 /// 8-byte userdata header: be32 opcode and 4 zero bytes.
 pub fn header(opcode: u32) -> Vec<u8> {
@@ -18,12 +17,10 @@ pub fn header(opcode: u32) -> Vec<u8> {
 }
 
 /// The OF1.5 header of a result field and the bit offset, for "pause" opcodes.
-pub fn put_result_dst(ud: &mut Vec<u8>, dst: &Subfield) {
-    let (class, field) = dst.field.oxm15_header();
-    ud.extend_from_slice(&class.to_be_bytes());
-    ud.push(field << 1);
-    ud.push(dst.field.n_bytes() as u8);
-    ud.extend_from_slice(&dst.ofs.to_be_bytes());
+pub fn put_result_dst(ud: &mut Vec<u8>, dst: &SubField) {
+    let header = dst.with_oxm_header().field.raw();
+    ud.extend_from_slice(&header.to_be_bytes());
+    ud.extend_from_slice(&u32::from(dst.ofs).to_be_bytes());
 }
 
 fn ipv4s(o: &OptArg) -> Result<Vec<u8>> {
@@ -414,27 +411,55 @@ pub fn trigger_event(event: &str, opts: &[(String, String)]) -> Result<Vec<u8>> 
     Ok(ud)
 }
 
-fn l4_names(proto: &str) -> Result<(u8, &'static str, &'static str)> {
+/// IP protocol number and transport source/destination fields of `tcp`, `udp`, `sctp`.
+pub fn l4_fields(proto: &str) -> Result<(u8, FieldId, FieldId)> {
     Ok(match proto {
-        "tcp" => (6, "NXM_OF_TCP_SRC[]", "NXM_OF_TCP_DST[]"),
-        "udp" => (17, "NXM_OF_UDP_SRC[]", "NXM_OF_UDP_DST[]"),
-        "sctp" => (132, "OXM_OF_SCTP_SRC[]", "OXM_OF_SCTP_DST[]"),
+        "tcp" => (6, FieldId::TCP_SRC, FieldId::TCP_DST),
+        "udp" => (17, FieldId::UDP_SRC, FieldId::UDP_DST),
+        "sctp" => (132, FieldId::SCTP_SRC, FieldId::SCTP_DST),
         _ => return semantic(format!("unknown protocol {proto}")),
     })
 }
 
-pub fn commit_ecmp_nh(ipv6: bool, proto: &str, l: &TableLayout) -> Result<Vec<OfAction>> {
-    let (nw_proto, sp, dp) = l4_names(proto)?;
-    let (ty, src, dst) = if ipv6 {
-        ("0x86dd", "NXM_NX_IPV6_SRC[]", "NXM_NX_IPV6_DST[]")
+/// The eth type and source/destination address fields of IPv4 or IPv6.
+fn ip_fields(ipv6: bool) -> (u128, FieldId, FieldId) {
+    if ipv6 {
+        (0x86dd, FieldId::IPV6_SRC, FieldId::IPV6_DST)
     } else {
-        ("0x800", "NXM_OF_IP_SRC[]", "NXM_OF_IP_DST[]")
+        (0x800, FieldId::IP_SRC, FieldId::IP_DST)
+    }
+}
+
+pub fn commit_ecmp_nh(ipv6: bool, proto: &str, l: &TableLayout) -> Result<Vec<OfAction>> {
+    let (nw_proto, sp, dp) = l4_fields(proto)?;
+    let (ty, src, dst) = ip_fields(ipv6);
+    let common = |table| {
+        LearnBuilder::new(table)
+            .timeouts(20, 30)
+            .delete_learned()
+            .match_same(FieldId::METADATA)
     };
-    let common = "idle_timeout=20,hard_timeout=30,delete_learned,OXM_OF_METADATA[]";
-    let load = "load:0x1->NXM_NX_REG10[13]";
+    let found = sub(FieldId::reg(10), 13, 1);
     Ok(vec![
-        OfAction::Text(format!("learn(table={},{common},NXM_OF_ETH_SRC[],eth_type={ty},{src},{dst},nw_proto={nw_proto},{sp},{dp},{load})", l.ecmp_nh_mac)),
-        OfAction::Text(format!("learn(table={},{common},eth_type={ty},{src}={dst},{dst}={src},nw_proto={nw_proto},{sp}={dp},{dp}={sp},{load})", l.ecmp_nh)),
+        common(l.ecmp_nh_mac)
+            .match_same(FieldId::ETH_SRC)
+            .match_value(FieldId::ETH_TYPE, ty)
+            .match_same(src)
+            .match_same(dst)
+            .match_value(FieldId::NW_PROTO, u128::from(nw_proto))
+            .match_same(sp)
+            .match_same(dp)
+            .load_value(found, 1)
+            .build(),
+        common(l.ecmp_nh)
+            .match_value(FieldId::ETH_TYPE, ty)
+            .match_from(src, dst)
+            .match_from(dst, src)
+            .match_value(FieldId::NW_PROTO, u128::from(nw_proto))
+            .match_from(sp, dp)
+            .match_from(dp, sp)
+            .load_value(found, 1)
+            .build(),
     ])
 }
 
@@ -474,35 +499,38 @@ pub fn commit_lb_aff(
         // 23.03.1 takes `proto` exactly when the VIP has a port.
         return semantic("commit_lb_aff: invalid parameter");
     }
-    let mut s = format!(
-        "learn(table={},idle_timeout={timeout},delete_learned,OXM_OF_METADATA[],",
-        l.chk_lb_affinity
-    );
-    let _ = match vip_ip {
-        IpAddr::V4(a) => write!(s, "eth_type=0x800,NXM_OF_IP_SRC[],ip_dst={a},"),
-        IpAddr::V6(a) => write!(
-            s,
-            "eth_type=0x86dd,NXM_NX_IPV6_SRC[],ipv6_dst={},",
-            super::ofmatch::fmt_ipv6(u128::from(a))
-        ),
-    };
+    let timeout = u16::try_from(timeout)
+        .map_err(|_| super::error::LflowError::Semantic(format!("timeout {timeout} too large")))?;
+    let (ty, src, dst) = ip_fields(vip_ip.is_ipv6());
+    let mut learn = LearnBuilder::new(l.chk_lb_affinity)
+        .timeouts(timeout, 0)
+        .delete_learned()
+        .match_same(FieldId::METADATA)
+        .match_value(FieldId::ETH_TYPE, ty)
+        .match_same(src)
+        .match_value(dst, ip_bits(vip_ip));
     if let (Some(p), Some(proto)) = (vip_port, proto) {
-        let (n, _, _) = l4_names(proto)?;
-        let _ = write!(s, "nw_proto={n},{proto}_dst={p},");
+        let (n, _, tp_dst) = l4_fields(proto)?;
+        learn = learn
+            .match_value(FieldId::NW_PROTO, u128::from(n))
+            .match_value(tp_dst, u128::from(p));
     }
-    s.push_str("load:0x1->NXM_NX_REG10[14],");
-    let _ = match be_ip {
-        IpAddr::V4(a) => write!(s, "load:{:#x}->NXM_NX_REG4[]", u32::from(a)),
-        IpAddr::V6(a) => write!(
-            s,
-            "load:{:#x}->NXM_NX_XXREG{}[]",
-            u128::from(a),
-            u8::from(!is_switch)
-        ),
+    learn = learn.load_value(sub(FieldId::reg(10), 14, 1), 1);
+    learn = match be_ip {
+        IpAddr::V4(a) => learn.load_value(whole(FieldId::reg(4)), u128::from(u32::from(a))),
+        IpAddr::V6(a) => {
+            learn.load_value(whole(FieldId::xxreg(u8::from(!is_switch))), u128::from(a))
+        }
     };
     if let Some(p) = be_port {
-        let _ = write!(s, ",load:{p:#x}->NXM_NX_REG8[0..15]");
+        learn = learn.load_value(sub(FieldId::reg(8), 0, 16), u128::from(p));
     }
-    s.push(')');
-    Ok(OfAction::Text(s))
+    Ok(learn.build())
+}
+
+fn ip_bits(ip: IpAddr) -> u128 {
+    match ip {
+        IpAddr::V4(a) => u128::from(u32::from(a)),
+        IpAddr::V6(a) => u128::from(a),
+    }
 }

@@ -3,9 +3,11 @@
 use super::actions::{Action, CtNatKind, FieldRef, Pipeline, Rhs};
 use super::controller;
 use super::error::{semantic, LflowError, Result};
-use super::fields::MfField;
 use super::layout::TableLayout;
-use super::ofaction::{encode_of15, Nat, OfAction, Subfield};
+use super::of::{
+    self, controller as controller_action, ct, dec_ttl, mov, pop, push, resubmit, set_field, whole,
+    CtSpec, FieldId, NatSpec, OfAction, SubField as Subfield,
+};
 use super::symtab::OvnField;
 
 /// Chassis state the encoder consults. Implementations use interior mutability for ids.
@@ -52,35 +54,19 @@ pub struct Encoder<'a> {
 }
 
 pub(super) fn sub(f: &FieldRef) -> Subfield {
-    Subfield {
-        field: f.field,
-        ofs: f.ofs,
-        n_bits: f.n_bits,
-    }
+    of::sub(f.field, f.ofs, f.n_bits)
 }
 
 fn zone(reg: u8) -> Subfield {
-    Subfield {
-        field: MfField::Reg(reg),
-        ofs: 0,
-        n_bits: 16,
-    }
+    of::sub(FieldId::reg(reg), 0, 16)
 }
 
 pub(super) fn reg10_bit(bit: u32) -> Subfield {
-    Subfield {
-        field: MfField::Reg(10),
-        ofs: bit,
-        n_bits: 1,
-    }
+    of::sub(FieldId::reg(10), bit, 1)
 }
 
 pub(super) fn clear_flag(bit: u32) -> OfAction {
-    OfAction::SetField {
-        field: MfField::Reg(10),
-        value: 0,
-        mask: 1 << bit,
-    }
+    set_field(FieldId::reg(10), 0, 1 << bit)
 }
 
 /// A value loaded into a register argument: from a field or a constant.
@@ -121,11 +107,7 @@ impl Encoder<'_> {
     }
 
     pub(super) fn controller(&self, userdata: Vec<u8>, pause: bool) -> OfAction {
-        OfAction::Controller {
-            userdata,
-            pause,
-            meter_id: self.p.controller_meter,
-        }
+        controller_action(userdata, pause, self.p.controller_meter)
     }
 
     /// The stack-based argument protocol: save destinations, load sources, run `body`,
@@ -140,49 +122,46 @@ impl Encoder<'_> {
             .filter(|(dst, ArgSrc::Field(src))| src.field != dst.field)
             .collect();
         for (dst, _) in &used {
-            out.push(OfAction::Push(*dst));
+            out.push(push(*dst));
         }
         for (_, ArgSrc::Field(src)) in used.iter().rev() {
-            out.push(OfAction::Push(*src));
+            out.push(push(*src));
         }
         for (dst, _) in &used {
-            out.push(OfAction::Pop(*dst));
+            out.push(pop(*dst));
         }
         body(out);
         for (dst, _) in used.iter().rev() {
-            out.push(OfAction::Pop(*dst));
+            out.push(pop(*dst));
         }
     }
 
     fn nested_userdata(&self, opcode: u32, inner: &[Action]) -> Result<Vec<u8>> {
         let mut ud = controller::header(opcode);
         let acts = self.encode(inner)?;
-        encode_of15(&acts, &mut ud).map_err(|e| LflowError::Semantic(e.to_string()))?;
+        let mut nested = bytes::BytesMut::new();
+        OfAction::encode_list(&acts, &mut nested);
+        ud.extend_from_slice(&nested);
         Ok(ud)
     }
 
     fn encode_one(&self, a: &Action, out: &mut Vec<OfAction>) -> Result<()> {
         let ip_arg = |v6: bool| {
-            Subfield::whole(if v6 {
-                MfField::Xxreg(0)
+            whole(if v6 {
+                FieldId::xxreg(0)
             } else {
-                MfField::Reg(0)
+                FieldId::reg(0)
             })
         };
         match a {
             Action::Next { pipeline, table } => {
-                out.push(OfAction::Resubmit(self.table_of(*pipeline, *table)?));
+                out.push(resubmit(self.table_of(*pipeline, *table)?));
             }
-            Action::Output => out.push(OfAction::Resubmit(self.output_table(self.p.pipeline))),
+            Action::Output => out.push(resubmit(self.output_table(self.p.pipeline))),
             Action::Load { dst, value } => {
                 let (v, m) = match value {
                     Rhs::Int { value, mask } => {
-                        let width_mask = Subfield {
-                            field: dst.field,
-                            ofs: 0,
-                            n_bits: dst.n_bits,
-                        }
-                        .mask();
+                        let width_mask = of::sub(dst.field, 0, dst.n_bits).mask();
                         let m = mask.unwrap_or(u128::MAX) & width_mask;
                         (value & m, m)
                     }
@@ -195,76 +174,56 @@ impl Encoder<'_> {
                 if m == 0 {
                     return Ok(());
                 }
-                out.push(OfAction::SetField {
-                    field: dst.field,
-                    value: v << dst.ofs,
-                    mask: m << dst.ofs,
-                });
+                out.push(set_field(dst.field, v << dst.ofs, m << dst.ofs));
             }
-            Action::Move { dst, src } => out.push(OfAction::Move {
-                src: sub(src),
-                dst: sub(dst),
-            }),
+            Action::Move { dst, src } => out.push(mov(sub(src), sub(dst))),
             Action::Exchange { a, b } => {
-                out.extend([
-                    OfAction::Push(sub(b)),
-                    OfAction::Push(sub(a)),
-                    OfAction::Pop(sub(b)),
-                    OfAction::Pop(sub(a)),
-                ]);
+                out.extend([push(sub(b)), push(sub(a)), pop(sub(b)), pop(sub(a))]);
             }
-            Action::Push(f) => out.push(OfAction::Push(sub(f))),
-            Action::Pop(f) => out.push(OfAction::Pop(sub(f))),
-            Action::DecTtl => out.push(OfAction::DecTtl),
-            Action::CtNext => out.push(OfAction::Ct {
+            Action::Push(f) => out.push(push(sub(f))),
+            Action::Pop(f) => out.push(pop(sub(f))),
+            Action::DecTtl => out.push(dec_ttl()),
+            Action::CtNext => out.push(ct(CtSpec {
                 commit: false,
                 table: Some(self.next_table()?),
                 zone: self.default_zone(),
                 nat: None,
                 exec: vec![],
-            }),
+            })),
             Action::CtCommit(inner) => {
                 let exec = self.encode(inner)?;
                 // Always encoded where it stands (23.03.1 drops it when it is not first).
-                out.push(OfAction::Ct {
+                out.push(ct(CtSpec {
                     commit: true,
                     table: None,
                     zone: self.default_zone(),
-                    nat: Some(Nat::Typed {
+                    nat: Some(NatSpec::Typed {
                         src: true,
                         addr: None,
                         ports: None,
                     }),
                     exec,
-                });
+                }));
             }
             Action::CtCommitV1 { mark, label } => {
                 let mut exec = Vec::new();
                 if let Some((v, m)) = mark {
-                    exec.push(OfAction::SetField {
-                        field: MfField::CtMark,
-                        value: v & m,
-                        mask: *m,
-                    });
+                    exec.push(set_field(FieldId::CT_MARK, v & m, *m));
                 }
                 if let Some((v, m)) = label {
-                    exec.push(OfAction::SetField {
-                        field: MfField::CtLabel,
-                        value: v & m,
-                        mask: *m,
-                    });
+                    exec.push(set_field(FieldId::CT_LABEL, v & m, *m));
                 }
-                out.push(OfAction::Ct {
+                out.push(ct(CtSpec {
                     commit: true,
                     table: None,
                     zone: zone(13),
-                    nat: Some(Nat::Typed {
+                    nat: Some(NatSpec::Typed {
                         src: true,
                         addr: None,
                         ports: None,
                     }),
                     exec,
-                });
+                }));
             }
             Action::CtNat { kind, addr, ports } => {
                 let czone = if self.p.common_zone_is_snat { 12 } else { 11 };
@@ -275,28 +234,28 @@ impl Encoder<'_> {
                     CtNatKind::SnatInCzone => (czone, true),
                 };
                 let nat = match addr {
-                    None => Nat::Plain,
-                    Some(a) => Nat::Typed {
+                    None => NatSpec::Plain,
+                    Some(a) => NatSpec::Typed {
                         src,
                         addr: Some(*a),
                         ports: *ports,
                     },
                 };
-                out.push(OfAction::Ct {
+                out.push(ct(CtSpec {
                     commit: addr.is_some(),
                     table: Some(self.next_table()?),
                     zone: zone(reg),
                     nat: Some(nat),
                     exec: vec![],
-                });
+                }));
             }
-            Action::CtCommitNat => out.push(OfAction::Ct {
+            Action::CtCommitNat => out.push(ct(CtSpec {
                 commit: true,
                 table: Some(self.next_table()?),
                 zone: self.default_zone(),
-                nat: Some(Nat::Plain),
+                nat: Some(NatSpec::Plain),
                 exec: vec![],
-            }),
+            })),
             Action::CtLb {
                 mark,
                 backends,
@@ -310,7 +269,7 @@ impl Encoder<'_> {
                 out,
             )?,
             Action::CtClear => out.push(OfAction::CtClear),
-            Action::CtSnatToVip => out.push(OfAction::Resubmit(self.p.layout.ct_snat_hairpin)),
+            Action::CtSnatToVip => out.push(resubmit(self.p.layout.ct_snat_hairpin)),
             Action::Clone(inner) => out.push(OfAction::Clone(self.encode(inner)?)),
             Action::Nested(kind, inner) => {
                 let ud = self.nested_userdata(kind.opcode(), inner)?;
@@ -360,24 +319,20 @@ impl Encoder<'_> {
             }
             Action::GetArp { v6, port, ip } => {
                 let args = [
-                    (Subfield::whole(MfField::Reg(15)), ArgSrc::Field(sub(port))),
+                    (whole(FieldId::reg(15)), ArgSrc::Field(sub(port))),
                     (ip_arg(*v6), ArgSrc::Field(sub(ip))),
                 ];
                 let t = self.p.layout.mac_binding;
                 Self::with_args(&args, out, |o| {
-                    o.push(OfAction::SetField {
-                        field: MfField::EthDst,
-                        value: 0,
-                        mask: 0xffff_ffff_ffff,
-                    });
-                    o.push(OfAction::Resubmit(t));
+                    o.push(set_field(FieldId::ETH_DST, 0, 0xffff_ffff_ffff));
+                    o.push(resubmit(t));
                 });
             }
             Action::PutArp { v6, port, ip, mac } => {
                 let args = [
-                    (Subfield::whole(MfField::Reg(14)), ArgSrc::Field(sub(port))),
+                    (whole(FieldId::reg(14)), ArgSrc::Field(sub(port))),
                     (ip_arg(*v6), ArgSrc::Field(sub(ip))),
-                    (Subfield::whole(MfField::EthSrc), ArgSrc::Field(sub(mac))),
+                    (whole(FieldId::ETH_SRC), ArgSrc::Field(sub(mac))),
                 ];
                 let c = self.controller(controller::header(if *v6 { 4 } else { 1 }), false);
                 Self::with_args(&args, out, |o| o.push(c));
@@ -390,75 +345,59 @@ impl Encoder<'_> {
                 mac,
             } => {
                 let args = [
-                    (Subfield::whole(MfField::Reg(14)), ArgSrc::Field(sub(port))),
+                    (whole(FieldId::reg(14)), ArgSrc::Field(sub(port))),
                     (ip_arg(*v6), ArgSrc::Field(sub(ip))),
-                    (Subfield::whole(MfField::EthSrc), ArgSrc::Field(sub(mac))),
+                    (whole(FieldId::ETH_SRC), ArgSrc::Field(sub(mac))),
                 ];
                 let t = self.p.layout.mac_lookup;
                 Self::with_args(&args, out, |o| {
                     o.push(clear_flag(6));
-                    o.push(OfAction::Resubmit(t));
-                    o.push(OfAction::Move {
-                        src: reg10_bit(6),
-                        dst: sub(dst),
-                    });
+                    o.push(resubmit(t));
+                    o.push(mov(reg10_bit(6), sub(dst)));
                 });
             }
             Action::LookupArpIp { v6, dst, port, ip } => {
                 let args = [
-                    (Subfield::whole(MfField::Reg(15)), ArgSrc::Field(sub(port))),
+                    (whole(FieldId::reg(15)), ArgSrc::Field(sub(port))),
                     (ip_arg(*v6), ArgSrc::Field(sub(ip))),
                 ];
                 let t = self.p.layout.mac_binding;
                 Self::with_args(&args, out, |o| {
-                    o.push(OfAction::Push(Subfield::whole(MfField::EthDst)));
+                    o.push(push(whole(FieldId::ETH_DST)));
                     o.push(clear_flag(6));
-                    o.push(OfAction::Resubmit(t));
-                    o.push(OfAction::Move {
-                        src: reg10_bit(6),
-                        dst: sub(dst),
-                    });
-                    o.push(OfAction::Pop(Subfield::whole(MfField::EthDst)));
+                    o.push(resubmit(t));
+                    o.push(mov(reg10_bit(6), sub(dst)));
+                    o.push(pop(whole(FieldId::ETH_DST)));
                 });
             }
             Action::GetFdb { dst, mac } => {
-                let args = [(Subfield::whole(MfField::EthDst), ArgSrc::Field(sub(mac)))];
+                let args = [(whole(FieldId::ETH_DST), ArgSrc::Field(sub(mac)))];
                 let t = self.p.layout.get_fdb;
                 Self::with_args(&args, out, |o| {
-                    o.push(OfAction::SetField {
-                        field: MfField::Reg(15),
-                        value: 0,
-                        mask: 0xffff_ffff,
-                    });
-                    o.push(OfAction::Resubmit(t));
+                    o.push(set_field(FieldId::reg(15), 0, 0xffff_ffff));
+                    o.push(resubmit(t));
                 });
-                let r15 = Subfield::whole(MfField::Reg(15));
+                let r15 = whole(FieldId::reg(15));
                 if sub(dst) != r15 {
-                    out.push(OfAction::Move {
-                        src: r15,
-                        dst: sub(dst),
-                    });
+                    out.push(mov(r15, sub(dst)));
                 }
             }
             Action::LookupFdb { dst, port, mac } => {
                 let args = [
-                    (Subfield::whole(MfField::Reg(14)), ArgSrc::Field(sub(port))),
-                    (Subfield::whole(MfField::EthSrc), ArgSrc::Field(sub(mac))),
+                    (whole(FieldId::reg(14)), ArgSrc::Field(sub(port))),
+                    (whole(FieldId::ETH_SRC), ArgSrc::Field(sub(mac))),
                 ];
                 let t = self.p.layout.lookup_fdb;
                 Self::with_args(&args, out, |o| {
                     o.push(clear_flag(8));
-                    o.push(OfAction::Resubmit(t));
+                    o.push(resubmit(t));
                 });
-                out.push(OfAction::Move {
-                    src: reg10_bit(8),
-                    dst: sub(dst),
-                });
+                out.push(mov(reg10_bit(8), sub(dst)));
             }
             Action::PutFdb { port, mac } => {
                 let args = [
-                    (Subfield::whole(MfField::Reg(14)), ArgSrc::Field(sub(port))),
-                    (Subfield::whole(MfField::EthSrc), ArgSrc::Field(sub(mac))),
+                    (whole(FieldId::reg(14)), ArgSrc::Field(sub(port))),
+                    (whole(FieldId::ETH_SRC), ArgSrc::Field(sub(mac))),
                 ];
                 let c = self.controller(controller::header(25), false);
                 Self::with_args(&args, out, |o| o.push(c));
@@ -469,11 +408,7 @@ impl Encoder<'_> {
                     .iter()
                     .enumerate()
                     .map(|(i, (v, w))| {
-                        let load = OfAction::SetField {
-                            field: dst.field,
-                            value: u128::from(*v) << dst.ofs,
-                            mask: sub(dst).mask(),
-                        };
+                        let load = set_field(dst.field, u128::from(*v) << dst.ofs, sub(dst).mask());
                         format!("bucket=bucket_id:{i},weight:{w},actions={load},resubmit(,{t})")
                     })
                     .collect();
@@ -508,11 +443,7 @@ impl Encoder<'_> {
                     ud.extend_from_slice(n.as_bytes());
                 }
                 let meter_id = meter.as_deref().and_then(|m| self.env.named_meter(m));
-                out.push(OfAction::Controller {
-                    userdata: ud,
-                    pause: false,
-                    meter_id,
-                });
+                out.push(controller_action(ud, false, meter_id));
             }
             Action::TriggerEvent { event, opts } => {
                 let ud = controller::trigger_event(event, opts)?;
@@ -527,7 +458,7 @@ impl Encoder<'_> {
                 ud.extend_from_slice(&key.to_be_bytes());
                 let c = self.controller(ud, false);
                 Self::with_args(
-                    &[(Subfield::whole(MfField::Reg(14)), ArgSrc::Field(sub(port)))],
+                    &[(whole(FieldId::reg(14)), ArgSrc::Field(sub(port)))],
                     out,
                     |o| o.push(c),
                 );
@@ -535,7 +466,7 @@ impl Encoder<'_> {
             Action::HandleSvcCheck(port) => {
                 let c = self.controller(controller::header(18), false);
                 Self::with_args(
-                    &[(Subfield::whole(MfField::Reg(14)), ArgSrc::Field(sub(port)))],
+                    &[(whole(FieldId::reg(14)), ArgSrc::Field(sub(port)))],
                     out,
                     |o| o.push(c),
                 );
@@ -597,7 +528,12 @@ impl Encoder<'_> {
                             .unwrap_or(0)
                     });
                     let domain = (obs_domain << 24) | (self.p.dp_key & 0x00ff_ffff);
-                    out.push(OfAction::Text(format!("sample(probability={probability},collector_set_id={collector_set},obs_domain_id={domain},obs_point_id={point})")));
+                    out.push(OfAction::Sample {
+                        probability: *probability,
+                        collector_set_id: *collector_set,
+                        obs_domain_id: domain,
+                        obs_point_id: point,
+                    });
                 }
             }
         }

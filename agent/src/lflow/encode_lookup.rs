@@ -4,23 +4,22 @@ use super::actions::{FieldRef, LbBackend, ResultFn};
 use super::controller;
 use super::encode::{clear_flag, reg10_bit, sub, Encoder};
 use super::error::Result;
-use super::fields::MfField;
-use super::ofaction::{Nat, OfAction};
+use super::of::{ct, mov, resubmit, set_field, CtSpec, FieldId, NatSpec, OfAction};
 
 impl Encoder<'_> {
     pub(super) fn result_fn(&self, dst: &FieldRef, func: ResultFn, out: &mut Vec<OfAction>) {
         let l = &self.p.layout;
         let lookup = |bit: u32, table: u8, out: &mut Vec<OfAction>| {
             out.push(clear_flag(bit));
-            out.push(OfAction::Resubmit(table));
-            out.push(OfAction::Move {
-                src: reg10_bit(bit),
-                dst: sub(dst),
-            });
+            out.push(resubmit(table));
+            out.push(mov(reg10_bit(bit), sub(dst)));
         };
         match func {
             ResultFn::CheckPktLarger(len) => {
-                out.push(OfAction::CheckPktLarger { len, dst: sub(dst) });
+                out.push(OfAction::CheckPktLarger {
+                    pkt_len: len,
+                    dst: sub(dst),
+                });
             }
             ResultFn::ChkLbHairpin => lookup(7, l.chk_lb_hairpin, out),
             ResultFn::ChkLbHairpinReply => lookup(7, l.chk_lb_hairpin_reply, out),
@@ -48,54 +47,42 @@ impl Encoder<'_> {
         let t = self.next_table()?;
         let z = self.default_zone();
         if backends.is_empty() {
-            out.push(OfAction::Ct {
+            out.push(ct(CtSpec {
                 commit: false,
                 table: Some(t),
                 zone: z,
-                nat: Some(Nat::Plain),
+                nat: Some(NatSpec::Plain),
                 exec: vec![],
-            });
+            }));
             return Ok(());
         }
         let field = if mark {
-            MfField::CtMark
+            FieldId::CT_MARK
         } else {
-            MfField::CtLabel
+            FieldId::CT_LABEL
         };
-        let mut exec = vec![OfAction::SetField {
-            field,
-            value: 2,
-            mask: 2,
-        }];
+        let mut exec = vec![set_field(field, 2, 2)];
         match flag {
-            Some("skip_snat") => exec.push(OfAction::SetField {
-                field,
-                value: 4,
-                mask: 4,
-            }),
-            Some("force_snat") => exec.push(OfAction::SetField {
-                field,
-                value: 8,
-                mask: 8,
-            }),
+            Some("skip_snat") => exec.push(set_field(field, 4, 4)),
+            Some("force_snat") => exec.push(set_field(field, 8, 8)),
             _ => {}
         }
         let buckets: Vec<String> = backends
             .iter()
             .enumerate()
             .map(|(i, b)| {
-                let nat = Nat::Typed {
+                let nat = NatSpec::Typed {
                     src: false,
                     addr: Some(b.addr),
                     ports: b.port.map(|p| (p, p)),
                 };
-                let ct = OfAction::Ct {
+                let ct = ct(CtSpec {
                     commit: true,
                     table: Some(t),
                     zone: z,
                     nat: Some(nat),
                     exec: exec.clone(),
-                };
+                });
                 format!("bucket=bucket_id:{i},weight:100,actions={ct}")
             })
             .collect();

@@ -2,7 +2,6 @@
 //! `consider_logical_flow__` and `add_matches_to_flow_table`).
 
 use std::collections::HashMap;
-use std::fmt;
 use std::sync::{Arc, RwLock};
 
 use super::actions::{parse_actions, ParseOptions, ParsedActions, Pipeline};
@@ -10,14 +9,14 @@ use super::annotate::{annotate, AExpr};
 use super::encode::{EncodeEnv, EncodeParams, Encoder};
 use super::error::{LflowError, Result};
 use super::expr::{parse_expr, Expr, ExprContext};
-use super::fields::MfField;
 use super::hash::FxBuild;
 use super::layout::TableLayout;
 use super::normalize::{
     eval_conditions, normalize, simplify, to_matches, Conj, MatchKind, PortResolver,
 };
-use super::ofaction::{format_actions, OfAction};
-use super::ofmatch::{OfMatch, Slot};
+use super::of::FieldId;
+use super::of::Slot;
+use super::of::{conjunction, OfAction};
 use super::template::expand_templates;
 
 /// What the compiler needs to know about this chassis and the Southbound content.
@@ -63,31 +62,8 @@ pub struct DpSpec<'a> {
     pub snat_ct_zone: bool,
 }
 
-/// One OpenFlow flow.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OfFlow {
-    pub table: u8,
-    pub priority: u16,
-    pub cookie: u32,
-    pub m: OfMatch,
-    /// Shared by all the flows of one lflow on one datapath.
-    pub actions: Arc<Vec<OfAction>>,
-}
-
-impl fmt::Display for OfFlow {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let m = self.m.to_string();
-        let sep = if m.is_empty() { "" } else { "," };
-        write!(
-            f,
-            " cookie={:#x}, table={}, priority={}{sep}{m} actions={}",
-            self.cookie,
-            self.table,
-            self.priority,
-            format_actions(&self.actions)
-        )
-    }
-}
+/// One OpenFlow flow (the `openflow` crate's).
+pub use super::of::Flow as OfFlow;
 
 /// (ingress, logical table, expanded action text).
 type ActionsKey = (bool, u32, String);
@@ -324,7 +300,7 @@ pub fn compile_lflow(
         .encode(&parsed.actions)
         .map_err(super::error::in_actions)?,
     );
-    let cookie = u32::from_str_radix(lf.uuid.get(..8).unwrap_or("0"), 16).unwrap_or(0);
+    let cookie = u64::from_str_radix(lf.uuid.get(..8).unwrap_or("0"), 16).unwrap_or(0);
     let n_conj = matches
         .iter()
         .flat_map(|(_, k)| k)
@@ -356,7 +332,7 @@ pub fn compile_lflow(
                 }
             }
         }
-        if !m.add(MfField::Metadata, u128::from(dp.key), u128::from(u64::MAX)) {
+        if !m.add(FieldId::METADATA, u128::from(dp.key), u128::from(u64::MAX)) {
             continue;
         }
         match kinds.as_slice() {
@@ -385,11 +361,7 @@ pub fn compile_lflow(
                             k,
                             clause,
                             n_clauses,
-                        } => Some(OfAction::Conjunction {
-                            id: base + k - 1,
-                            clause: *clause,
-                            n_clauses: *n_clauses,
-                        }),
+                        } => Some(conjunction(base + k - 1, *clause, *n_clauses)),
                         _ => None,
                     })
                     .collect();
@@ -490,24 +462,15 @@ pub fn conj_id_hash(lflow_uuid: &str, dp_uuid: &str) -> u32 {
     finish(add(add(part0(lflow_uuid), 0), part0(dp_uuid)) ^ 8)
 }
 
-impl OfFlow {
-    /// The same flow as the `openflow` crate's typed flow (for the wire encoder), through
-    /// the one text form both sides print and parse exactly like `ovs-ofctl`.
-    pub fn to_openflow(&self) -> std::result::Result<openflow::text::Flow, String> {
-        self.to_string()
-            .trim_start()
-            .parse::<openflow::text::Flow>()
-            .map_err(|e| e.to_string())
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::of::{resubmit, FlowMatch};
     use super::*;
+    use openflow::text::format_actions;
 
-    fn flow(cookie: u32, actions: Vec<OfAction>) -> OfFlow {
-        let mut m = OfMatch::new();
-        assert!(m.add(MfField::Metadata, 1, u128::from(u64::MAX)));
+    fn flow(cookie: u64, actions: Vec<OfAction>) -> OfFlow {
+        let mut m = FlowMatch::new();
+        assert!(m.add(FieldId::METADATA, 1, u128::from(u64::MAX)));
         OfFlow {
             table: 8,
             priority: 10,
@@ -519,14 +482,10 @@ mod tests {
 
     #[test]
     fn duplicates_follow_ofctrl_preference() {
-        let conj = |id| OfAction::Conjunction {
-            id,
-            clause: 0,
-            n_clauses: 2,
-        };
+        let conj = |id| conjunction(id, 0, 2);
         let (out, dropped) = merge_conjunctions(vec![
             flow(1, vec![]),
-            flow(2, vec![OfAction::Resubmit(9)]),
+            flow(2, vec![resubmit(9)]),
             flow(3, vec![]),
         ]);
         assert_eq!(

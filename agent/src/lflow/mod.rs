@@ -7,14 +7,12 @@ pub mod encode;
 mod encode_lookup;
 pub mod error;
 pub mod expr;
-pub mod fields;
 pub mod flows;
 pub mod hash;
 pub mod layout;
 pub mod lexer;
 pub mod normalize;
-pub mod ofaction;
-pub mod ofmatch;
+pub mod of;
 pub mod symtab;
 pub mod template;
 
@@ -23,7 +21,7 @@ pub use error::{LflowError, Result};
 use annotate::annotate;
 use expr::{parse_expr, ExprContext};
 use normalize::{eval_conditions, normalize, simplify, to_matches, Conj, MatchKind, PortResolver};
-use ofmatch::OfMatch;
+use of::FlowMatch as OfMatch;
 
 /// Default bound on the OpenFlow flows one logical flow may produce.
 pub const DEFAULT_FLOW_LIMIT: usize = 20_000;

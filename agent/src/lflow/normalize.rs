@@ -4,8 +4,8 @@
 use super::annotate::{AExpr, Leaf, Relop2};
 use super::error::{LflowError, Result};
 use super::expr::Expr;
-use super::fields::MfField;
-use super::ofmatch::OfMatch;
+use super::of::FieldId;
+use super::of::FlowMatch as OfMatch;
 use super::symtab::symtab;
 
 fn ones(bits: u32) -> u128 {
@@ -16,7 +16,7 @@ fn ones(bits: u32) -> u128 {
     }
 }
 
-fn int(sym: &'static str, field: MfField, value: u128, mask: u128) -> AExpr {
+fn int(sym: &'static str, field: FieldId, value: u128, mask: u128) -> AExpr {
     Expr::Leaf(Leaf::Int {
         sym,
         field,
@@ -44,7 +44,7 @@ pub fn simplify(e: AExpr) -> AExpr {
 
 fn simplify_int(
     sym: &'static str,
-    field: MfField,
+    field: FieldId,
     relop: Relop2,
     value: u128,
     mask: u128,

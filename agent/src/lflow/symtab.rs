@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use super::fields::MfField;
+use openflow::oxm::FieldId;
 
 /// Which operators a symbol accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,9 +30,9 @@ pub enum OvnField {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SymKind {
-    Field(MfField),
+    Field(FieldId),
     /// A port name field on a 32-bit register (inport/outport).
-    String(MfField),
+    String(FieldId),
     Subfield {
         parent: String,
         lo: u32,
@@ -78,7 +78,7 @@ impl SymbolTable {
     }
 
     /// Resolves a (sub)field symbol down to its OVS field and the bit offset within it.
-    pub fn resolve(&self, name: &str) -> Option<(MfField, u32)> {
+    pub fn resolve(&self, name: &str) -> Option<(FieldId, u32)> {
         let sym = self.get(name)?;
         match &sym.kind {
             SymKind::Field(f) | SymKind::String(f) => Some((*f, 0)),
@@ -97,16 +97,28 @@ pub fn symtab() -> &'static SymbolTable {
     TABLE.get_or_init(build)
 }
 
+/// Fields OVN lets actions assign (the rest are matched only).
+fn writable(f: FieldId) -> bool {
+    !matches!(
+        f,
+        FieldId::ETH_TYPE
+            | FieldId::NW_PROTO
+            | FieldId::NW_FRAG
+            | FieldId::TCP_FLAGS
+            | FieldId::CT_STATE
+    )
+}
+
 struct Builder(HashMap<String, Symbol, super::hash::FxBuild>);
 
 impl Builder {
-    fn field(&mut self, name: &str, f: MfField, prereqs: Option<&str>, xprod: bool) {
+    fn field(&mut self, name: &str, f: FieldId, prereqs: Option<&str>, xprod: bool) {
         self.field_scoped(
             name,
             f,
             prereqs,
             xprod,
-            if f.writable() {
+            if writable(f) {
                 WriteScope::Default
             } else {
                 WriteScope::ReadOnly
@@ -117,19 +129,19 @@ impl Builder {
     fn field_scoped(
         &mut self,
         name: &str,
-        f: MfField,
+        f: FieldId,
         prereqs: Option<&str>,
         xprod: bool,
         scope: WriteScope,
     ) {
-        let level = if f.maskable() {
+        let level = if f.def().maskable {
             Level::Ordinal
         } else {
             Level::Nominal
         };
         self.insert(
             name,
-            f.width(),
+            f.bits(),
             SymKind::Field(f),
             prereqs,
             level,
@@ -138,7 +150,7 @@ impl Builder {
         );
     }
 
-    fn string(&mut self, name: &str, f: MfField) {
+    fn string(&mut self, name: &str, f: FieldId) {
         self.insert(
             name,
             32,
@@ -205,12 +217,11 @@ impl Builder {
 
 fn build() -> SymbolTable {
     use Level::{Boolean, Nominal};
-    use MfField::*;
     let mut b = Builder(HashMap::default());
-    b.string("inport", Reg(14));
-    b.string("outport", Reg(15));
+    b.string("inport", FieldId::reg(14));
+    b.string("outport", FieldId::reg(15));
     for xx in 0..2u8 {
-        b.field(&format!("xxreg{xx}"), Xxreg(xx), None, false);
+        b.field(&format!("xxreg{xx}"), FieldId::xxreg(xx), None, false);
     }
     for x in 0..5u32 {
         if x < 4 {
@@ -223,7 +234,7 @@ fn build() -> SymbolTable {
                 64,
             );
         } else {
-            b.field("xreg4", Xreg(4), None, false);
+            b.field("xreg4", FieldId::xreg(4), None, false);
         }
     }
     for r in 0..10u32 {
@@ -239,7 +250,7 @@ fn build() -> SymbolTable {
             b.subfield(&format!("reg{r}"), None, "xreg4", 32 * (1 - r % 2), 32);
         }
     }
-    b.field("flags", Reg(10), None, false);
+    b.field("flags", FieldId::reg(10), None, false);
     for (n, bit) in [
         ("loopback", 0),
         ("force_snat_for_dnat", 2),
@@ -249,9 +260,15 @@ fn build() -> SymbolTable {
     ] {
         b.subfield(&format!("flags.{n}"), None, "flags", bit, 1);
     }
-    b.field("pkt.mark", PktMark, None, false);
+    b.field("pkt.mark", FieldId::PKT_MARK, None, false);
 
-    b.field_scoped("ct_mark", CtMark, None, false, WriteScope::CtCommit);
+    b.field_scoped(
+        "ct_mark",
+        FieldId::CT_MARK,
+        None,
+        false,
+        WriteScope::CtCommit,
+    );
     for (n, lo, w) in [
         ("blocked", 0, 1),
         ("natted", 1, 1),
@@ -261,7 +278,13 @@ fn build() -> SymbolTable {
     ] {
         b.subfield(&format!("ct_mark.{n}"), None, "ct_mark", lo, w);
     }
-    b.field_scoped("ct_label", CtLabel, None, false, WriteScope::CtCommit);
+    b.field_scoped(
+        "ct_label",
+        FieldId::CT_LABEL,
+        None,
+        false,
+        WriteScope::CtCommit,
+    );
     for (n, lo, w) in [
         ("blocked", 0, 1),
         ("natted", 1, 1),
@@ -273,7 +296,7 @@ fn build() -> SymbolTable {
     ] {
         b.subfield(&format!("ct_label.{n}"), None, "ct_label", lo, w);
     }
-    b.field("ct_state", CtState, None, false);
+    b.field("ct_state", FieldId::CT_STATE, None, false);
     for (n, bit) in [
         ("new", 0),
         ("est", 1),
@@ -288,13 +311,13 @@ fn build() -> SymbolTable {
         b.subfield(&format!("ct.{n}"), pre, "ct_state", bit, 1);
     }
 
-    b.field("eth.src", EthSrc, None, false);
-    b.field("eth.dst", EthDst, None, false);
-    b.field("eth.type", EthType, None, true);
+    b.field("eth.src", FieldId::ETH_SRC, None, false);
+    b.field("eth.dst", FieldId::ETH_DST, None, false);
+    b.field("eth.type", FieldId::ETH_TYPE, None, true);
     b.predicate("eth.bcast", "eth.dst == ff:ff:ff:ff:ff:ff", Boolean);
     b.subfield("eth.mcast", None, "eth.dst", 40, 1);
     b.predicate("eth.mcastv6", "eth.dst[32..47] == 0x3333", Boolean);
-    b.field("vlan.tci", VlanTci, None, false);
+    b.field("vlan.tci", FieldId::VLAN_TCI, None, false);
     b.predicate("vlan.present", "vlan.tci[12]", Boolean);
     b.subfield("vlan.pcp", Some("vlan.present"), "vlan.tci", 13, 3);
     b.subfield("vlan.vid", Some("vlan.present"), "vlan.tci", 0, 12);
@@ -302,21 +325,21 @@ fn build() -> SymbolTable {
     b.predicate("ip4", "eth.type == 0x800", Nominal);
     b.predicate("ip6", "eth.type == 0x86dd", Nominal);
     b.predicate("ip", "ip4 || ip6", Nominal);
-    b.field("ip.proto", IpProto, Some("ip"), true);
-    b.field("ip.dscp", IpDscp, Some("ip"), false);
-    b.field("ip.ecn", IpEcn, Some("ip"), false);
-    b.field("ip.ttl", IpTtl, Some("ip"), false);
-    b.field("ip4.src", Ipv4Src, Some("ip4"), false);
-    b.field("ip4.dst", Ipv4Dst, Some("ip4"), false);
+    b.field("ip.proto", FieldId::NW_PROTO, Some("ip"), true);
+    b.field("ip.dscp", FieldId::IP_DSCP, Some("ip"), false);
+    b.field("ip.ecn", FieldId::NW_ECN, Some("ip"), false);
+    b.field("ip.ttl", FieldId::NW_TTL, Some("ip"), false);
+    b.field("ip4.src", FieldId::IP_SRC, Some("ip4"), false);
+    b.field("ip4.dst", FieldId::IP_DST, Some("ip4"), false);
     b.predicate("ip4.src_mcast", "ip4.src[28..31] == 0xe", Boolean);
     b.predicate("ip4.mcast", "eth.mcast && ip4.dst[28..31] == 0xe", Boolean);
     b.predicate("icmp4", "ip4 && ip.proto == 1", Nominal);
-    b.field("icmp4.type", Icmpv4Type, Some("icmp4"), false);
-    b.field("icmp4.code", Icmpv4Code, Some("icmp4"), false);
+    b.field("icmp4.type", FieldId::ICMP_TYPE, Some("icmp4"), false);
+    b.field("icmp4.code", FieldId::ICMP_CODE, Some("icmp4"), false);
     b.predicate("igmp", "ip4 && ip.proto == 2", Nominal);
-    b.field("ip6.src", Ipv6Src, Some("ip6"), false);
-    b.field("ip6.dst", Ipv6Dst, Some("ip6"), false);
-    b.field("ip6.label", Ipv6Label, Some("ip6"), false);
+    b.field("ip6.src", FieldId::IPV6_SRC, Some("ip6"), false);
+    b.field("ip6.dst", FieldId::IPV6_DST, Some("ip6"), false);
+    b.field("ip6.label", FieldId::IPV6_LABEL, Some("ip6"), false);
     b.predicate(
         "ip6.mcast_rsvd",
         "ip6.dst[116..127] == 0xff0 && ip6.dst[0..111] == 0x0",
@@ -348,21 +371,41 @@ fn build() -> SymbolTable {
         Boolean,
     );
     b.predicate("icmp6", "ip6 && ip.proto == 58", Nominal);
-    b.field("icmp6.type", Icmpv6Type, Some("icmp6"), true);
-    b.field("icmp6.code", Icmpv6Code, Some("icmp6"), true);
+    b.field("icmp6.type", FieldId::ICMPV6_TYPE, Some("icmp6"), true);
+    b.field("icmp6.code", FieldId::ICMPV6_CODE, Some("icmp6"), true);
     b.predicate("icmp", "icmp4 || icmp6", Nominal);
-    b.field("ip.frag", IpFrag, Some("ip"), false);
+    b.field("ip.frag", FieldId::NW_FRAG, Some("ip"), false);
     b.predicate("ip.is_frag", "ip.frag[0]", Boolean);
     b.predicate("ip.later_frag", "ip.frag[1]", Boolean);
     b.predicate("ip.first_frag", "ip.is_frag && !ip.later_frag", Boolean);
 
     for (proto, ty) in [("arp", "0x806"), ("rarp", "0x8035")] {
         b.predicate(proto, &format!("eth.type == {ty}"), Nominal);
-        b.field(&format!("{proto}.op"), ArpOp, Some(proto), false);
-        b.field(&format!("{proto}.spa"), ArpSpa, Some(proto), false);
-        b.field(&format!("{proto}.sha"), ArpSha, Some(proto), false);
-        b.field(&format!("{proto}.tpa"), ArpTpa, Some(proto), false);
-        b.field(&format!("{proto}.tha"), ArpTha, Some(proto), false);
+        b.field(&format!("{proto}.op"), FieldId::ARP_OP, Some(proto), false);
+        b.field(
+            &format!("{proto}.spa"),
+            FieldId::ARP_SPA,
+            Some(proto),
+            false,
+        );
+        b.field(
+            &format!("{proto}.sha"),
+            FieldId::ARP_SHA,
+            Some(proto),
+            false,
+        );
+        b.field(
+            &format!("{proto}.tpa"),
+            FieldId::ARP_TPA,
+            Some(proto),
+            false,
+        );
+        b.field(
+            &format!("{proto}.tha"),
+            FieldId::ARP_THA,
+            Some(proto),
+            false,
+        );
     }
 
     b.predicate(
@@ -382,9 +425,9 @@ fn build() -> SymbolTable {
             Nominal,
         );
     }
-    b.field("nd.target", NdTarget, Some("nd"), false);
-    b.field("nd.sll", NdSll, Some("nd_ns"), false);
-    b.field("nd.tll", NdTll, Some("nd_na"), false);
+    b.field("nd.target", FieldId::ND_TARGET, Some("nd"), false);
+    b.field("nd.sll", FieldId::ND_SLL, Some("nd_ns"), false);
+    b.field("nd.tll", FieldId::ND_TLL, Some("nd_na"), false);
     b.predicate(
         "mldv1",
         "ip6.src == fe80::/10 && icmp6.type == {130, 131, 132}",
@@ -393,15 +436,15 @@ fn build() -> SymbolTable {
     b.predicate("mldv2", "ip6.dst == ff02::16 && icmp6.type == 143", Nominal);
 
     b.predicate("tcp", "ip.proto == 6", Nominal);
-    b.field("tcp.src", TcpSrc, Some("tcp"), false);
-    b.field("tcp.dst", TcpDst, Some("tcp"), false);
-    b.field("tcp.flags", TcpFlags, Some("tcp"), false);
+    b.field("tcp.src", FieldId::TCP_SRC, Some("tcp"), false);
+    b.field("tcp.dst", FieldId::TCP_DST, Some("tcp"), false);
+    b.field("tcp.flags", FieldId::TCP_FLAGS, Some("tcp"), false);
     b.predicate("udp", "ip.proto == 17", Nominal);
-    b.field("udp.src", UdpSrc, Some("udp"), false);
-    b.field("udp.dst", UdpDst, Some("udp"), false);
+    b.field("udp.src", FieldId::UDP_SRC, Some("udp"), false);
+    b.field("udp.dst", FieldId::UDP_DST, Some("udp"), false);
     b.predicate("sctp", "ip.proto == 132", Nominal);
-    b.field("sctp.src", SctpSrc, Some("sctp"), false);
-    b.field("sctp.dst", SctpDst, Some("sctp"), false);
+    b.field("sctp.src", FieldId::SCTP_SRC, Some("sctp"), false);
+    b.field("sctp.dst", FieldId::SCTP_DST, Some("sctp"), false);
 
     b.insert(
         "icmp4.frag_mtu",
@@ -431,16 +474,16 @@ mod tests {
     #[test]
     fn register_aliasing() {
         let t = symtab();
-        assert_eq!(t.resolve("reg0"), Some((MfField::Xxreg(0), 96)));
-        assert_eq!(t.resolve("reg3"), Some((MfField::Xxreg(0), 0)));
-        assert_eq!(t.resolve("reg7"), Some((MfField::Xxreg(1), 0)));
-        assert_eq!(t.resolve("reg8"), Some((MfField::Xreg(4), 32)));
-        assert_eq!(t.resolve("reg9"), Some((MfField::Xreg(4), 0)));
-        assert_eq!(t.resolve("xreg0"), Some((MfField::Xxreg(0), 64)));
-        assert_eq!(t.resolve("xreg3"), Some((MfField::Xxreg(1), 0)));
-        assert_eq!(t.resolve("ct.trk"), Some((MfField::CtState, 5)));
-        assert_eq!(t.resolve("ct_label.label"), Some((MfField::CtLabel, 96)));
-        assert_eq!(t.resolve("vlan.pcp"), Some((MfField::VlanTci, 13)));
+        assert_eq!(t.resolve("reg0"), Some((FieldId::xxreg(0), 96)));
+        assert_eq!(t.resolve("reg3"), Some((FieldId::xxreg(0), 0)));
+        assert_eq!(t.resolve("reg7"), Some((FieldId::xxreg(1), 0)));
+        assert_eq!(t.resolve("reg8"), Some((FieldId::xreg(4), 32)));
+        assert_eq!(t.resolve("reg9"), Some((FieldId::xreg(4), 0)));
+        assert_eq!(t.resolve("xreg0"), Some((FieldId::xxreg(0), 64)));
+        assert_eq!(t.resolve("xreg3"), Some((FieldId::xxreg(1), 0)));
+        assert_eq!(t.resolve("ct.trk"), Some((FieldId::CT_STATE, 5)));
+        assert_eq!(t.resolve("ct_label.label"), Some((FieldId::CT_LABEL, 96)));
+        assert_eq!(t.resolve("vlan.pcp"), Some((FieldId::VLAN_TCI, 13)));
         assert!(t.get("outport").is_some_and(Symbol::is_string));
         assert!(t.get("flags.localnet").is_none(), "23.03.2+ only");
         assert_eq!(t.len(), 125);

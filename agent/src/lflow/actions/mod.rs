@@ -7,8 +7,8 @@ use std::net::IpAddr;
 
 use crate::lflow::error::{semantic, LflowError, Result};
 use crate::lflow::expr::{NoSets, Parser};
-use crate::lflow::fields::MfField;
 use crate::lflow::lexer::{tokenize, IntFormat, Token};
+use crate::lflow::of::FieldId;
 use crate::lflow::symtab::{symtab, OvnField, SymKind, WriteScope};
 
 use parser::AParser;
@@ -17,7 +17,7 @@ use parser::AParser;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FieldRef {
     pub symbol: String,
-    pub field: MfField,
+    pub field: FieldId,
     pub ofs: u32,
     pub n_bits: u32,
     pub is_string: bool,

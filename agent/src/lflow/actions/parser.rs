@@ -75,7 +75,7 @@ impl AParser<'_> {
             ));
         }
         let (field, base) = match sym.kind {
-            SymKind::Ovn(_) => (MfField::Reg(0), 0),
+            SymKind::Ovn(_) => (FieldId::reg(0), 0),
             _ => t
                 .resolve(&name)
                 .ok_or(LflowError::Semantic(format!("{name}: not a field")))?,
