@@ -1,78 +1,59 @@
-//! `ovn-agent compile`: the OpenFlow flows this chassis would install for the logical flows
-//! of a Southbound snapshot.
+//! The flows a chassis installs for the Southbound content, owner by owner: each logical
+//! flow, and the rows ovn-controller's lflow module turns into flows without logical flows
+//! (MAC bindings, FDB entries, port security, load-balancer hairpin). Pure: reads the typed
+//! replica through [`SbView`], returns flows with the ids they use.
 
 use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering::Relaxed;
+
+use sbclient::ovn_sb::{
+    Fdb, LoadBalancer, LogicalDpGroup, LogicalFlow, MacBinding, PortBinding, StaticMacBinding,
+};
+use sbclient::Uuid;
 
 use crate::lflow::actions::{parse_actions, ParseOptions, Pipeline};
 use crate::lflow::flows::{
-    compile_lflow, merge_conjunctions, ChassisView, DpSpec, LflowSpec, MatchCache, OfFlow,
+    compile_lflow, cookie_of, merge_conjunctions, ChassisView, DpSpec, IdUse, LflowSpec,
+    MatchCache, OfFlow,
 };
 use crate::lflow::layout::TableLayout;
 use crate::lflow::LflowError;
-use crate::sbdata::{DatapathRow, LflowRow, SbData};
-pub use crate::view::{Ids, SbView};
+use crate::view::SbView;
 
-/// Command line of `ovn-agent`.
-#[derive(clap::Parser, Debug)]
-#[command(name = "ovn-agent", about = "Rust replacement for ovn-controller")]
-pub struct Cli {
-    #[command(subcommand)]
-    pub cmd: Command,
+/// What produced a set of flows (the key that removes exactly its share).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Owner {
+    Lflow(Uuid),
+    MacBinding(Uuid),
+    StaticMacBinding(Uuid),
+    Fdb(Uuid),
+    PortSecurity(Uuid),
+    LbHairpin(Uuid),
 }
 
-#[derive(clap::Subcommand, Debug)]
-pub enum Command {
-    /// Print the OpenFlow flows this chassis would install for the SB logical flows.
-    Compile(CompileArgs),
+impl std::fmt::Display for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (kind, u) = match self {
+            Self::Lflow(u) => ("lflow", u),
+            Self::MacBinding(u) => ("MAC_Binding", u),
+            Self::StaticMacBinding(u) => ("Static_MAC_Binding", u),
+            Self::Fdb(u) => ("FDB", u),
+            Self::PortSecurity(u) => ("Port_Binding", u),
+            Self::LbHairpin(u) => ("Load_Balancer", u),
+        };
+        write!(f, "{kind} {u}")
+    }
 }
 
-#[derive(clap::Args, Debug)]
-pub struct CompileArgs {
-    /// Southbound database remote (`unix:PATH`, `tcp:IP:PORT`), or files holding
-    /// `ovn-sbctl --format=json list TABLE` / `ovsdb-client -f json dump` output (repeatable).
-    #[arg(long, required = true)]
-    pub sb: Vec<String>,
-    /// Chassis name.
-    #[arg(long)]
-    pub chassis: String,
-    /// Only the flows of this datapath tunnel key (chassis-wide flows such as the LB
-    /// hairpin tables are left out).
-    #[arg(long)]
-    pub datapath: Option<u32>,
-    /// `classic` or `ovn-23.03`.
-    #[arg(long, default_value = "classic")]
-    pub table_layout: String,
-    /// `ovs-ofctl dump-groups` output whose group ids are reused for identical groups.
-    #[arg(long)]
-    pub groups: Option<String>,
-    /// Named meter id, `NAME=ID` (repeatable).
-    #[arg(long)]
-    pub meter: Vec<String>,
-    /// Maximum OpenFlow flows per logical flow.
-    #[arg(long, default_value_t = crate::lflow::DEFAULT_FLOW_LIMIT)]
-    pub flow_limit: usize,
-    /// Print counters (lflows, flows, failures, cache, duplicates) to stderr at the end.
-    #[arg(long)]
-    pub stats: bool,
-    /// Sort the flows by table, then priority (highest first), then text.
-    #[arg(long)]
-    pub sort: bool,
-    /// Print matches as OVS stores them after an OpenFlow 1.5 flow_mod (VLAN TCI as OXM
-    /// VLAN_VID/VLAN_PCP), i.e. as `ovs-ofctl dump-flows` will show them.
-    #[arg(long)]
-    pub as_installed: bool,
-    /// Compiler threads.
-    #[arg(long, default_value_t = 1)]
-    pub threads: usize,
-}
-
-/// A logical flow that could not be compiled.
+/// A row that could not be turned into flows.
 #[derive(Debug, Clone)]
 pub struct Failure {
-    pub uuid: String,
-    pub pipeline: String,
-    pub table_id: u32,
+    pub owner: Owner,
+    /// `ingress table 3` for logical flows.
+    pub place: String,
     pub error: LflowError,
+    /// The text the error is about (match or actions of a logical flow).
     pub text: String,
 }
 
@@ -83,176 +64,464 @@ impl std::fmt::Display for Failure {
             .position()
             .map(|p| format!(" at position {p}"))
             .unwrap_or_default();
-        write!(
-            f,
-            "lflow {} ({} table {}): {}{pos} in {:?}",
-            self.uuid, self.pipeline, self.table_id, self.error, self.text
-        )
+        let place = if self.place.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", self.place)
+        };
+        write!(f, "{}{place}: {}{pos}", self.owner, self.error)?;
+        if !self.text.is_empty() {
+            write!(f, " in {:?}", self.text)?;
+        }
+        Ok(())
     }
 }
 
-/// Flows of every local logical flow, and the failures.
-pub struct CompileReport {
+/// The flows of one owner, the ids they use, and why part of it failed.
+#[derive(Debug, Default)]
+pub struct Compiled {
     pub flows: Vec<OfFlow>,
-    pub failures: Vec<Failure>,
-    /// (lflow uuid, flows) in input order, before conjunction merging.
-    pub per_lflow: Vec<(String, Vec<OfFlow>)>,
-    /// Match-cache hits and misses (a miss parses, annotates and simplifies).
-    pub cache_hits: usize,
-    pub cache_misses: usize,
-    pub cache_entries: usize,
-    /// Flows dropped because an earlier lflow already produced the same table, priority
-    /// and match (ofctrl keeps the first).
-    pub duplicates: usize,
-    /// Lflows refused because they expand to more flows than the limit.
-    pub too_many_flows: usize,
+    pub uses: Vec<IdUse>,
+    pub failure: Option<Failure>,
 }
 
-/// One lflow's uuid, flows and failure.
-type LflowResult = (String, Vec<OfFlow>, Option<Failure>);
+/// Everything compiling needs besides the view: layout, shared caches, bounds.
+pub struct Context<'a> {
+    pub view: &'a SbView<'a>,
+    pub layout: &'a TableLayout,
+    pub cache: &'a MatchCache,
+    /// Only the flows of this datapath tunnel key (chassis-wide flows are left out).
+    pub only_dp: Option<u32>,
+    pub limit: usize,
+}
 
-/// Compiles one logical flow for every local datapath it applies to.
-#[allow(clippy::too_many_arguments)]
-fn compile_one(
-    lf: &LflowRow,
-    sb: &SbData,
-    dps: &HashMap<&str, &DatapathRow>,
-    view: &SbView<'_>,
-    layout: &TableLayout,
-    cache: &MatchCache,
-    only_dp: Option<u32>,
-    limit: usize,
-) -> (Vec<OfFlow>, Option<Failure>) {
-    let members: Vec<String> = match (&lf.datapath, &lf.dp_group) {
-        (Some(d), _) => vec![d.clone()],
-        (None, Some(g)) => sb.dp_groups.get(g).cloned().unwrap_or_default(),
-        _ => vec![],
-    };
+impl Context<'_> {
+    fn wanted_dp(&self, dp: &Uuid) -> Option<u32> {
+        let key = self.view.datapath(dp)?.key;
+        (self.view.local_datapaths.contains(dp) && self.only_dp.is_none_or(|k| k == key))
+            .then_some(key)
+    }
+}
+
+fn lflow_failure(uuid: Uuid, lf: &LogicalFlow, error: LflowError, layout: &TableLayout) -> Failure {
     let pipeline = if lf.pipeline == "egress" {
         Pipeline::Egress
     } else {
         Pipeline::Ingress
     };
-    let controller_meter = lf
-        .controller_meter
-        .as_deref()
-        .and_then(|m| view.named_meter(m));
-    let spec = LflowSpec {
-        uuid: &lf.uuid,
-        pipeline,
-        table_id: lf.table_id,
-        priority: lf.priority,
-        match_text: &lf.match_text,
-        actions: &lf.actions,
-        controller_meter,
+    let actions_bad = matches!(error, LflowError::InActions(_))
+        || u32::try_from(lf.table_id).is_ok_and(|table| {
+            parse_actions(
+                &lf.actions,
+                ParseOptions {
+                    pipeline,
+                    table,
+                    n_tables: layout.max_pipeline_len(),
+                },
+            )
+            .is_err()
+        });
+    Failure {
+        owner: Owner::Lflow(uuid),
+        place: format!("{} table {}", lf.pipeline, lf.table_id),
+        text: if actions_bad {
+            lf.actions.clone()
+        } else {
+            lf.match_.clone()
+        },
+        error,
+    }
+}
+
+/// The checked scalar columns of a logical flow.
+fn lflow_spec<'r>(
+    uuid: &'r Uuid,
+    lf: &'r LogicalFlow,
+    view: &SbView<'_>,
+) -> Result<LflowSpec<'r>, LflowError> {
+    let pipeline = match lf.pipeline.as_str() {
+        "ingress" => Pipeline::Ingress,
+        "egress" => Pipeline::Egress,
+        p => return Err(LflowError::BadRow(format!("pipeline {p:?}"))),
     };
-    let mut flows = Vec::new();
-    for m in &members {
-        let Some(dp) = dps.get(m.as_str()) else {
+    let table_id = u32::try_from(lf.table_id)
+        .map_err(|_| LflowError::BadRow(format!("table_id {}", lf.table_id)))?;
+    let priority = u16::try_from(lf.priority)
+        .map_err(|_| LflowError::BadRow(format!("priority {}", lf.priority)))?;
+    Ok(LflowSpec {
+        uuid,
+        pipeline,
+        table_id,
+        priority,
+        match_text: &lf.match_,
+        actions: &lf.actions,
+        controller_meter: lf
+            .controller_meter
+            .as_deref()
+            .and_then(|m| view.named_meter(m)),
+    })
+}
+
+/// The datapaths a logical flow applies to.
+fn lflow_datapaths(lf: &LogicalFlow, view: &SbView<'_>) -> Vec<Uuid> {
+    match (lf.logical_datapath, lf.logical_dp_group) {
+        (Some(d), _) => vec![d],
+        (None, Some(g)) => view
+            .replica()
+            .table::<LogicalDpGroup>()
+            .and_then(|t| t.get(&g))
+            .map(|g| g.datapaths.iter().copied().collect())
+            .unwrap_or_default(),
+        (None, None) => Vec::new(),
+    }
+}
+
+/// Compiles one logical flow for every local datapath it applies to. A panic inside the
+/// compiler is caught and reported as this flow's failure.
+pub fn compile_logical_flow(uuid: &Uuid, lf: &LogicalFlow, cx: &Context<'_>) -> Compiled {
+    let mut out = Compiled::default();
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        compile_logical_flow_in(uuid, lf, cx, &mut out)
+    }));
+    let error = match result {
+        Ok(Ok(())) => return out,
+        Ok(Err(e)) => e,
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            LflowError::Internal(format!("panic: {msg}"))
+        }
+    };
+    out.failure = Some(lflow_failure(*uuid, lf, error, cx.layout));
+    out
+}
+
+fn compile_logical_flow_in(
+    uuid: &Uuid,
+    lf: &LogicalFlow,
+    cx: &Context<'_>,
+    out: &mut Compiled,
+) -> Result<(), LflowError> {
+    let datapaths = lflow_datapaths(lf, cx.view);
+    if !datapaths.iter().any(|d| cx.wanted_dp(d).is_some()) {
+        return Ok(());
+    }
+    let spec = lflow_spec(uuid, lf, cx.view)?;
+    if spec.controller_meter.is_some() {
+        if let Some(m) = &lf.controller_meter {
+            out.uses.push(IdUse::Meter(m.clone()));
+        }
+    }
+    let in_out_port = lf.tags.get("in_out_port");
+    for dp_uuid in &datapaths {
+        let Some(key) = cx.wanted_dp(dp_uuid) else {
             continue;
         };
-        if !view.local_datapaths.contains(m) || only_dp.is_some_and(|k| k != dp.key) {
-            continue;
-        }
-        if let Some(p) = &lf.in_out_port {
-            if !view
-                .port_key(&dp.uuid, p)
-                .is_some_and(|k| view.is_related(dp.key, k))
+        if let Some(p) = in_out_port {
+            if !cx
+                .view
+                .port_key(dp_uuid, p)
+                .is_some_and(|k| cx.view.is_related(key, k))
             {
                 continue;
             }
         }
-        let dps = DpSpec {
-            uuid: &dp.uuid,
-            key: dp.key,
-            is_switch: !dp.is_router,
-            snat_ct_zone: dp.snat_ct_zone,
+        let info = cx.view.datapath(dp_uuid).cloned();
+        let Some(info) = info else { continue };
+        let dp = DpSpec {
+            uuid: dp_uuid,
+            key,
+            is_switch: !info.is_router,
+            snat_ct_zone: info.snat_ct_zone,
         };
-        match compile_lflow(&spec, &dps, view, layout, cache, limit) {
-            Ok(f) => flows.extend(f),
-            Err(error) => {
-                let actions_bad = matches!(error, LflowError::InActions(_))
-                    || parse_actions(
-                        &lf.actions,
-                        ParseOptions {
-                            pipeline,
-                            table: lf.table_id,
-                            n_tables: 29,
-                        },
-                    )
-                    .is_err();
-                let text = if actions_bad {
-                    lf.actions.clone()
-                } else {
-                    lf.match_text.clone()
-                };
-                let f = Failure {
-                    uuid: lf.uuid.clone(),
-                    pipeline: lf.pipeline.clone(),
-                    table_id: lf.table_id,
-                    error,
-                    text,
-                };
-                return (flows, Some(f));
+        let flows = compile_lflow(
+            &spec,
+            &dp,
+            cx.view,
+            cx.layout,
+            cx.cache,
+            cx.limit,
+            &mut out.uses,
+        )?;
+        out.flows.extend(flows);
+    }
+    Ok(())
+}
+
+/// Tables 66/67 of a MAC_Binding row on a local datapath.
+pub fn mac_binding(uuid: &Uuid, mb: &MacBinding, cx: &Context<'_>) -> Compiled {
+    neighbor(
+        Owner::MacBinding(*uuid),
+        &mb.datapath,
+        &mb.logical_port,
+        &mb.ip,
+        &mb.mac,
+        100,
+        cx,
+    )
+}
+
+/// Tables 66/67 of a Static_MAC_Binding row (priority 150 when it overrides learnt ones).
+pub fn static_mac_binding(uuid: &Uuid, mb: &StaticMacBinding, cx: &Context<'_>) -> Compiled {
+    let priority = if mb.override_dynamic_mac { 150 } else { 50 };
+    neighbor(
+        Owner::StaticMacBinding(*uuid),
+        &mb.datapath,
+        &mb.logical_port,
+        &mb.ip,
+        &mb.mac,
+        priority,
+        cx,
+    )
+}
+
+fn neighbor(
+    owner: Owner,
+    dp: &Uuid,
+    port: &str,
+    ip: &str,
+    mac: &str,
+    priority: u16,
+    cx: &Context<'_>,
+) -> Compiled {
+    let mut out = Compiled::default();
+    let Some(dp_key) = cx.wanted_dp(dp) else {
+        return out;
+    };
+    let (Owner::MacBinding(uuid) | Owner::StaticMacBinding(uuid)) = owner else {
+        return out;
+    };
+    let Some(port_key) = cx.view.port_key(dp, port) else {
+        out.failure = Some(row_failure(owner, format!("unknown logical port {port:?}")));
+        return out;
+    };
+    match crate::neighbor::mac_binding_flows(
+        cookie_of(&uuid),
+        dp_key,
+        port_key,
+        ip,
+        mac,
+        priority,
+        cx.layout,
+    ) {
+        Some(f) => out.flows = f,
+        None => {
+            out.failure = Some(row_failure(
+                owner,
+                format!("bad address ip {ip:?} mac {mac:?}"),
+            ));
+        }
+    }
+    out
+}
+
+fn row_failure(owner: Owner, msg: String) -> Failure {
+    Failure {
+        owner,
+        place: String::new(),
+        error: LflowError::BadRow(msg),
+        text: String::new(),
+    }
+}
+
+/// Tables 71/72 of an FDB row on a local datapath.
+pub fn fdb(uuid: &Uuid, f: &Fdb, cx: &Context<'_>) -> Compiled {
+    let mut out = Compiled::default();
+    let owner = Owner::Fdb(*uuid);
+    let (Ok(dp_key), Ok(port_key)) = (u32::try_from(f.dp_key), u32::try_from(f.port_key)) else {
+        out.failure = Some(row_failure(
+            owner,
+            format!("keys {} {}", f.dp_key, f.port_key),
+        ));
+        return out;
+    };
+    let local = cx
+        .view
+        .local_datapaths
+        .iter()
+        .any(|d| cx.view.datapath(d).is_some_and(|i| i.key == dp_key));
+    if !local || cx.only_dp.is_some_and(|k| k != dp_key) {
+        return out;
+    }
+    match crate::neighbor::fdb_flows(cookie_of(uuid), dp_key, port_key, &f.mac, cx.layout) {
+        Some(flows) => out.flows = flows,
+        None => out.failure = Some(row_failure(owner, format!("bad mac {:?}", f.mac))),
+    }
+    out
+}
+
+/// Tables 73-75 of a port bound here that has port security.
+pub fn port_security(uuid: &Uuid, pb: &PortBinding, cx: &Context<'_>) -> Compiled {
+    let mut out = Compiled::default();
+    if pb.port_security.is_empty() || !cx.view.bound_here(pb) {
+        return out;
+    }
+    let Some(dp_key) = cx.wanted_dp(&pb.datapath) else {
+        return out;
+    };
+    let mut entries = Vec::new();
+    for e in &pb.port_security {
+        match crate::portsec::parse_port_security(e) {
+            Some(a) => entries.push(a),
+            None => {
+                out.failure = Some(row_failure(
+                    Owner::PortSecurity(*uuid),
+                    format!("port_security entry {e:?}"),
+                ));
             }
         }
     }
-    (flows, None)
+    let port_key = u32::try_from(pb.tunnel_key).unwrap_or(0);
+    out.flows =
+        crate::portsec::port_security_flows(cookie_of(uuid), dp_key, port_key, &entries, cx.layout);
+    out
 }
 
-/// Compiles every logical flow of `sb` for the local datapaths of `view`, on `threads`
-/// threads (chunks of lflows; the match cache is shared).
-pub fn compile_all_threads(
-    sb: &SbData,
-    view: &SbView<'_>,
-    layout: &TableLayout,
-    only_dp: Option<u32>,
-    limit: usize,
-    threads: usize,
-) -> CompileReport {
-    let cache = MatchCache::default();
-    let dps: HashMap<&str, &DatapathRow> =
-        sb.datapaths.iter().map(|d| (d.uuid.as_str(), d)).collect();
+/// Tables 68 and 70 of a load balancer that applies to a local logical switch
+/// (chassis-wide: left out when compiling one datapath only).
+pub fn lb_hairpin(uuid: &Uuid, lb: &LoadBalancer, cx: &Context<'_>) -> Compiled {
+    use crate::hairpin::{parse_endpoint, HairpinLb};
+    use crate::lflow::template::expand_templates;
+    let mut out = Compiled::default();
+    if cx.only_dp.is_some() {
+        return out;
+    }
+    let mut members: Vec<Uuid> = lb.datapaths.iter().copied().collect();
+    if let Some(g) = lb
+        .datapath_group
+        .and_then(|g| cx.view.replica().table::<LogicalDpGroup>()?.get(&g))
+    {
+        members.extend(g.datapaths.iter().copied());
+    }
+    let local: Vec<u32> = members
+        .iter()
+        .filter(|d| cx.view.local_datapaths.contains(*d))
+        .filter_map(|d| cx.view.datapath(d))
+        .filter(|d| !d.is_router)
+        .map(|d| d.key)
+        .collect();
+    if local.is_empty() {
+        return out;
+    }
+    let vars = cx.view.template_vars();
+    let mut vips = Vec::new();
+    for (k, v) in lb.vips.iter() {
+        let Some(vip) = parse_endpoint(&expand_templates(k, vars)) else {
+            out.failure = Some(row_failure(Owner::LbHairpin(*uuid), format!("vip {k:?}")));
+            continue;
+        };
+        let backends = expand_templates(v, vars)
+            .split(',')
+            .filter(|b| !b.trim().is_empty())
+            .filter_map(parse_endpoint)
+            .collect();
+        vips.push((vip, backends));
+    }
+    vips.sort_by_key(|(v, _): &(crate::hairpin::Endpoint, Vec<_>)| (v.ip, v.port));
+    let snat: Vec<std::net::IpAddr> = lb
+        .options
+        .get("hairpin_snat_ip")
+        .map(|s| {
+            s.split_whitespace()
+                .filter_map(|a| a.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let h = HairpinLb {
+        cookie: cookie_of(uuid),
+        proto: match lb.protocol.as_deref() {
+            Some("udp") => 17,
+            Some("sctp") => 132,
+            _ => 6,
+        },
+        vips,
+        snat_v4: snat.iter().find_map(|a| match a {
+            std::net::IpAddr::V4(v) => Some(*v),
+            std::net::IpAddr::V6(_) => None,
+        }),
+        snat_v6: snat.iter().find_map(|a| match a {
+            std::net::IpAddr::V6(v) => Some(*v),
+            std::net::IpAddr::V4(_) => None,
+        }),
+        local_dp_keys: local,
+    };
+    out.flows = crate::hairpin::hairpin_flows(&h, cx.layout);
+    out
+}
+
+/// Every owner's flows, as one ofctrl-merged table.
+pub struct CompileReport {
+    pub flows: Vec<OfFlow>,
+    pub failures: Vec<Failure>,
+    /// Each owner with its flows, before conjunction merging (lflows in table order).
+    pub per_owner: Vec<(Owner, Compiled)>,
+    /// Logical flows looked at.
+    pub lflows: usize,
+    /// Match-cache hits and misses (a miss parses, annotates and simplifies).
+    pub cache_hits: usize,
+    pub cache_misses: usize,
+    pub cache_entries: usize,
+    /// Flows dropped because another owner already produced the same table, priority and
+    /// match (ofctrl keeps one).
+    pub duplicates: usize,
+    /// Lflows refused because they expand to more flows than the limit.
+    pub too_many_flows: usize,
+}
+
+/// Compiles every owner of the replica for the local datapaths of the view, logical flows
+/// on `threads` threads (chunks of lflows; the match cache is shared).
+pub fn compile_all(cx: &Context<'_>, threads: usize) -> CompileReport {
+    let replica = cx.view.replica();
+    // In uuid order: the merged table must not depend on hash order.
+    let mut lflows: Vec<(&Uuid, &LogicalFlow)> = replica
+        .table::<LogicalFlow>()
+        .map(|t| t.iter().collect())
+        .unwrap_or_default();
+    lflows.sort_unstable_by_key(|(u, _)| **u);
     let threads = threads.max(1);
-    let chunk = sb.lflows.len().div_ceil(threads).max(1);
-    let results: Vec<Vec<LflowResult>> = std::thread::scope(|s| {
-        let handles: Vec<_> = sb
-            .lflows
+    let chunk = lflows.len().div_ceil(threads).max(1);
+    let mut per_owner: Vec<(Owner, Compiled)> = std::thread::scope(|s| {
+        let handles: Vec<_> = lflows
             .chunks(chunk)
             .map(|part| {
-                let (cache, dps) = (&cache, &dps);
                 s.spawn(move || {
                     part.iter()
-                        .map(|lf| {
-                            let (f, e) =
-                                compile_one(lf, sb, dps, view, layout, cache, only_dp, limit);
-                            (lf.uuid.clone(), f, e)
-                        })
-                        .collect()
+                        .map(|(u, lf)| (Owner::Lflow(**u), compile_logical_flow(u, lf, cx)))
+                        .collect::<Vec<_>>()
                 })
             })
             .collect();
+        // Each lflow's compile catches its own panics, so a thread cannot die with results.
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_default())
+            .flat_map(|h| h.join().unwrap_or_default())
             .collect()
     });
+    let n_lflows = per_owner.len();
+    for_each_row::<MacBinding>(replica, &mut per_owner, |u, r| {
+        (Owner::MacBinding(*u), mac_binding(u, r, cx))
+    });
+    for_each_row::<StaticMacBinding>(replica, &mut per_owner, |u, r| {
+        (Owner::StaticMacBinding(*u), static_mac_binding(u, r, cx))
+    });
+    for_each_row::<Fdb>(replica, &mut per_owner, |u, r| {
+        (Owner::Fdb(*u), fdb(u, r, cx))
+    });
+    for_each_row::<PortBinding>(replica, &mut per_owner, |u, r| {
+        (Owner::PortSecurity(*u), port_security(u, r, cx))
+    });
+    for_each_row::<LoadBalancer>(replica, &mut per_owner, |u, r| {
+        (Owner::LbHairpin(*u), lb_hairpin(u, r, cx))
+    });
+    let total: usize = per_owner.iter().map(|(_, c)| c.flows.len()).sum();
+    let mut all = Vec::with_capacity(total);
     let mut failures = Vec::new();
-    let mut per_lflow = Vec::new();
-    for (uuid, flows, failure) in results.into_iter().flatten() {
-        failures.extend(failure);
-        per_lflow.push((uuid, flows));
-    }
-    let total: usize = per_lflow.iter().map(|(_, f)| f.len()).sum();
-    let mut all: Vec<OfFlow> = Vec::with_capacity(total);
-    for (_, f) in &per_lflow {
-        all.extend(f.iter().cloned());
-    }
-    all.extend(port_security_flows(sb, view, layout, only_dp));
-    all.extend(neighbor_flows(sb, view, layout, only_dp));
-    if only_dp.is_none() {
-        // Hairpin flows are chassis-wide (no datapath match).
-        all.extend(hairpin_flows(sb, view, layout));
+    for (_, c) in &per_owner {
+        all.extend(c.flows.iter().cloned());
+        failures.extend(c.failure.iter().cloned());
     }
     let (flows, duplicates) = merge_conjunctions(all);
     let too_many_flows = failures
@@ -261,315 +530,48 @@ pub fn compile_all_threads(
         .count();
     CompileReport {
         flows,
+        failures,
+        per_owner,
+        lflows: n_lflows,
+        cache_hits: cx.cache.hits.load(Relaxed),
+        cache_misses: cx.cache.misses.load(Relaxed),
+        cache_entries: cx.cache.len(),
         duplicates,
         too_many_flows,
-        failures,
-        per_lflow,
-        cache_hits: cache.hits.load(std::sync::atomic::Ordering::Relaxed),
-        cache_misses: cache.misses.load(std::sync::atomic::Ordering::Relaxed),
-        cache_entries: cache.len(),
     }
 }
 
-/// Tables 73-75 for the ports bound here that have port security.
-pub fn port_security_flows(
-    sb: &SbData,
-    view: &SbView<'_>,
-    layout: &TableLayout,
-    only_dp: Option<u32>,
-) -> Vec<OfFlow> {
-    let dp_key: HashMap<&str, u32> = sb
-        .datapaths
-        .iter()
-        .map(|d| (d.uuid.as_str(), d.key))
-        .collect();
-    let mut out = Vec::new();
-    for pb in sb
-        .port_bindings
-        .iter()
-        .filter(|p| !p.port_security.is_empty() && view.bound_here(p))
-    {
-        let Some(&dk) = dp_key.get(pb.datapath.as_str()) else {
-            continue;
-        };
-        if only_dp.is_some_and(|k| k != dk) {
-            continue;
-        }
-        let entries: Vec<_> = pb
-            .port_security
-            .iter()
-            .filter_map(|e| crate::portsec::parse_port_security(e))
-            .collect();
-        let cookie = u32::from_str_radix(pb.uuid.get(..8).unwrap_or("0"), 16).unwrap_or(0);
-        out.extend(crate::portsec::port_security_flows(
-            cookie, dk, pb.key, &entries, layout,
-        ));
-    }
-    out
-}
-
-/// Tables 66/67 (MAC bindings) and 71/72 (FDB) for local datapaths.
-pub fn neighbor_flows(
-    sb: &SbData,
-    view: &SbView<'_>,
-    layout: &TableLayout,
-    only_dp: Option<u32>,
-) -> Vec<OfFlow> {
-    let dp_by_uuid: HashMap<&str, &DatapathRow> =
-        sb.datapaths.iter().map(|d| (d.uuid.as_str(), d)).collect();
-    let local_keys: std::collections::HashSet<u32> = view
-        .local_datapaths
-        .iter()
-        .filter_map(|u| dp_by_uuid.get(u.as_str()).map(|d| d.key))
-        .collect();
-    let wanted = |k: u32| local_keys.contains(&k) && only_dp.is_none_or(|d| d == k);
-    let pb_by_name: HashMap<&str, &crate::sbdata::PortBindingRow> = sb
-        .port_bindings
-        .iter()
-        .map(|p| (p.name.as_str(), p))
-        .collect();
-    let mut out = Vec::new();
-    for (uuid, port, ip, mac, prio) in &sb.mac_bindings {
-        let Some(pb) = pb_by_name.get(port.as_str()) else {
-            continue;
-        };
-        let Some(dp) = dp_by_uuid.get(pb.datapath.as_str()) else {
-            continue;
-        };
-        if wanted(dp.key) {
-            out.extend(
-                crate::neighbor::mac_binding_flows(uuid, dp.key, pb.key, ip, mac, *prio, layout)
-                    .unwrap_or_default(),
-            );
-        }
-    }
-    for (uuid, mac, dp_key, port_key) in &sb.fdbs {
-        if wanted(*dp_key) {
-            out.extend(
-                crate::neighbor::fdb_flows(uuid, *dp_key, *port_key, mac, layout)
-                    .unwrap_or_default(),
-            );
-        }
-    }
-    out
-}
-
-/// Tables 68 and 70 for the load balancers that apply to a local logical switch.
-pub fn hairpin_flows(sb: &SbData, view: &SbView<'_>, layout: &TableLayout) -> Vec<OfFlow> {
-    use crate::hairpin::{parse_endpoint, HairpinLb};
-    use crate::lflow::template::expand_templates;
-    let dps: HashMap<&str, &DatapathRow> =
-        sb.datapaths.iter().map(|d| (d.uuid.as_str(), d)).collect();
-    let vars = crate::lflow::flows::ChassisView::template_vars(view);
-    let mut out = Vec::new();
-    for lb in &sb.load_balancers {
-        let mut members: Vec<&String> = lb.datapaths.iter().collect();
-        if let Some(g) = lb.datapath_group.as_ref().and_then(|g| sb.dp_groups.get(g)) {
-            members.extend(g.iter());
-        }
-        let local: Vec<u32> = members
-            .iter()
-            .filter(|d| view.local_datapaths.contains(d.as_str()))
-            .filter_map(|d| dps.get(d.as_str()))
-            .filter(|d| !d.is_router)
-            .map(|d| d.key)
-            .collect();
-        if local.is_empty() {
-            continue;
-        }
-        let vips = lb
-            .vips
-            .iter()
-            .filter_map(|(k, v)| {
-                let vip = parse_endpoint(&expand_templates(k, vars))?;
-                let backends = expand_templates(v, vars)
-                    .split(',')
-                    .filter(|b| !b.trim().is_empty())
-                    .filter_map(parse_endpoint)
-                    .collect();
-                Some((vip, backends))
-            })
-            .collect();
-        let snat: Vec<std::net::IpAddr> = lb
-            .options
-            .get("hairpin_snat_ip")
-            .map(|s| {
-                s.split_whitespace()
-                    .filter_map(|a| a.parse().ok())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let h = HairpinLb {
-            cookie: u32::from_str_radix(lb.uuid.get(..8).unwrap_or("0"), 16).unwrap_or(0),
-            proto: match lb.protocol.as_deref() {
-                Some("udp") => 17,
-                Some("sctp") => 132,
-                _ => 6,
-            },
-            vips,
-            snat_v4: snat.iter().find_map(|a| {
-                if let std::net::IpAddr::V4(v) = a {
-                    Some(*v)
-                } else {
-                    None
-                }
-            }),
-            snat_v6: snat.iter().find_map(|a| {
-                if let std::net::IpAddr::V6(v) = a {
-                    Some(*v)
-                } else {
-                    None
-                }
-            }),
-            local_dp_keys: local,
-        };
-        out.extend(crate::hairpin::hairpin_flows(&h, layout));
-    }
-    out
-}
-
-/// Single-threaded [`compile_all_threads`].
-pub fn compile_all(
-    sb: &SbData,
-    view: &SbView<'_>,
-    layout: &TableLayout,
-    only_dp: Option<u32>,
-    limit: usize,
-) -> CompileReport {
-    compile_all_threads(sb, view, layout, only_dp, limit, 1)
-}
-
-fn merge(into: &mut SbData, from: SbData) {
-    into.load_balancers.extend(from.load_balancers);
-    into.mac_bindings.extend(from.mac_bindings);
-    into.fdbs.extend(from.fdbs);
-    into.lflows.extend(from.lflows);
-    into.dp_groups.extend(from.dp_groups);
-    into.datapaths.extend(from.datapaths);
-    into.port_bindings.extend(from.port_bindings);
-    into.mcast_groups.extend(from.mcast_groups);
-    into.address_sets.extend(from.address_sets);
-    into.port_groups.extend(from.port_groups);
-    into.chassis.extend(from.chassis);
-    into.template_vars.extend(from.template_vars);
-    into.meters.extend(from.meters);
-    into.ha_groups.extend(from.ha_groups);
-    into.ha_chassis.extend(from.ha_chassis);
-    for (into, from) in [
-        (&mut into.dhcp_options, from.dhcp_options),
-        (&mut into.dhcpv6_options, from.dhcpv6_options),
-    ] {
-        if let Some(names) = from {
-            into.get_or_insert_with(Default::default).extend(names);
-        }
-    }
-}
-
-/// Runs the command line; returns the process exit status.
-pub fn run(cli: Cli) -> anyhow::Result<i32> {
-    let Command::Compile(args) = cli.cmd;
-    let layout = TableLayout::by_name(&args.table_layout).ok_or_else(|| {
-        anyhow::anyhow!(
-            "unknown table layout {:?} (classic, ovn-23.03)",
-            args.table_layout
-        )
-    })?;
-    let mut sb = SbData::default();
-    for f in &args.sb {
-        if crate::sbfetch::is_remote(f) {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            let fetched =
-                rt.block_on(crate::sbfetch::fetch(f, std::time::Duration::from_secs(10)))?;
-            merge(&mut sb, fetched);
-            continue;
-        }
-        let text = std::fs::read_to_string(f).map_err(|e| anyhow::anyhow!("{f}: {e}"))?;
-        sb.load_str(&text)
-            .map_err(|e| anyhow::anyhow!("{f}: {e}"))?;
-    }
-    let view = SbView::new(&sb, &args.chassis);
-    if !view.has_chassis() {
-        eprintln!(
-            "warning: chassis {:?} not found in the Chassis table; no datapath is local",
-            args.chassis
-        );
-    }
-    if let Some(g) = &args.groups {
-        view.seed_groups(&std::fs::read_to_string(g)?);
-    }
-    for m in &args.meter {
-        let (n, id) = m
-            .split_once('=')
-            .ok_or_else(|| anyhow::anyhow!("--meter wants NAME=ID"))?;
-        view.seed_named_meter(n, id.parse()?);
-    }
-    let report = compile_all_threads(
-        &sb,
-        &view,
-        &layout,
-        args.datapath,
-        args.flow_limit,
-        args.threads,
-    );
-    for f in &report.failures {
-        eprintln!("{f}");
-    }
-    let canonical: Vec<OfFlow>;
-    let mut flows: Vec<&OfFlow> = if args.as_installed {
-        canonical = report
-            .flows
-            .iter()
-            .map(|f| OfFlow {
-                m: f.m.canonical_of15(),
-                ..f.clone()
-            })
-            .collect();
-        canonical.iter().collect()
-    } else {
-        report.flows.iter().collect()
+/// Rows in uuid order, so that the output does not depend on hash order.
+fn for_each_row<T: sbclient::Row>(
+    replica: &sbclient::Replica,
+    out: &mut Vec<(Owner, Compiled)>,
+    f: impl Fn(&Uuid, &T) -> (Owner, Compiled),
+) {
+    let Some(t) = replica.table::<T>() else {
+        return;
     };
-    if args.sort {
-        flows.sort_by_cached_key(|f| (f.table, std::cmp::Reverse(f.priority), f.to_string()));
+    let mut rows: Vec<(&Uuid, &T)> = t.iter().collect();
+    rows.sort_by_key(|(u, _)| **u);
+    for (u, r) in rows {
+        let (owner, c) = f(u, r);
+        if !c.flows.is_empty() || c.failure.is_some() {
+            out.push((owner, c));
+        }
     }
-    let mut out = String::new();
-    for f in flows {
-        out.push_str(&f.to_string());
-        out.push('\n');
-    }
-    print!("{out}");
-    if args.stats {
-        eprintln!(
-            "lflows {} failed {} (over the flow limit {}), flows {}, duplicates dropped {}, match cache {} entries / {} hits",
-            report.per_lflow.len(),
-            report.failures.len(),
-            report.too_many_flows,
-            report.flows.len(),
-            report.duplicates,
-            report.cache_entries,
-            report.cache_hits
-        );
-    }
-    let ok = report.per_lflow.len() > report.failures.len() || report.failures.is_empty();
-    Ok(i32::from(!ok))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn merge_keeps_an_empty_dhcp_catalogue() {
-        // A live SB with empty DHCP_Options makes every option unknown (as the real
-        // controller refuses put_dhcp_opts then); losing the catalogue would accept them.
-        let mut into = SbData::default();
-        let from = SbData {
-            dhcp_options: Some(std::collections::HashSet::new()),
-            ..SbData::default()
+/// Counts by owner kind, for `--stats`.
+pub fn owner_counts(report: &CompileReport) -> HashMap<&'static str, usize> {
+    let mut m = HashMap::new();
+    for (o, _) in &report.per_owner {
+        let k = match o {
+            Owner::Lflow(_) => "lflow",
+            Owner::MacBinding(_) | Owner::StaticMacBinding(_) => "mac_binding",
+            Owner::Fdb(_) => "fdb",
+            Owner::PortSecurity(_) => "port_security",
+            Owner::LbHairpin(_) => "lb_hairpin",
         };
-        merge(&mut into, from);
-        assert_eq!(into.dhcp_options, Some(std::collections::HashSet::new()));
-        assert_eq!(into.dhcpv6_options, None);
+        *m.entry(k).or_default() += 1;
     }
+    m
 }

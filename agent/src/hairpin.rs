@@ -44,7 +44,7 @@ pub fn parse_endpoint(s: &str) -> Option<Endpoint> {
 #[derive(Clone, Debug)]
 pub struct HairpinLb {
     /// First 32 bits of the Load_Balancer uuid (the flows' cookie).
-    pub cookie: u32,
+    pub cookie: u64,
     /// IP protocol number (6, 17 or 132).
     pub proto: u8,
     pub vips: Vec<(Endpoint, Vec<Endpoint>)>,
@@ -86,7 +86,7 @@ pub fn hairpin_flows(lb: &HairpinLb, l: &TableLayout) -> Vec<OfFlow> {
     let flow = |table: u8, priority: u16, m: OfMatch, actions: Vec<OfAction>| OfFlow {
         table,
         priority,
-        cookie: u64::from(lb.cookie),
+        cookie: lb.cookie,
         m,
         actions: Arc::new(actions),
     };
@@ -121,7 +121,7 @@ pub fn hairpin_flows(lb: &HairpinLb, l: &TableLayout) -> Vec<OfFlow> {
             };
             let mut learn = LearnBuilder::new(l.chk_lb_hairpin_reply)
                 .delete_learned()
-                .cookie(u64::from(lb.cookie))
+                .cookie(lb.cookie)
                 .match_same(FieldId::METADATA)
                 .match_value(FieldId::ETH_TYPE, ty)
                 .match_same(ip_src)

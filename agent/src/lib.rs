@@ -2,10 +2,11 @@
 #![forbid(unsafe_code)]
 
 pub mod compile;
+pub mod compile_cmd;
 pub mod hairpin;
+pub mod ids;
 pub mod lflow;
 pub mod neighbor;
 pub mod portsec;
-pub mod sbdata;
-pub mod sbfetch;
+pub mod southbound;
 pub mod view;

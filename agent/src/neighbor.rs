@@ -19,10 +19,6 @@ fn parse_mac(s: &str) -> Option<u64> {
     })
 }
 
-fn cookie_of(uuid: &str) -> u64 {
-    u64::from_str_radix(uuid.get(..8).unwrap_or("0"), 16).unwrap_or(0)
-}
-
 fn lookup_mac() -> OfAction {
     set_field(FieldId::reg(10), 0x40, 0x40)
 }
@@ -30,7 +26,7 @@ fn lookup_mac() -> OfAction {
 /// Flows of one MAC binding: `priority` is 100 for learnt bindings, 150/50 for static ones
 /// (with/without `override_dynamic_mac`). `None` when the IP or MAC does not parse.
 pub fn mac_binding_flows(
-    uuid: &str,
+    cookie: u64,
     dp_key: u32,
     port_key: u32,
     ip: &str,
@@ -62,7 +58,6 @@ pub fn mac_binding_flows(
     lookup.add(FieldId::METADATA, u128::from(dp_key), meta);
     lookup.add(FieldId::reg(14), u128::from(port_key), 0xffff_ffff);
     lookup.add(FieldId::ETH_SRC, mac, 0xffff_ffff_ffff);
-    let cookie = cookie_of(uuid);
     let set_dst = set_field(FieldId::ETH_DST, mac, 0xffff_ffff_ffff);
     Some(vec![
         OfFlow {
@@ -84,14 +79,13 @@ pub fn mac_binding_flows(
 
 /// Flows of one FDB entry (tables 71 and 72, priority 100).
 pub fn fdb_flows(
-    uuid: &str,
+    cookie: u64,
     dp_key: u32,
     port_key: u32,
     mac: &str,
     l: &TableLayout,
 ) -> Option<Vec<OfFlow>> {
     let mac = u128::from(parse_mac(mac)?);
-    let cookie = cookie_of(uuid);
     let mut get = OfMatch::new();
     get.add(FieldId::METADATA, u128::from(dp_key), u128::from(u64::MAX));
     get.add(FieldId::ETH_DST, mac, 0xffff_ffff_ffff);
@@ -130,16 +124,8 @@ mod tests {
     #[test]
     fn mac_binding_and_fdb_shapes() {
         let l = TableLayout::OVN_23_03;
-        let f = mac_binding_flows(
-            "0a0b0c0d-0000",
-            3,
-            2,
-            "172.168.0.1",
-            "00:00:00:00:00:aa",
-            100,
-            &l,
-        )
-        .unwrap();
+        let f = mac_binding_flows(0xa0b0c0d, 3, 2, "172.168.0.1", "00:00:00:00:00:aa", 100, &l)
+            .unwrap();
         assert_eq!(
             text(&f),
             [
@@ -147,19 +133,10 @@ mod tests {
                 "cookie=0xa0b0c0d, table=67, priority=100,arp,reg0=0xaca80001,reg14=0x2,metadata=0x3,dl_src=00:00:00:00:00:aa actions=set_field:0x40/0x40->reg10",
             ]
         );
-        let f = mac_binding_flows(
-            "0a0b0c0d-0000",
-            3,
-            2,
-            "3000::1",
-            "00:00:00:00:00:aa",
-            50,
-            &l,
-        )
-        .unwrap();
+        let f = mac_binding_flows(0xa0b0c0d, 3, 2, "3000::1", "00:00:00:00:00:aa", 50, &l).unwrap();
         assert!(text(&f)[1].starts_with("cookie=0xa0b0c0d, table=67, priority=50,icmp6,reg0=0x30000000,reg1=0,reg2=0,reg3=0x1,reg14=0x2,metadata=0x3,dl_src=00:00:00:00:00:aa,icmp_code=0 "), "{:?}", text(&f));
-        assert!(mac_binding_flows("x", 1, 1, "not-an-ip", "00:00:00:00:00:aa", 100, &l).is_none());
-        let f = fdb_flows("00000001-0000", 1, 4, "50:54:00:00:00:03", &l).unwrap();
+        assert!(mac_binding_flows(0, 1, 1, "not-an-ip", "00:00:00:00:00:aa", 100, &l).is_none());
+        let f = fdb_flows(1, 1, 4, "50:54:00:00:00:03", &l).unwrap();
         assert_eq!(
             text(&f),
             [

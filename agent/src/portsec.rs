@@ -82,7 +82,7 @@ fn v6_mask(plen: u32) -> u128 {
 }
 
 struct Builder {
-    cookie: u32,
+    cookie: u64,
     dp_key: u32,
     port_key: u32,
     flows: Vec<OfFlow>,
@@ -109,7 +109,7 @@ impl Builder {
         self.flows.push(OfFlow {
             table,
             priority,
-            cookie: u64::from(self.cookie),
+            cookie: self.cookie,
             m,
             actions: Arc::new(vec![action]),
         });
@@ -135,7 +135,7 @@ fn deny() -> OfAction {
 
 /// Flows for one port with non-empty port security. `cookie` is the Port_Binding uuid prefix.
 pub fn port_security_flows(
-    cookie: u32,
+    cookie: u64,
     dp_key: u32,
     port_key: u32,
     entries: &[PortSecAddrs],

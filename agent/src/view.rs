@@ -1,249 +1,336 @@
-//! The chassis view of a Southbound snapshot: which datapaths and ports are local, port
-//! keys, address sets, port groups filtered to local ports, and group/meter/conjunction ids.
+//! The chassis view of the Southbound replica: which datapaths and ports are local, port
+//! keys, address sets, port groups filtered to related ports; and the id tables (groups,
+//! meters, conjunctions) the compiled flows refer to.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Mutex;
 
-use crate::lflow::flows::{conj_id_hash, ChassisView};
-use crate::sbdata::SbData;
+use openflow::wire::{Group, MeterMod};
+use sbclient::ovn_sb::{
+    AddressSet, Chassis, ChassisTemplateVar, DatapathBinding, DhcpOptions, Dhcpv6Options,
+    HaChassis, HaChassisGroup, Meter, MeterBand, MulticastGroup, PortBinding, PortGroup,
+};
+use sbclient::{Replica, Uuid};
 
-/// Chassis view over a Southbound snapshot.
-pub struct SbView<'a> {
-    sb: &'a SbData,
-    chassis_uuid: Option<String>,
-    /// Datapath uuid to port (and multicast group) name to tunnel key.
-    ports: HashMap<String, HashMap<String, u32>>,
-    resident: HashSet<String>,
-    related: HashSet<(u32, u32)>,
-    port_groups: HashMap<String, Vec<String>>,
-    pub local_datapaths: BTreeSet<String>,
-    vars: HashMap<String, String>,
-    groups: Mutex<Ids>,
-    meters: Mutex<Ids>,
-    named_meters: Mutex<Ids>,
-    conj: Mutex<HashSet<u32>>,
+use crate::ids::{ConjIds, IdTable};
+use crate::lflow::flows::{conj_id_hash, ChassisView};
+use crate::southbound::Southbound;
+
+/// A datapath as the compiler needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DatapathInfo {
+    pub key: u32,
+    pub is_router: bool,
+    /// The router has `snat-ct-zone`, so `*_in_czone` actions use the SNAT zone.
+    pub snat_ct_zone: bool,
 }
 
-/// Ids allocated by description, lowest free first (ovn-controller's extend tables).
-#[derive(Default)]
+/// The OpenFlow groups, meters and conjunction ids of compiled flows: content-addressed,
+/// reference-counted, shared by compile threads.
 pub struct Ids {
-    by_desc: HashMap<String, u32>,
-    used: BTreeSet<u32>,
+    /// Canonical group text (`type=select,...`) to its id and the group to install.
+    pub groups: Mutex<IdTable<String, Group>>,
+    /// Meter name (SB `Meter`) or `__string: ...` description to its id and the meter.
+    pub meters: Mutex<IdTable<String, MeterMod>>,
+    pub conj: Mutex<ConjIds>,
+}
+
+/// OpenFlow group ids below `OFPG_MAX` (0xffffff00).
+pub const GROUP_IDS: std::ops::RangeInclusive<u32> = 1..=0xffff_feff;
+/// Meter ids as ovn-controller allocates them (16 bits).
+pub const METER_IDS: std::ops::RangeInclusive<u32> = 1..=0xffff;
+
+impl Default for Ids {
+    fn default() -> Self {
+        Self {
+            groups: Mutex::new(IdTable::new(GROUP_IDS)),
+            meters: Mutex::new(IdTable::new(METER_IDS)),
+            conj: Mutex::new(ConjIds::default()),
+        }
+    }
+}
+
+/// A group's key: its `dump-groups` text without the id.
+pub fn group_key(g: &Group) -> String {
+    let mut g = g.clone();
+    g.group_id = 0;
+    let text = g.to_string();
+    text.strip_prefix("group_id=0,").unwrap_or(&text).to_owned()
 }
 
 impl Ids {
-    pub fn seed(&mut self, desc: &str, id: u32) {
-        self.used.insert(id);
-        self.by_desc
-            .insert(canonical_hash_fields(desc).into_owned(), id);
+    /// Reuses group ids from `ovs-ofctl dump-groups` output (`group_id=N,<group>`) for
+    /// identical groups.
+    pub fn seed_groups(&self, dump: &str) -> Result<(), openflow::text::ParseError> {
+        let Ok(mut t) = self.groups.lock() else {
+            return Ok(());
+        };
+        for line in dump.lines().map(str::trim) {
+            if !line.starts_with("group_id=") {
+                continue;
+            }
+            let g: Group = line.parse()?;
+            t.seed(group_key(&g), g.group_id, g);
+        }
+        Ok(())
     }
 
-    fn get(&mut self, desc: &str) -> Option<u32> {
-        if let Some(id) = self.by_desc.get(canonical_hash_fields(desc).as_ref()) {
-            return Some(*id);
+    /// Pins a meter key (`__string: ...` or a meter name) to an id.
+    pub fn seed_meter(&self, key: &str, id: u32) {
+        if let Ok(mut t) = self.meters.lock() {
+            t.seed(key.to_owned(), id, MeterMod::default());
         }
-        let id = (1..=65535u32).find(|i| !self.used.contains(i))?;
-        self.seed(desc, id);
-        Some(id)
     }
 }
 
-/// A group description with its `fields(…)` list as OVS prints it back (`dump-groups`):
-/// canonical field names in OVS field order, so that ids seeded from a dump match what
-/// OVN writes (`hash_fields="ip_dst,ip_src,tp_dst,tp_src"` is installed and dumped as
-/// `fields(ip_src,ip_dst,tcp_src,tcp_dst)`; observed with OVS 3.1).
-pub fn canonical_hash_fields(desc: &str) -> std::borrow::Cow<'_, str> {
-    const ORDER: [&str; 13] = [
-        "eth_src", "eth_dst", "ip_src", "ip_dst", "ipv6_src", "ipv6_dst", "ip_proto", "tcp_src",
-        "tcp_dst", "udp_src", "udp_dst", "sctp_src", "sctp_dst",
-    ];
-    let Some(start) = desc.find("fields(") else {
-        return desc.into();
-    };
-    let open = start + "fields(".len();
-    let Some(len) = desc[open..].find(')') else {
-        return desc.into();
-    };
-    let mut fields: Vec<&str> = desc[open..open + len]
-        .split(',')
-        .map(|f| match f.trim() {
-            "dl_src" => "eth_src",
-            "dl_dst" => "eth_dst",
-            "nw_src" => "ip_src",
-            "nw_dst" => "ip_dst",
-            "nw_proto" => "ip_proto",
-            "tp_src" => "tcp_src",
-            "tp_dst" => "tcp_dst",
-            f => f,
-        })
-        .collect();
-    fields.sort_by_key(|f| ORDER.iter().position(|o| o == f).unwrap_or(ORDER.len()));
-    fields.dedup();
-    format!(
-        "{}fields({}){}",
-        &desc[..start],
-        fields.join(","),
-        &desc[open + len + 1..]
-    )
-    .into()
+/// Chassis view over the Southbound replica.
+pub struct SbView<'a> {
+    replica: &'a Replica,
+    ids: &'a Ids,
+    chassis_uuid: Option<Uuid>,
+    datapaths: HashMap<Uuid, DatapathInfo>,
+    /// Datapath to port (and multicast group) name to tunnel key.
+    ports: HashMap<Uuid, HashMap<String, u32>>,
+    resident: HashSet<String>,
+    related: HashSet<(u32, u32)>,
+    port_groups: HashMap<String, Vec<String>>,
+    address_sets: HashMap<String, Vec<String>>,
+    pub local_datapaths: BTreeSet<Uuid>,
+    vars: HashMap<String, String>,
+    dhcp_options: Option<HashSet<String>>,
+    dhcpv6_options: Option<HashSet<String>>,
 }
 
 /// Types of port bindings that are related to every chassis that has their datapath.
 const ALWAYS_RELATED: [&str; 5] = ["patch", "localnet", "l2gateway", "vtep", "l3gateway"];
 
+/// Every row of table `T` (none if the replica lacks the table).
+fn rows<T: sbclient::Row>(replica: &Replica) -> impl Iterator<Item = (&Uuid, &T)> {
+    replica
+        .table::<T>()
+        .into_iter()
+        .flat_map(sbclient::Table::iter)
+}
+
+fn key_u32(k: i64) -> u32 {
+    u32::try_from(k).unwrap_or(0)
+}
+
 impl<'a> SbView<'a> {
-    pub fn new(sb: &'a SbData, chassis: &str) -> Self {
-        let chassis_uuid = sb
-            .chassis
-            .iter()
-            .find(|(_, n)| n.as_str() == chassis)
-            .map(|(u, _)| u.clone());
-        let here = |c: &Option<String>| c.is_some() && *c == chassis_uuid;
-        let dp_key: HashMap<&str, u32> = sb
-            .datapaths
-            .iter()
-            .map(|d| (d.uuid.as_str(), d.key))
+    pub fn new(sb: &'a Southbound, chassis: &str, ids: &'a Ids) -> Self {
+        let replica = &sb.replica;
+        let chassis_uuid = replica
+            .table::<Chassis>()
+            .and_then(|t| t.iter().find(|(_, c)| c.name == chassis).map(|(u, _)| *u));
+        let here = |c: &Option<Uuid>| c.is_some() && *c == chassis_uuid;
+        let datapaths: HashMap<Uuid, DatapathInfo> = rows::<DatapathBinding>(replica)
+            .map(|(u, d)| {
+                (
+                    *u,
+                    DatapathInfo {
+                        key: key_u32(d.tunnel_key),
+                        is_router: d.external_ids.contains_key("logical-router"),
+                        snat_ct_zone: d.external_ids.contains_key("snat-ct-zone"),
+                    },
+                )
+            })
             .collect();
-        let mut ports = HashMap::new();
-        for m in &sb.mcast_groups {
+        let mut ports: HashMap<Uuid, HashMap<String, u32>> = HashMap::new();
+        for (_, m) in rows::<MulticastGroup>(replica) {
             ports
-                .entry(m.datapath.clone())
-                .or_insert_with(HashMap::new)
-                .insert(m.name.clone(), m.key);
+                .entry(m.datapath)
+                .or_default()
+                .insert(m.name.clone(), key_u32(m.tunnel_key));
         }
+        let pbs: Vec<&PortBinding> = replica
+            .table::<PortBinding>()
+            .into_iter()
+            .flat_map(|t| t.iter().map(|(_, p)| p))
+            .collect();
         let mut resident = HashSet::new();
         let mut related = HashSet::new();
         let mut related_names = HashSet::new();
-        for p in &sb.port_bindings {
+        for p in &pbs {
+            let key = key_u32(p.tunnel_key);
             ports
-                .entry(p.datapath.clone())
-                .or_insert_with(HashMap::new)
-                .insert(p.name.clone(), p.key);
-            let active_here = match (&p.ty[..], &p.ha_chassis_group) {
-                ("chassisredirect", Some(g)) => chassis_uuid
-                    .as_deref()
-                    .is_some_and(|me| ha_active(sb, g) == Some(me)),
+                .entry(p.datapath)
+                .or_default()
+                .insert(p.logical_port.clone(), key);
+            let active_here = match (p.type_.as_str(), &p.ha_chassis_group) {
+                ("chassisredirect", Some(g)) => {
+                    chassis_uuid.is_some_and(|me| ha_active(replica, g) == Some(me))
+                }
                 _ => here(&p.chassis),
             };
             if active_here {
-                resident.insert(p.name.clone());
+                resident.insert(p.logical_port.clone());
             }
-            if here(&p.chassis) || ALWAYS_RELATED.contains(&p.ty.as_str()) {
-                if let Some(k) = dp_key.get(p.datapath.as_str()) {
-                    related.insert((*k, p.key));
+            if here(&p.chassis) || ALWAYS_RELATED.contains(&p.type_.as_str()) {
+                if let Some(d) = datapaths.get(&p.datapath) {
+                    related.insert((d.key, key));
                 }
-                related_names.insert(p.name.clone());
+                related_names.insert(p.logical_port.clone());
             }
         }
         // Local datapaths: those with a port here, plus everything reachable over patch peers.
-        let by_name: HashMap<&str, &crate::sbdata::PortBindingRow> = sb
-            .port_bindings
-            .iter()
-            .map(|p| (p.name.as_str(), p))
-            .collect();
+        let by_name: HashMap<&str, &PortBinding> =
+            pbs.iter().map(|p| (p.logical_port.as_str(), *p)).collect();
         let mut local = BTreeSet::new();
-        let mut queue: VecDeque<String> = sb
-            .port_bindings
+        let mut queue: VecDeque<Uuid> = pbs
             .iter()
             .filter(|p| here(&p.chassis))
-            .map(|p| p.datapath.clone())
+            .map(|p| p.datapath)
             .collect();
         while let Some(dp) = queue.pop_front() {
-            if !local.insert(dp.clone()) {
+            if !local.insert(dp) {
                 continue;
             }
-            for p in sb
-                .port_bindings
+            for p in pbs
                 .iter()
-                .filter(|p| p.datapath == dp && (p.ty == "patch" || p.ty == "l3gateway"))
+                .filter(|p| p.datapath == dp && (p.type_ == "patch" || p.type_ == "l3gateway"))
             {
                 if let Some(peer) = p.options.get("peer").and_then(|n| by_name.get(n.as_str())) {
-                    if p.ty == "patch" || here(&peer.chassis) {
-                        queue.push_back(peer.datapath.clone());
+                    if p.type_ == "patch" || here(&peer.chassis) {
+                        queue.push_back(peer.datapath);
                     }
                 }
             }
         }
-        let port_groups = sb
-            .port_groups
-            .iter()
-            .map(|(n, m)| {
+        let port_groups = rows::<PortGroup>(replica)
+            .map(|(_, g)| {
                 (
-                    n.clone(),
-                    m.iter()
+                    g.name.clone(),
+                    g.ports
+                        .iter()
                         .filter(|p| related_names.contains(*p))
                         .cloned()
                         .collect(),
                 )
             })
             .collect();
-        let vars = sb.template_vars.get(chassis).cloned().unwrap_or_default();
+        let address_sets = rows::<AddressSet>(replica)
+            .map(|(_, a)| (a.name.clone(), a.addresses.iter().cloned().collect()))
+            .collect();
+        let vars = rows::<ChassisTemplateVar>(replica)
+            .find(|(_, v)| v.chassis == chassis)
+            .map(|(_, v)| {
+                v.variables
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let dhcp_options = sb.tables.contains("DHCP_Options").then(|| {
+            replica
+                .table::<DhcpOptions>()
+                .into_iter()
+                .flat_map(|t| t.iter().map(|(_, o)| o.name.clone()))
+                .collect()
+        });
+        let dhcpv6_options = sb.tables.contains("DHCPv6_Options").then(|| {
+            replica
+                .table::<Dhcpv6Options>()
+                .into_iter()
+                .flat_map(|t| t.iter().map(|(_, o)| o.name.clone()))
+                .collect()
+        });
         Self {
-            sb,
+            replica,
+            ids,
             chassis_uuid,
+            datapaths,
             ports,
             resident,
             related,
             port_groups,
+            address_sets,
             local_datapaths: local,
             vars,
-            groups: Mutex::new(Ids::default()),
-            meters: Mutex::new(Ids::default()),
-            named_meters: Mutex::new(Ids::default()),
-            conj: Mutex::new(HashSet::new()),
+            dhcp_options,
+            dhcpv6_options,
         }
     }
 
-    /// Reuses group ids from `ovs-ofctl dump-groups` output (`group_id=N,<description>`).
-    pub fn seed_groups(&self, dump: &str) {
-        if let Ok(mut g) = self.groups.lock() {
-            for line in dump.lines() {
-                let Some(rest) = line.trim().strip_prefix("group_id=") else {
-                    continue;
-                };
-                if let Some((id, desc)) = rest.split_once(',') {
-                    if let Ok(id) = id.parse() {
-                        g.seed(desc, id);
-                    }
-                }
-            }
-        }
+    pub fn replica(&self) -> &'a Replica {
+        self.replica
     }
 
-    pub fn seed_meter(&self, description: &str, id: u32) {
-        if let Ok(mut m) = self.meters.lock() {
-            m.seed(description, id);
-        }
+    pub fn ids(&self) -> &'a Ids {
+        self.ids
     }
 
-    pub fn seed_named_meter(&self, name: &str, id: u32) {
-        if let Ok(mut m) = self.named_meters.lock() {
-            m.seed(name, id);
-        }
-        // Named and per-lflow meters share one id space.
-        self.seed_meter(&format!("named:{name}"), id);
+    pub fn datapath(&self, uuid: &Uuid) -> Option<&DatapathInfo> {
+        self.datapaths.get(uuid)
     }
 
     /// Whether the port binding is claimed by this chassis.
-    pub fn bound_here(&self, pb: &crate::sbdata::PortBindingRow) -> bool {
+    pub fn bound_here(&self, pb: &PortBinding) -> bool {
         pb.chassis.is_some() && pb.chassis == self.chassis_uuid
     }
 
     pub fn has_chassis(&self) -> bool {
         self.chassis_uuid.is_some()
     }
+
+    /// The meter to install for SB `Meter` row `name` (id filled in by the caller).
+    fn named_meter_mod(&self, name: &str) -> MeterMod {
+        use openflow::wire::meter_mod::{
+            OFPMBT_DROP, OFPMF_BURST, OFPMF_KBPS, OFPMF_PKTPS, OFPMF_STATS,
+        };
+        let Some((_, m)) = self
+            .replica
+            .table::<Meter>()
+            .and_then(|t| t.iter().find(|(_, m)| m.name == name))
+        else {
+            return MeterMod::default();
+        };
+        let bands_table = self.replica.table::<MeterBand>();
+        let bands: Vec<openflow::wire::MeterBand> = m
+            .bands
+            .iter()
+            .filter_map(|b| bands_table.and_then(|t| t.get(b)))
+            .map(|b| openflow::wire::MeterBand {
+                band_type: OFPMBT_DROP,
+                rate: u32::try_from(b.rate).unwrap_or(0),
+                burst_size: u32::try_from(b.burst_size).unwrap_or(0),
+                extra: [0; 4],
+            })
+            .collect();
+        let unit = if m.unit == "pktps" {
+            OFPMF_PKTPS
+        } else {
+            OFPMF_KBPS
+        };
+        let burst = if bands.iter().any(|b| b.burst_size != 0) {
+            OFPMF_BURST
+        } else {
+            0
+        };
+        MeterMod {
+            flags: unit | burst | OFPMF_STATS,
+            bands,
+            ..MeterMod::default()
+        }
+    }
 }
 
 /// The active chassis of an HA chassis group: highest priority first, ties by chassis name.
 /// (BFD tunnel state is not known here, so every member with a chassis counts as up.)
-fn ha_active<'s>(sb: &'s SbData, group: &str) -> Option<&'s str> {
-    let members = sb.ha_groups.get(group)?;
-    let mut candidates: Vec<(i64, &str, &str)> = members
+fn ha_active(replica: &Replica, group: &Uuid) -> Option<Uuid> {
+    let g = replica.table::<HaChassisGroup>()?.get(group)?;
+    let ha = replica.table::<HaChassis>()?;
+    let chassis = replica.table::<Chassis>()?;
+    let mut candidates: Vec<(i64, &str, Uuid)> = g
+        .ha_chassis
         .iter()
         .filter_map(|m| {
-            let (ch, prio) = sb.ha_chassis.get(m)?;
-            let ch = ch.as_deref()?;
-            Some((*prio, sb.chassis.get(ch).map_or("", String::as_str), ch))
+            let h = ha.get(m)?;
+            let c = h.chassis?;
+            Some((
+                h.priority,
+                chassis.get(&c).map_or("", |c| c.name.as_str()),
+                c,
+            ))
         })
         .collect();
     candidates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
@@ -252,16 +339,16 @@ fn ha_active<'s>(sb: &'s SbData, group: &str) -> Option<&'s str> {
 
 impl ChassisView for SbView<'_> {
     fn address_set(&self, name: &str) -> Option<&[String]> {
-        self.sb.address_sets.get(name).map(Vec::as_slice)
+        self.address_sets.get(name).map(Vec::as_slice)
     }
     fn port_group(&self, name: &str) -> Option<&[String]> {
         self.port_groups.get(name).map(Vec::as_slice)
     }
-    fn port_key(&self, dp_uuid: &str, name: &str) -> Option<u32> {
+    fn port_key(&self, dp: &Uuid, name: &str) -> Option<u32> {
         if name == "none" {
             return Some(0);
         }
-        self.ports.get(dp_uuid).and_then(|m| m.get(name)).copied()
+        self.ports.get(dp).and_then(|m| m.get(name)).copied()
     }
     fn is_resident(&self, port: &str) -> bool {
         self.resident.contains(port)
@@ -269,66 +356,47 @@ impl ChassisView for SbView<'_> {
     fn is_related(&self, dp_key: u32, port_key: u32) -> bool {
         self.related.contains(&(dp_key, port_key))
     }
-    fn group_id(&self, d: &str) -> Option<u32> {
-        self.groups.lock().ok()?.get(d)
+    fn group_id(&self, group: &Group) -> Option<(u32, String)> {
+        let key = group_key(group);
+        let id = self
+            .ids
+            .groups
+            .lock()
+            .ok()?
+            .acquire(&key, || group.clone())?;
+        Some((id, key))
     }
-    fn meter_id(&self, d: &str) -> Option<u32> {
-        self.meters.lock().ok()?.get(d)
+    fn meter_id(&self, key: &str, meter: &MeterMod) -> Option<u32> {
+        self.ids
+            .meters
+            .lock()
+            .ok()?
+            .acquire(&key.to_owned(), || meter.clone())
     }
-    fn named_meter(&self, n: &str) -> Option<u32> {
-        if let Some(id) = self.named_meters.lock().ok()?.by_desc.get(n).copied() {
-            return Some(id);
-        }
-        let id = self.meters.lock().ok()?.get(&format!("named:{n}"))?;
-        self.named_meters.lock().ok()?.seed(n, id);
-        Some(id)
+    fn named_meter(&self, name: &str) -> Option<u32> {
+        let meter = self.named_meter_mod(name);
+        self.ids
+            .meters
+            .lock()
+            .ok()?
+            .acquire(&name.to_owned(), || meter)
     }
     fn template_vars(&self) -> &HashMap<String, String> {
         &self.vars
     }
     fn dhcp_option_known(&self, v6: bool, name: &str) -> bool {
         let catalogue = if v6 {
-            &self.sb.dhcpv6_options
+            &self.dhcpv6_options
         } else {
-            &self.sb.dhcp_options
+            &self.dhcp_options
         };
         catalogue.as_ref().is_none_or(|c| c.contains(name))
     }
-    fn conj_ids(&self, lflow_uuid: &str, dp_uuid: &str, n: u32) -> u32 {
-        let Ok(mut used) = self.conj.lock() else {
-            return 1;
-        };
-        let mut start = conj_id_hash(lflow_uuid, dp_uuid).max(1);
-        loop {
-            let free = (0..n).all(|i| start.checked_add(i).is_some_and(|id| !used.contains(&id)));
-            if free {
-                used.extend((0..n).map(|i| start + i));
-                return start;
-            }
-            start = start.wrapping_add(1).max(1);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::canonical_hash_fields;
-
-    #[test]
-    fn hash_fields_as_ovs_dumps_them() {
-        assert_eq!(
-            canonical_hash_fields(
-                "type=select,selection_method=hash,fields(ip_dst,ip_src,tp_dst,tp_src),bucket=x"
-            ),
-            "type=select,selection_method=hash,fields(ip_src,ip_dst,tcp_src,tcp_dst),bucket=x"
-        );
-        assert_eq!(
-            canonical_hash_fields("selection_method=hash,fields=ip_src,bucket=x"),
-            "selection_method=hash,fields=ip_src,bucket=x"
-        );
-        assert_eq!(
-            canonical_hash_fields("type=select,bucket=x"),
-            "type=select,bucket=x"
-        );
+    fn conj_ids(&self, lflow: &Uuid, dp: &Uuid, n: u32) -> u32 {
+        let start = conj_id_hash(lflow, dp);
+        self.ids
+            .conj
+            .lock()
+            .map_or(start, |mut c| c.acquire(*lflow, *dp, n, start))
     }
 }

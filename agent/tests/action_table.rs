@@ -18,10 +18,10 @@ impl EncodeEnv for Env {
             _ => None,
         }
     }
-    fn group_id(&self, _: &str) -> Option<u32> {
+    fn group_id(&self, _: &openflow::wire::Group) -> Option<u32> {
         Some(7)
     }
-    fn meter_id(&self, _: &str) -> Option<u32> {
+    fn meter_id(&self, _: &str, _: &openflow::wire::MeterMod) -> Option<u32> {
         Some(9)
     }
     fn named_meter(&self, name: &str) -> Option<u32> {
@@ -36,11 +36,11 @@ impl EncodeEnv for Groups {
     fn port_key(&self, name: &str) -> Option<u32> {
         Env.port_key(name)
     }
-    fn group_id(&self, d: &str) -> Option<u32> {
-        self.0.lock().unwrap().push(d.to_string());
+    fn group_id(&self, g: &openflow::wire::Group) -> Option<u32> {
+        self.0.lock().unwrap().push(agent::view::group_key(g));
         Some(1)
     }
-    fn meter_id(&self, _: &str) -> Option<u32> {
+    fn meter_id(&self, _: &str, _: &openflow::wire::MeterMod) -> Option<u32> {
         None
     }
     fn named_meter(&self, _: &str) -> Option<u32> {
@@ -61,7 +61,7 @@ fn group_descriptions() {
         is_switch: true,
         common_zone_is_snat: false,
         controller_meter: None,
-        lflow_uuid: "12345678-0000-0000-0000-000000000000".into(),
+        lflow_uuid: "12345678-0000-0000-0000-000000000000".parse().unwrap(),
         dp_key: 1,
     };
     let enc = |t: &str| {
@@ -123,7 +123,7 @@ fn encode_with(
         is_switch,
         common_zone_is_snat: false,
         controller_meter: None,
-        lflow_uuid: "12345678-0000-0000-0000-000000000000".into(),
+        lflow_uuid: "12345678-0000-0000-0000-000000000000".parse().unwrap(),
         dp_key: 1,
     };
     Encoder { env: &Env, p: &p }

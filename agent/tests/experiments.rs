@@ -5,13 +5,15 @@
 
 use std::collections::BTreeMap;
 
-use agent::compile::SbView;
+mod common;
+
 use agent::lflow::actions::Pipeline;
 use agent::lflow::flows::{compile_lflow, DpSpec, LflowSpec, MatchCache};
 use agent::lflow::layout::TableLayout;
-use agent::sbdata::SbData;
-
-const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
+use agent::view::{Ids, SbView};
+use common::DATA;
+use sbclient::ovn_sb::DatapathBinding;
+use sbclient::Uuid;
 
 /// (priority, match, actions) from the `$E PRIO 'match' 'actions' ingress 27` lines.
 fn rows() -> Vec<(u16, String, String)> {
@@ -53,17 +55,21 @@ fn real_by_priority() -> BTreeMap<u16, Vec<String>> {
 
 #[test]
 fn experiments_match_real_ovn_controller() {
-    let mut sb = SbData::default();
-    for e in std::fs::read_dir(format!("{DATA}/sandbox")).unwrap() {
-        sb.load_str(&std::fs::read_to_string(e.unwrap().path()).unwrap())
-            .unwrap();
-    }
-    let view = SbView::new(&sb, "hv1");
-    view.seed_groups(&std::fs::read_to_string(format!("{DATA}/experiments_groups.txt")).unwrap());
-    let sw0 = sb.datapaths.iter().find(|d| d.name == "sw0").unwrap();
+    let sb = common::sandbox(false);
+    let ids = Ids::default();
+    ids.seed_groups(&std::fs::read_to_string(format!("{DATA}/experiments_groups.txt")).unwrap())
+        .unwrap();
+    let view = SbView::new(&sb, "hv1", &ids);
+    let (sw0_uuid, sw0) = sb
+        .replica
+        .table::<DatapathBinding>()
+        .unwrap()
+        .iter()
+        .find(|(_, d)| d.external_ids.get("name").map(String::as_str) == Some("sw0"))
+        .unwrap();
     let dp = DpSpec {
-        uuid: &sw0.uuid,
-        key: sw0.key,
+        uuid: sw0_uuid,
+        key: u32::try_from(sw0.tunnel_key).unwrap(),
         is_switch: true,
         snat_ct_zone: false,
     };
@@ -74,9 +80,11 @@ fn experiments_match_real_ovn_controller() {
     let (mut same, mut intended) = (0, 0);
     let mut diffs = Vec::new();
     for (prio, m, a) in &rows {
-        let uuid = format!("{prio:08x}-0000-0000-0000-000000000000");
+        let uuid: Uuid = format!("{prio:08x}-0000-0000-0000-000000000000")
+            .parse()
+            .unwrap();
         // The real set_meter(100, 1000) got meter id 5.
-        view.seed_meter(
+        ids.seed_meter(
             &format!(
                 "__string: uuid {uuid} kbps burst stats bands=type=drop rate=100 burst_size=1000"
             ),
@@ -91,14 +99,21 @@ fn experiments_match_real_ovn_controller() {
             actions: a,
             controller_meter: None,
         };
-        let mut ours: Vec<String> =
-            match compile_lflow(&lf, &dp, &view, &TableLayout::OVN_23_03, &cache, 10_000) {
-                Ok(f) => f
-                    .iter()
-                    .map(|f| f.to_string().split_once(", ").unwrap().1.to_string())
-                    .collect(),
-                Err(e) => vec![format!("error: {e}")],
-            };
+        let mut ours: Vec<String> = match compile_lflow(
+            &lf,
+            &dp,
+            &view,
+            &TableLayout::OVN_23_03,
+            &cache,
+            10_000,
+            &mut Vec::new(),
+        ) {
+            Ok(f) => f
+                .iter()
+                .map(|f| f.to_string().split_once(", ").unwrap().1.to_string())
+                .collect(),
+            Err(e) => vec![format!("error: {e}")],
+        };
         ours.sort();
         let mut exp = real.get(prio).cloned().unwrap_or_default();
         exp.sort();

@@ -32,10 +32,10 @@ impl EncodeEnv for Ctx {
     fn port_key(&self, name: &str) -> Option<u32> {
         name.bytes().next().map(u32::from)
     }
-    fn group_id(&self, _: &str) -> Option<u32> {
+    fn group_id(&self, _: &openflow::wire::Group) -> Option<u32> {
         Some(1)
     }
-    fn meter_id(&self, _: &str) -> Option<u32> {
+    fn meter_id(&self, _: &str, _: &openflow::wire::MeterMod) -> Option<u32> {
         Some(1)
     }
     fn named_meter(&self, _: &str) -> Option<u32> {
@@ -164,7 +164,7 @@ fn exercise(text: &str, ctx: &Ctx) {
                 is_switch: true,
                 common_zone_is_snat: false,
                 controller_meter: Some(1),
-                lflow_uuid: "00000000-0000-0000-0000-000000000000".into(),
+                lflow_uuid: "00000000-0000-0000-0000-000000000000".parse().unwrap(),
                 dp_key: 1,
             };
             let _ = Encoder {

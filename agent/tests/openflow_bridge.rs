@@ -2,25 +2,18 @@
 //! flow_mod (no text in between) that decodes back to the same match (in the form a switch
 //! stores it), the same actions and the same `ovs-ofctl` text.
 
-use agent::compile::{compile_all, SbView};
+mod common;
+
 use agent::lflow::layout::TableLayout;
-use agent::sbdata::SbData;
+use agent::view::Ids;
 use bytes::BytesMut;
 use openflow::flow::{FlowMatch, FlowModCommand};
 use openflow::wire::{FlowMod, Instruction, Wire};
 
 #[test]
 fn compiled_flows_encode_to_flow_mods_that_decode_back() {
-    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
-    let mut sb = SbData::default();
-    for e in std::fs::read_dir(format!("{data}/sandbox")).unwrap() {
-        sb.load_str(&std::fs::read_to_string(e.unwrap().path()).unwrap())
-            .unwrap();
-    }
-    sb.load_str(&std::fs::read_to_string(format!("{data}/lflows_final.json")).unwrap())
-        .unwrap();
-    let view = SbView::new(&sb, "hv1");
-    let report = compile_all(&sb, &view, &TableLayout::OVN_23_03, None, 10_000);
+    let sb = common::sandbox(true);
+    let report = common::compile(&sb, "hv1", &Ids::default(), &TableLayout::OVN_23_03, 10_000);
     assert!(report.flows.len() > 1800);
     let mut bad = Vec::new();
     let mut buf = BytesMut::new();
@@ -63,19 +56,11 @@ fn compiled_flows_encode_to_flow_mods_that_decode_back() {
 
 #[test]
 fn identical_matches_are_parsed_once() {
-    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
-    let mut sb = SbData::default();
-    for e in std::fs::read_dir(format!("{data}/sandbox")).unwrap() {
-        sb.load_str(&std::fs::read_to_string(e.unwrap().path()).unwrap())
-            .unwrap();
-    }
-    sb.load_str(&std::fs::read_to_string(format!("{data}/lflows_final.json")).unwrap())
-        .unwrap();
-    let view = SbView::new(&sb, "hv1");
-    let report = compile_all(&sb, &view, &TableLayout::OVN_23_03, None, 10_000);
+    let sb = common::sandbox(true);
+    let report = common::compile(&sb, "hv1", &Ids::default(), &TableLayout::OVN_23_03, 10_000);
     // Each distinct match text (per datapath when it names a port group) is parsed once:
     // every miss creates an entry, and lflows on several datapaths are hits.
-    let pairs: usize = report.per_lflow.len();
+    let pairs: usize = report.lflows;
     println!(
         "lflows {pairs}, cache misses {}, hits {}, entries {}",
         report.cache_misses, report.cache_hits, report.cache_entries

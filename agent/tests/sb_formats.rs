@@ -1,15 +1,19 @@
 //! Southbound input formats and chassis filtering.
 
-use agent::compile::{compile_all, SbView};
+mod common;
+
 use agent::lflow::layout::TableLayout;
-use agent::sbdata::SbData;
+use agent::southbound::Southbound;
+use agent::view::Ids;
+use common::{compile, load_short};
+use sbclient::ovn_sb::{Chassis, DatapathBinding, LogicalFlow, PortBinding};
 
 /// `ovsdb-client -f json dump` of a small SB made with ovn-sbctl (one chassis, one switch,
 /// one bound port, a good and a bad lflow), as the real tool printed it.
 #[test]
 fn ovsdb_client_dump_is_read() {
-    let mut sb = SbData::default();
-    sb.load_str(
+    let mut sb = Southbound::default();
+    sb.load_json(
         &std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/data/ovsdb_client_dump.json"
@@ -17,17 +21,17 @@ fn ovsdb_client_dump_is_read() {
         .unwrap(),
     )
     .unwrap();
+    let r = &sb.replica;
     assert_eq!(
         (
-            sb.lflows.len(),
-            sb.datapaths.len(),
-            sb.port_bindings.len(),
-            sb.chassis.len()
+            r.table::<LogicalFlow>().unwrap().len(),
+            r.table::<DatapathBinding>().unwrap().len(),
+            r.table::<PortBinding>().unwrap().len(),
+            r.table::<Chassis>().unwrap().len()
         ),
         (2, 1, 1, 1)
     );
-    let view = SbView::new(&sb, "hv1");
-    let r = compile_all(&sb, &view, &TableLayout::OVN_23_03, None, 100);
+    let r = compile(&sb, "hv1", &Ids::default(), &TableLayout::OVN_23_03, 100);
     let flows: Vec<String> = r
         .flows
         .iter()
@@ -51,7 +55,7 @@ fn ovsdb_client_dump_is_read() {
     assert_eq!(r.too_many_flows, 0);
 }
 
-fn two_chassis_sb() -> SbData {
+fn two_chassis_sb() -> Southbound {
     let text = r#"
     {"caption":"Chassis table","headings":["_uuid","name"],"data":[[["uuid","c1"],"hv1"],[["uuid","c2"],"hv2"]]}
     {"caption":"Datapath_Binding table","headings":["_uuid","tunnel_key","external_ids"],"data":[
@@ -67,23 +71,19 @@ fn two_chassis_sb() -> SbData {
         [["uuid","22222222-0000-0000-0000-000000000000"],["uuid","d1"],["set",[]],"ingress",0,50,"inport == \"b\"","next;",["map",[]]],
         [["uuid","33333333-0000-0000-0000-000000000000"],["uuid","d2"],["set",[]],"ingress",0,50,"1","next;",["map",[]]]]}
     "#;
-    let mut sb = SbData::default();
-    sb.load_str(text).unwrap();
-    sb
+    load_short(text)
 }
 
 #[test]
 fn port_groups_and_pinned_ports_are_filtered_to_this_chassis() {
     let sb = two_chassis_sb();
-    let view = SbView::new(&sb, "hv1");
-    let r = compile_all(&sb, &view, &TableLayout::OVN_23_03, None, 100);
+    let r = compile(&sb, "hv1", &Ids::default(), &TableLayout::OVN_23_03, 100);
     let flows: Vec<String> = r.flows.iter().map(ToString::to_string).collect();
     // Only "a" (bound here) is left of the port group; "b" (on hv2) pins reg14 to a port
     // that is not related, so that lflow installs nothing; datapath 2 is not local at all.
     assert_eq!(flows, [" cookie=0x11111111, table=46, priority=1000,ip,reg15=0x1,metadata=0x1 actions=resubmit(,47)"]);
     // On hv2 both datapaths are local and the group keeps "b".
-    let view2 = SbView::new(&sb, "hv2");
-    let r2 = compile_all(&sb, &view2, &TableLayout::OVN_23_03, None, 100);
+    let r2 = compile(&sb, "hv2", &Ids::default(), &TableLayout::OVN_23_03, 100);
     let f2: Vec<String> = r2.flows.iter().map(ToString::to_string).collect();
     assert!(f2.contains(&" cookie=0x11111111, table=46, priority=1000,ip,reg15=0x2,metadata=0x1 actions=resubmit(,47)".to_string()), "{f2:?}");
     assert!(
@@ -113,10 +113,8 @@ fn over_the_flow_bound_is_refused_and_counted() {
         [["uuid","11111111-0000-0000-0000-000000000000"],["uuid","d1"],["set",[]],"ingress",0,1,"(reg0[0] == 1 || reg1[0] == 1) && (reg0[1] == 1 || reg1[1] == 1) && (reg0[2] == 1 || reg1[2] == 1) && (reg0[3] == 1 || reg1[3] == 1) && (reg0[4] == 1 || reg1[4] == 1) && (reg0[5] == 1 || reg1[5] == 1) && (reg0[6] == 1 || reg1[6] == 1)","next;",["map",[]]],
         [["uuid","22222222-0000-0000-0000-000000000000"],["uuid","d1"],["set",[]],"ingress",0,2,"tcp.src != 0","next;",["map",[]]]]}
     "#;
-    let mut sb = SbData::default();
-    sb.load_str(text).unwrap();
-    let view = SbView::new(&sb, "hv1");
-    let r = compile_all(&sb, &view, &TableLayout::OVN_23_03, None, 100);
+    let sb = load_short(text);
+    let r = compile(&sb, "hv1", &Ids::default(), &TableLayout::OVN_23_03, 100);
     assert_eq!(r.too_many_flows, 1);
     assert!(
         r.failures[0].to_string().contains("more than 100 flows"),

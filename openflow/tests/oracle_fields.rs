@@ -115,7 +115,7 @@ fn every_field_matches_like_ovs_prints_it() {
     let mut flows = Vec::new();
     for id in FieldId::all() {
         let d = id.def();
-        if skip(&d.name) {
+        if skip(d.name) {
             continue;
         }
         let pre = prereq_text(d.prereq);
@@ -123,7 +123,7 @@ fn every_field_matches_like_ovs_prints_it() {
         let (v, mask) = sample(id);
         m.fields.push(MatchField::new(id, v.clone(), mask));
         // Also write it, with the exact value, where the switch allows that.
-        let acts = if read_only(&d.name) {
+        let acts = if read_only(d.name) {
             vec![]
         } else {
             vec![Action::SetField(MatchField::new(id, v, None))]

@@ -9,15 +9,29 @@ use super::of::{
     CtSpec, FieldId, NatSpec, OfAction, SubField as Subfield,
 };
 use super::symtab::OvnField;
+use openflow::wire::group_mod::OFPGT_SELECT;
+use openflow::wire::meter_mod::{OFPMBT_DROP, OFPMF_BURST, OFPMF_KBPS, OFPMF_STATS};
+use openflow::wire::{Bucket, Group, MeterBand, MeterMod};
+
+/// A select group with OVN's `dp_hash` selection method.
+pub(super) fn select_group(param: u64, buckets: Vec<Bucket>) -> Group {
+    Group {
+        group_type: OFPGT_SELECT,
+        selection_method: "dp_hash".into(),
+        selection_method_param: param,
+        buckets,
+        ..Group::default()
+    }
+}
 
 /// Chassis state the encoder consults. Implementations use interior mutability for ids.
 pub trait EncodeEnv {
     /// Tunnel key of a port or multicast group of the lflow's datapath.
     fn port_key(&self, name: &str) -> Option<u32>;
-    /// Group id for a group description (allocated on first use).
-    fn group_id(&self, description: &str) -> Option<u32>;
-    /// Meter id for a meter description (allocated on first use).
-    fn meter_id(&self, description: &str) -> Option<u32>;
+    /// Id of a group (allocated on first use).
+    fn group_id(&self, group: &Group) -> Option<u32>;
+    /// Id of the meter known as `key` (allocated on first use), installed as `meter`.
+    fn meter_id(&self, key: &str, meter: &MeterMod) -> Option<u32>;
     /// Meter id of a named (NB `Meter`) meter.
     fn named_meter(&self, name: &str) -> Option<u32>;
     /// OpenFlow port of the tunnel to the chassis that hosts `port` (fwd_group liveness).
@@ -44,7 +58,7 @@ pub struct EncodeParams {
     /// The router has `snat-ct-zone`, so `*_in_czone` actions use the SNAT zone.
     pub common_zone_is_snat: bool,
     pub controller_meter: Option<u32>,
-    pub lflow_uuid: String,
+    pub lflow_uuid: sbclient::Uuid,
     pub dp_key: u32,
 }
 
@@ -404,29 +418,43 @@ impl Encoder<'_> {
             }
             Action::Select { dst, members } => {
                 let t = self.next_table()?;
-                let buckets: Vec<String> = members
+                let buckets = members
                     .iter()
                     .enumerate()
-                    .map(|(i, (v, w))| {
-                        let load = set_field(dst.field, u128::from(*v) << dst.ofs, sub(dst).mask());
-                        format!("bucket=bucket_id:{i},weight:{w},actions={load},resubmit(,{t})")
+                    .map(|(i, (v, w))| Bucket {
+                        bucket_id: i as u32,
+                        weight: Some(*w),
+                        actions: vec![
+                            set_field(dst.field, u128::from(*v) << dst.ofs, sub(dst).mask()),
+                            resubmit(t),
+                        ],
+                        ..Bucket::default()
                     })
                     .collect();
-                let desc = format!(
-                    "type=select,selection_method=dp_hash,selection_method_param=4294967296,{}",
-                    buckets.join(",")
-                );
-                if let Some(id) = self.env.group_id(&desc) {
+                if let Some(id) = self.env.group_id(&select_group(1 << 32, buckets)) {
                     out.push(OfAction::Group(id));
                 }
             }
             Action::SetQueue(q) => out.push(OfAction::SetQueue(u32::from(*q))),
             Action::SetMeter { rate, burst } => {
-                let desc = match burst {
+                let key = match burst {
                     Some(b) => format!("__string: uuid {} kbps burst stats bands=type=drop rate={rate} burst_size={b}", self.p.lflow_uuid),
                     None => format!("__string: uuid {} kbps stats bands=type=drop rate={rate}", self.p.lflow_uuid),
                 };
-                if let Some(id) = self.env.meter_id(&desc) {
+                let meter = MeterMod {
+                    flags: OFPMF_KBPS | OFPMF_STATS | if burst.is_some() { OFPMF_BURST } else { 0 },
+                    bands: vec![MeterBand {
+                        band_type: OFPMBT_DROP,
+                        rate: u32::try_from(*rate).map_err(|_| {
+                            LflowError::Semantic(format!("meter rate {rate} too large"))
+                        })?,
+                        burst_size: u32::try_from(burst.unwrap_or(0))
+                            .map_err(|_| LflowError::Semantic("meter burst too large".into()))?,
+                        extra: [0; 4],
+                    }],
+                    ..MeterMod::default()
+                };
+                if let Some(id) = self.env.meter_id(&key, &meter) {
                     out.push(OfAction::Meter(id));
                 }
             }
@@ -482,19 +510,26 @@ impl Encoder<'_> {
                     // With liveness, each bucket watches the tunnel towards the child's
                     // chassis; a child without one (e.g. local) makes the action encode to
                     // nothing, as in ovn-controller 23.03.1.
-                    let watch = if *liveness {
+                    let watch_port = if *liveness {
                         let Some(ofport) = self.env.tunnel_ofport(p) else {
                             return Ok(());
                         };
-                        format!("watch_port:{ofport},")
+                        Some(ofport)
                     } else {
-                        String::new()
+                        None
                     };
-                    let out_t = self.output_table(Pipeline::Ingress);
-                    buckets.push(format!("bucket=bucket_id:{i},{watch}actions=set_field:{key:#x}/0xffff->reg15,resubmit(,{out_t})"));
+                    buckets.push(Bucket {
+                        bucket_id: i as u32,
+                        weight: Some(1),
+                        watch_port,
+                        actions: vec![
+                            set_field(FieldId::reg(15), u128::from(key), 0xffff),
+                            resubmit(self.output_table(Pipeline::Ingress)),
+                        ],
+                        ..Bucket::default()
+                    });
                 }
-                let desc = format!("type=select,selection_method=dp_hash,{}", buckets.join(","));
-                if let Some(id) = self.env.group_id(&desc) {
+                if let Some(id) = self.env.group_id(&select_group(0, buckets)) {
                     out.push(OfAction::Group(id));
                 }
             }
@@ -523,10 +558,8 @@ impl Encoder<'_> {
                 obs_point,
             } => {
                 if self.env.collector_set_exists(*collector_set) {
-                    let point = obs_point.unwrap_or_else(|| {
-                        u32::from_str_radix(self.p.lflow_uuid.get(..8).unwrap_or("0"), 16)
-                            .unwrap_or(0)
-                    });
+                    let point =
+                        obs_point.unwrap_or_else(|| (self.p.lflow_uuid.as_u128() >> 96) as u32);
                     let domain = (obs_domain << 24) | (self.p.dp_key & 0x00ff_ffff);
                     out.push(OfAction::Sample {
                         probability: *probability,

@@ -2,9 +2,11 @@
 
 use super::actions::{FieldRef, LbBackend, ResultFn};
 use super::controller;
-use super::encode::{clear_flag, reg10_bit, sub, Encoder};
+use super::encode::{clear_flag, reg10_bit, select_group, sub, Encoder};
 use super::error::Result;
 use super::of::{ct, mov, resubmit, set_field, CtSpec, FieldId, NatSpec, OfAction};
+use openflow::oxm::MatchField;
+use openflow::wire::{Bucket, Group};
 
 impl Encoder<'_> {
     pub(super) fn result_fn(&self, dst: &FieldRef, func: ResultFn, out: &mut Vec<OfAction>) {
@@ -67,35 +69,71 @@ impl Encoder<'_> {
             Some("force_snat") => exec.push(set_field(field, 8, 8)),
             _ => {}
         }
-        let buckets: Vec<String> = backends
+        let buckets = backends
             .iter()
             .enumerate()
-            .map(|(i, b)| {
-                let nat = NatSpec::Typed {
-                    src: false,
-                    addr: Some(b.addr),
-                    ports: b.port.map(|p| (p, p)),
-                };
-                let ct = ct(CtSpec {
+            .map(|(i, b)| Bucket {
+                bucket_id: i as u32,
+                weight: Some(100),
+                actions: vec![ct(CtSpec {
                     commit: true,
                     table: Some(t),
                     zone: z,
-                    nat: Some(nat),
+                    nat: Some(NatSpec::Typed {
+                        src: false,
+                        addr: Some(b.addr),
+                        ports: b.port.map(|p| (p, p)),
+                    }),
                     exec: exec.clone(),
-                });
-                format!("bucket=bucket_id:{i},weight:100,actions={ct}")
+                })],
+                ..Bucket::default()
             })
             .collect();
-        let method = match hash_fields {
-            // As ovs-ofctl prints it: `fields=f` for one field, `fields(f1,f2)` for more.
-            Some(f) if !f.contains(',') => format!("selection_method=hash,fields={f}"),
-            Some(f) => format!("selection_method=hash,fields({f})"),
-            None => "selection_method=dp_hash".to_string(),
+        let group = match hash_fields {
+            Some(f) => Group {
+                selection_method: "hash".into(),
+                fields: hash_fields_as_ovs_stores_them(f),
+                ..select_group(0, buckets)
+            },
+            None => select_group(0, buckets),
         };
-        let desc = format!("type=select,{method},{}", buckets.join(","));
-        if let Some(id) = self.env.group_id(&desc) {
+        if let Some(id) = self.env.group_id(&group) {
             out.push(OfAction::Group(id));
         }
         Ok(())
     }
+}
+
+/// OVN's `hash_fields="ip_dst,ip_src,tp_dst,tp_src"` as OVS stores the selection fields:
+/// canonical names (`tp_src` is `tcp_src`) in OVS field order, each once (observed with OVS
+/// 3.1: installed with that list, dumped as `fields(ip_src,ip_dst,tcp_src,tcp_dst)`).
+fn hash_fields_as_ovs_stores_them(list: &str) -> Vec<MatchField> {
+    const ORDER: [FieldId; 13] = [
+        FieldId::ETH_SRC,
+        FieldId::ETH_DST,
+        FieldId::IP_SRC,
+        FieldId::IP_DST,
+        FieldId::IPV6_SRC,
+        FieldId::IPV6_DST,
+        FieldId::NW_PROTO,
+        FieldId::TCP_SRC,
+        FieldId::TCP_DST,
+        FieldId::UDP_SRC,
+        FieldId::UDP_DST,
+        FieldId::SCTP_SRC,
+        FieldId::SCTP_DST,
+    ];
+    let mut ids: Vec<FieldId> = list
+        .split(',')
+        .filter_map(|f| match f.trim() {
+            "tp_src" => Some(FieldId::TCP_SRC),
+            "tp_dst" => Some(FieldId::TCP_DST),
+            name => FieldId::by_name(name),
+        })
+        .collect();
+    ids.sort_by_key(|id| ORDER.iter().position(|o| o == id).unwrap_or(ORDER.len()));
+    ids.dedup();
+    ids.into_iter()
+        .map(|id| MatchField::new(id, Vec::new(), None))
+        .collect()
 }

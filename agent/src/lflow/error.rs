@@ -15,6 +15,12 @@ pub enum LflowError {
     TooManyFlows { limit: usize },
     #[error("logical table {table} does not fit the table layout")]
     TableOutOfRange { table: u32 },
+    /// The SB row itself is unusable (a value out of range, an unknown pipeline).
+    #[error("invalid row: {0}")]
+    BadRow(String),
+    /// The compiler failed internally on this flow (a bug); the other flows are unaffected.
+    #[error("internal error: {0}")]
+    Internal(String),
     /// An error in the actions (as opposed to the match) of a logical flow.
     #[error("{0}")]
     InActions(Box<LflowError>),

@@ -18,6 +18,16 @@ use super::of::FieldId;
 use super::of::Slot;
 use super::of::{conjunction, OfAction};
 use super::template::expand_templates;
+use openflow::wire::{Group, MeterMod};
+use sbclient::Uuid;
+
+/// An id a compiled flow refers to; its user releases it when the flow goes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum IdUse {
+    Group(String),
+    Meter(String),
+    Conj(Uuid, Uuid),
+}
 
 /// What the compiler needs to know about this chassis and the Southbound content.
 pub trait ChassisView: Sync {
@@ -25,26 +35,29 @@ pub trait ChassisView: Sync {
     /// Port group by SB name, already filtered to ports related to this chassis.
     fn port_group(&self, name: &str) -> Option<&[String]>;
     /// Tunnel key of a port binding or multicast group on a datapath ("none" is 0).
-    fn port_key(&self, dp_uuid: &str, name: &str) -> Option<u32>;
+    fn port_key(&self, dp: &Uuid, name: &str) -> Option<u32>;
     fn is_resident(&self, port: &str) -> bool;
     /// Whether (datapath, port) is related to this chassis (LS port-pinned flows).
     fn is_related(&self, dp_key: u32, port_key: u32) -> bool;
-    fn group_id(&self, description: &str) -> Option<u32>;
-    fn meter_id(&self, description: &str) -> Option<u32>;
+    /// The id of `group` (one more user) and its key.
+    fn group_id(&self, group: &Group) -> Option<(u32, String)>;
+    /// The id of the meter `key` (one more user), installed as `meter`.
+    fn meter_id(&self, key: &str, meter: &MeterMod) -> Option<u32>;
+    /// The id of SB meter `name` (one more user).
     fn named_meter(&self, name: &str) -> Option<u32>;
     fn template_vars(&self) -> &HashMap<String, String>;
     /// Whether the SB DHCP option catalogue knows `name` (default: yes).
     fn dhcp_option_known(&self, _v6: bool, _name: &str) -> bool {
         true
     }
-    /// First of `n` consecutive conjunction ids for (lflow, datapath).
-    fn conj_ids(&self, lflow_uuid: &str, dp_uuid: &str, n: u32) -> u32;
+    /// First of `n` consecutive conjunction ids for (lflow, datapath) (one more user).
+    fn conj_ids(&self, lflow: &Uuid, dp: &Uuid, n: u32) -> u32;
 }
 
 /// A logical flow.
 #[derive(Clone, Debug)]
 pub struct LflowSpec<'a> {
-    pub uuid: &'a str,
+    pub uuid: &'a Uuid,
     pub pipeline: Pipeline,
     pub table_id: u32,
     pub priority: u16,
@@ -56,7 +69,7 @@ pub struct LflowSpec<'a> {
 /// The datapath the flow is compiled for.
 #[derive(Clone, Debug)]
 pub struct DpSpec<'a> {
-    pub uuid: &'a str,
+    pub uuid: &'a Uuid,
     pub key: u32,
     pub is_switch: bool,
     pub snat_ct_zone: bool,
@@ -97,6 +110,8 @@ struct DpEnv<'a> {
     view: &'a dyn ChassisView,
     dp: &'a DpSpec<'a>,
     pg_names: RwLock<HashMap<String, String>>,
+    /// Ids taken while encoding (released by whoever drops the flows).
+    uses: std::cell::RefCell<Vec<IdUse>>,
 }
 
 impl ExprContext for DpEnv<'_> {
@@ -124,14 +139,20 @@ impl EncodeEnv for DpEnv<'_> {
     fn port_key(&self, name: &str) -> Option<u32> {
         self.view.port_key(self.dp.uuid, name)
     }
-    fn group_id(&self, d: &str) -> Option<u32> {
-        self.view.group_id(d)
+    fn group_id(&self, g: &Group) -> Option<u32> {
+        let (id, key) = self.view.group_id(g)?;
+        self.uses.borrow_mut().push(IdUse::Group(key));
+        Some(id)
     }
-    fn meter_id(&self, d: &str) -> Option<u32> {
-        self.view.meter_id(d)
+    fn meter_id(&self, key: &str, meter: &MeterMod) -> Option<u32> {
+        let id = self.view.meter_id(key, meter)?;
+        self.uses.borrow_mut().push(IdUse::Meter(key.to_owned()));
+        Some(id)
     }
     fn named_meter(&self, n: &str) -> Option<u32> {
-        self.view.named_meter(n)
+        let id = self.view.named_meter(n)?;
+        self.uses.borrow_mut().push(IdUse::Meter(n.to_owned()));
+        Some(id)
     }
     fn dhcp_option_known(&self, v6: bool, name: &str) -> bool {
         self.view.dhcp_option_known(v6, name)
@@ -163,6 +184,7 @@ fn prepared_match(text: &str, env: &DpEnv<'_>, cache: &MatchCache) -> (String, R
 fn parsed_actions(
     text: String,
     lf: &LflowSpec<'_>,
+    layout: &TableLayout,
     cache: &MatchCache,
 ) -> Result<Arc<ParsedActions>> {
     let key = (lf.pipeline == Pipeline::Ingress, lf.table_id, text);
@@ -175,7 +197,7 @@ fn parsed_actions(
             ParseOptions {
                 pipeline: lf.pipeline,
                 table: lf.table_id,
-                n_tables: 29,
+                n_tables: layout.max_pipeline_len(),
             },
         )
         .map_err(super::error::in_actions)?,
@@ -254,6 +276,8 @@ fn has_conditions(e: &AExpr) -> bool {
 }
 
 /// Compiles one logical flow for one datapath.
+/// The ids the flows refer to are appended to `uses`, also when compiling fails (the caller
+/// releases them with the flows).
 pub fn compile_lflow(
     lf: &LflowSpec<'_>,
     dp: &DpSpec<'_>,
@@ -261,24 +285,39 @@ pub fn compile_lflow(
     layout: &TableLayout,
     cache: &MatchCache,
     limit: usize,
+    uses: &mut Vec<IdUse>,
 ) -> Result<Vec<OfFlow>> {
-    let table = layout
-        .logical_table(lf.pipeline, lf.table_id)
-        .ok_or(LflowError::TableOutOfRange { table: lf.table_id })?;
     let env = DpEnv {
         view,
         dp,
         pg_names: RwLock::new(HashMap::new()),
+        uses: std::cell::RefCell::new(Vec::new()),
     };
+    let out = compile_in(lf, &env, layout, cache, limit);
+    uses.append(&mut env.uses.borrow_mut());
+    out
+}
+
+fn compile_in(
+    lf: &LflowSpec<'_>,
+    env: &DpEnv<'_>,
+    layout: &TableLayout,
+    cache: &MatchCache,
+    limit: usize,
+) -> Result<Vec<OfFlow>> {
+    let (view, dp) = (env.view, env.dp);
+    let table = layout
+        .logical_table(lf.pipeline, lf.table_id)
+        .ok_or(LflowError::TableOutOfRange { table: lf.table_id })?;
     let vars = view.template_vars();
     let actions_text = expand_templates(lf.actions, vars);
     let match_text = expand_templates(lf.match_text, vars);
-    let parsed = parsed_actions(actions_text, lf, cache)?;
-    let (match_key, m) = prepared_match(&match_text, &env, cache);
+    let parsed = parsed_actions(actions_text, lf, layout, cache)?;
+    let (match_key, m) = prepared_match(&match_text, env, cache);
     let m = m?;
     let resident = |p: &str| view.is_resident(p);
     let dnf = normal_form(&m, &match_key, &parsed.prereqs, &resident, cache, limit)?;
-    let matches = to_matches(&dnf, &env, limit)?;
+    let matches = to_matches(&dnf, env, limit)?;
     if matches.is_empty() {
         return Ok(vec![]);
     }
@@ -289,18 +328,15 @@ pub fn compile_lflow(
         is_switch: dp.is_switch,
         common_zone_is_snat: dp.snat_ct_zone,
         controller_meter: lf.controller_meter,
-        lflow_uuid: lf.uuid.to_string(),
+        lflow_uuid: *lf.uuid,
         dp_key: dp.key,
     };
     let actions = Arc::new(
-        Encoder {
-            env: &env,
-            p: &params,
-        }
-        .encode(&parsed.actions)
-        .map_err(super::error::in_actions)?,
+        Encoder { env, p: &params }
+            .encode(&parsed.actions)
+            .map_err(super::error::in_actions)?,
     );
-    let cookie = u64::from_str_radix(lf.uuid.get(..8).unwrap_or("0"), 16).unwrap_or(0);
+    let cookie = cookie_of(lf.uuid);
     let n_conj = matches
         .iter()
         .flat_map(|(_, k)| k)
@@ -314,6 +350,7 @@ pub fn compile_lflow(
         .max()
         .unwrap_or(0);
     let base = if n_conj > 0 {
+        env.uses.borrow_mut().push(IdUse::Conj(*lf.uuid, *dp.uuid));
         view.conj_ids(lf.uuid, dp.uuid, n_conj)
     } else {
         0
@@ -378,6 +415,11 @@ pub fn compile_lflow(
     Ok(out)
 }
 
+/// The cookie ovn-controller gives flows of an SB row: the first 32 bits of its uuid.
+pub fn cookie_of(uuid: &Uuid) -> u64 {
+    (uuid.as_u128() >> 96) as u64
+}
+
 /// Installs flows the way ofctrl does: conjunction-only flows with the same table, priority
 /// and match (from different lflows) become one flow with all their `conjunction` actions;
 /// otherwise one flow per (table, priority, match) survives: one with actions over a drop,
@@ -437,9 +479,9 @@ pub fn merge_conjunctions(flows: Vec<OfFlow>) -> (Vec<OfFlow>, usize) {
 
 /// OVN's conjunction-id start for (lflow, datapath): `hash_int(uuid_hash(lflow),
 /// uuid_hash(dp))` with OVS's murmur-based `hash_2words`.
-pub fn conj_id_hash(lflow_uuid: &str, dp_uuid: &str) -> u32 {
-    fn part0(u: &str) -> u32 {
-        u32::from_str_radix(u.get(..8).unwrap_or("0"), 16).unwrap_or(0)
+pub fn conj_id_hash(lflow_uuid: &Uuid, dp_uuid: &Uuid) -> u32 {
+    fn part0(u: &Uuid) -> u32 {
+        (u.as_u128() >> 96) as u32
     }
     fn add(h: u32, d: u32) -> u32 {
         let mut h = h;
@@ -512,8 +554,8 @@ mod tests {
         // cookie 0x200b0200 on datapath sw0 got conjunction id 1228058175 (of_final.txt).
         assert_eq!(
             super::conj_id_hash(
-                "200b0200-ac6f-4f2b-b0e0-0164e83176ec",
-                "09518436-d3f1-46e9-8cae-88e25d5f7a8f"
+                &"200b0200-ac6f-4f2b-b0e0-0164e83176ec".parse().unwrap(),
+                &"09518436-d3f1-46e9-8cae-88e25d5f7a8f".parse().unwrap()
             ),
             1_228_058_175
         );

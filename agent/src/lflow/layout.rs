@@ -92,6 +92,12 @@ impl TableLayout {
         }
     }
 
+    /// The most logical tables a pipeline has room for: what `next(table=N)` may name
+    /// (a table beyond its own pipeline's room is refused when it is encoded).
+    pub fn max_pipeline_len(&self) -> u32 {
+        u32::from(self.ingress_len.max(self.egress_len))
+    }
+
     /// OpenFlow table of logical table `t`, or `None` beyond the layout's capacity.
     pub fn logical_table(&self, pipeline: Pipeline, t: u32) -> Option<u8> {
         let (base, len) = match pipeline {

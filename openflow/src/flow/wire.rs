@@ -361,7 +361,7 @@ mod tests {
     fn of15_wire_form_reads_back_canonical() {
         let mut m = FlowMatch::new();
         assert!(m.add(FieldId::IN_PORT, 7, 0xffff));
-        assert!(m.add(FieldId::VLAN_TCI, 0x1000 | 42, 0x1fff));
+        assert!(m.add(FieldId::VLAN_TCI, 0x1000 | 0x2a, 0x1fff));
         assert!(m.add(FieldId::ETH_TYPE, 0x800, 0xffff));
         assert!(m.add(FieldId::NW_PROTO, 1, 0xff));
         assert!(m.add(FieldId::ICMP_TYPE, 11, 0xff));

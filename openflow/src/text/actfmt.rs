@@ -327,7 +327,7 @@ fn put_action(s: &mut String, a: &Action) {
                         f.mask.as_deref(),
                     );
                     s.push_str("->");
-                    s.push_str(&d.name);
+                    s.push_str(d.name);
                 }
                 FieldRef::Unknown { class, field, .. } => {
                     put_hex(s, &f.value);

@@ -31,7 +31,7 @@ fn fmt_fields(s: &mut String, fields: &[MatchField]) {
         match f.field {
             FieldRef::Known(id) => {
                 let d = id.def();
-                s.push_str(&d.name);
+                s.push_str(d.name);
                 if let Some(m) = &f.mask {
                     s.push('=');
                     fmt_value(s, d.kind, Ctx::SetField, m, None);

@@ -1,0 +1,323 @@
+//! The Southbound input: the `sbclient` typed replica of `OVN_Southbound`, filled from a
+//! live database or from JSON files (`ovn-sbctl --format=json list TABLE`,
+//! `ovsdb-client -f json dump`). Files are loaded into the same replica, row by row as a
+//! server would send them, so the compiler has one input model.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use sbclient::{ovn_sb, spawn, ClientConfig, Event, Remote, Replica};
+use serde_json::{Map, Value};
+
+/// Why Southbound input could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SouthboundError {
+    #[error("invalid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("a table needs `headings` and `data`")]
+    Shape,
+    #[error("table {table}: cannot tell which table this is (no caption; headings {headings:?})")]
+    UnknownTable {
+        table: String,
+        headings: Vec<String>,
+    },
+    #[error("table {table}: column `{column}` is missing; the compiler needs it")]
+    MissingColumn { table: String, column: &'static str },
+    #[error("table {table}: row {row} has no `_uuid`")]
+    NoUuid { table: String, row: usize },
+    #[error("table {table}: {skipped} row(s) could not be decoded (see the log)")]
+    BadRows { table: String, skipped: u64 },
+    #[error("{remote}: {reason}")]
+    Remote { remote: String, reason: String },
+}
+
+/// A replica with every Southbound table and the indexes the agent looks rows up by.
+pub fn new_replica() -> Replica {
+    let mut r = Replica::new(ovn_sb::DATABASE);
+    ovn_sb::register_all(&mut r);
+    if let Some(t) = r.table_mut::<ovn_sb::PortBinding>() {
+        t.add_index("logical_port");
+        t.add_index("datapath");
+    }
+    if let Some(t) = r.table_mut::<ovn_sb::Chassis>() {
+        t.add_index("name");
+    }
+    r
+}
+
+/// Southbound content read from files or a remote: the replica and which tables the input
+/// had (files may hold only some tables; a missing DHCP option catalogue means "unknown",
+/// an empty one means "no options").
+pub struct Southbound {
+    pub replica: Replica,
+    pub tables: BTreeSet<String>,
+}
+
+impl Default for Southbound {
+    fn default() -> Self {
+        Self {
+            replica: new_replica(),
+            tables: BTreeSet::new(),
+        }
+    }
+}
+
+/// Columns without which the compiler cannot use a row of the table.
+fn required_columns(table: &str) -> &'static [&'static str] {
+    match table {
+        "Logical_Flow" => &["match", "actions", "pipeline", "table_id", "priority"],
+        "Datapath_Binding" => &["tunnel_key"],
+        "Port_Binding" => &["logical_port", "datapath", "tunnel_key"],
+        "Multicast_Group" => &["datapath", "name", "tunnel_key"],
+        "Address_Set" | "Port_Group" => &["name"],
+        "MAC_Binding" | "Static_MAC_Binding" => &["logical_port", "ip", "mac"],
+        "FDB" => &["mac", "dp_key", "port_key"],
+        "Load_Balancer" => &["vips"],
+        "HA_Chassis" => &["priority"],
+        "Chassis" => &["name"],
+        _ => &[],
+    }
+}
+
+/// Which table a `headings`/`data` document holds when it has no caption (the headings of
+/// `ovn-sbctl list` output identify it).
+fn guess_table(heads: &[String]) -> Option<&'static str> {
+    let has = |h: &str| heads.iter().any(|x| x == h);
+    Some(if has("actions") && has("match") {
+        "Logical_Flow"
+    } else if has("logical_port") && has("tunnel_key") {
+        "Port_Binding"
+    } else if has("override_dynamic_mac") {
+        "Static_MAC_Binding"
+    } else if has("logical_port") && has("ip") && has("mac") {
+        "MAC_Binding"
+    } else if has("dp_key") && has("port_key") {
+        "FDB"
+    } else if has("vips") {
+        "Load_Balancer"
+    } else if has("ha_chassis") {
+        "HA_Chassis_Group"
+    } else if has("priority") && has("chassis") && !has("match") {
+        "HA_Chassis"
+    } else if has("datapaths") {
+        "Logical_DP_Group"
+    } else if has("addresses") && has("name") {
+        "Address_Set"
+    } else if has("ports") && has("name") && !has("datapath") {
+        "Port_Group"
+    } else if has("datapath") && has("tunnel_key") && has("name") {
+        "Multicast_Group"
+    } else if has("tunnel_key") {
+        "Datapath_Binding"
+    } else if has("variables") {
+        "Chassis_Template_Var"
+    } else if has("bands") {
+        "Meter"
+    } else if has("encaps") || (has("name") && heads.len() == 2) {
+        "Chassis"
+    } else {
+        return None;
+    })
+}
+
+impl Southbound {
+    /// Adds every table of `text` (one or more JSON documents: a table, a list of tables,
+    /// or an object of tables).
+    pub fn load_json(&mut self, text: &str) -> Result<(), SouthboundError> {
+        for doc in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
+            match doc? {
+                Value::Array(items) => {
+                    for t in &items {
+                        self.load_table(t)?;
+                    }
+                }
+                Value::Object(o) if o.contains_key("headings") => {
+                    self.load_table(&Value::Object(o))?;
+                }
+                Value::Object(o) => {
+                    for t in o.values() {
+                        self.load_table(t)?;
+                    }
+                }
+                _ => return Err(SouthboundError::Shape),
+            }
+        }
+        Ok(())
+    }
+
+    fn load_table(&mut self, t: &Value) -> Result<(), SouthboundError> {
+        let heads: Vec<String> = t
+            .get("headings")
+            .and_then(Value::as_array)
+            .ok_or(SouthboundError::Shape)?
+            .iter()
+            .map(|h| h.as_str().unwrap_or("").to_owned())
+            .collect();
+        let data = t
+            .get("data")
+            .and_then(Value::as_array)
+            .ok_or(SouthboundError::Shape)?;
+        let caption = t.get("caption").and_then(Value::as_str);
+        let name = match caption {
+            Some(c) => c.trim_end_matches(" table").to_owned(),
+            None => guess_table(&heads)
+                .ok_or_else(|| SouthboundError::UnknownTable {
+                    table: "?".into(),
+                    headings: heads.clone(),
+                })?
+                .to_owned(),
+        };
+        let columns = self.replica.columns_of(&name);
+        if columns.is_empty() {
+            return Err(SouthboundError::UnknownTable {
+                table: name,
+                headings: heads,
+            });
+        }
+        for column in required_columns(&name) {
+            if !heads.iter().any(|h| h == column) {
+                return Err(SouthboundError::MissingColumn {
+                    table: name,
+                    column,
+                });
+            }
+        }
+        // One `initial` row operation per row, with the columns this schema has.
+        let mut rows = Map::new();
+        for (i, r) in data.iter().enumerate() {
+            let cells = r.as_array().ok_or(SouthboundError::Shape)?;
+            let mut uuid = None;
+            let mut row = Map::new();
+            for (h, v) in heads.iter().zip(cells) {
+                if h == "_uuid" {
+                    uuid = match v {
+                        Value::Array(a) if a.len() == 2 && a[0] == "uuid" => {
+                            a[1].as_str().map(str::to_owned)
+                        }
+                        _ => None,
+                    };
+                } else if columns.contains(&h.as_str()) {
+                    row.insert(h.clone(), v.clone());
+                }
+            }
+            let uuid = uuid.ok_or_else(|| SouthboundError::NoUuid {
+                table: name.clone(),
+                row: i,
+            })?;
+            let mut op = Map::new();
+            op.insert("initial".into(), Value::Object(row));
+            rows.insert(uuid, Value::Object(op));
+        }
+        let mut update = Map::new();
+        update.insert(name.clone(), Value::Object(rows));
+        let text = Value::Object(update).to_string();
+        let before = self.replica.stats().rows_skipped;
+        let raw = sbclient::replica::raw(&text).map_err(|_| SouthboundError::Shape)?;
+        self.replica
+            .apply_update(raw)
+            .map_err(|_| SouthboundError::Shape)?;
+        let skipped = self.replica.stats().rows_skipped - before;
+        if skipped > 0 {
+            return Err(SouthboundError::BadRows {
+                table: name,
+                skipped,
+            });
+        }
+        self.tables.insert(name);
+        Ok(())
+    }
+
+    /// Connects to `remote`, takes one snapshot of every table, disconnects.
+    pub async fn fetch(remote: &str, timeout: Duration) -> Result<Self, SouthboundError> {
+        let err = |reason: String| SouthboundError::Remote {
+            remote: remote.to_owned(),
+            reason,
+        };
+        let mut sb = Self::default();
+        let remotes = Remote::parse_list(remote).map_err(|e| err(e.to_string()))?;
+        let mut config = ClientConfig::new(remotes, ovn_sb::DATABASE).monitor_replica(&sb.replica);
+        config.probe_interval = None;
+        let (client, mut events) = spawn(config);
+        let got = tokio::time::timeout(timeout, async {
+            while let Some(event) = events.recv().await {
+                let snapshot = matches!(event, Event::Snapshot(_));
+                event
+                    .apply(&mut sb.replica)
+                    .map_err(|e| err(e.to_string()))?;
+                if snapshot {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        })
+        .await;
+        client.shutdown().await;
+        match got {
+            Ok(Ok(true)) => {}
+            Ok(Ok(false)) => return Err(err("connection closed before the snapshot".into())),
+            Ok(Err(e)) => return Err(e),
+            Err(_) => return Err(err(format!("no snapshot within {timeout:?}"))),
+        }
+        sb.tables = sb.replica.table_names().map(str::to_owned).collect();
+        Ok(sb)
+    }
+}
+
+/// Whether `--sb` names a database remote rather than a file.
+pub fn is_remote(s: &str) -> bool {
+    ["unix:", "tcp:", "ssl:"].iter().any(|p| s.starts_with(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_output_loads_into_typed_rows() {
+        let mut sb = Southbound::default();
+        sb.load_json(
+            r#"{"headings":["_uuid","actions","external_ids","logical_datapath","match","pipeline","priority","table_id","_version"],
+                "data":[[["uuid","5b4c5c1e-0000-4000-8000-000000000001"],"next;",["map",[["stage-name","x"]]],
+                         ["uuid","5b4c5c1e-0000-4000-8000-0000000000aa"],"1","ingress",100,3,["uuid","5b4c5c1e-0000-4000-8000-0000000000ff"]]]}"#,
+        )
+        .unwrap();
+        let lf = sb.replica.table::<ovn_sb::LogicalFlow>().unwrap();
+        let (_, row) = lf.iter().next().unwrap();
+        assert_eq!(
+            (row.priority, row.table_id, row.match_.as_str()),
+            (100, 3, "1")
+        );
+        assert!(sb.tables.contains("Logical_Flow"));
+    }
+
+    #[test]
+    fn a_missing_needed_column_is_an_error() {
+        let mut sb = Southbound::default();
+        let e = sb
+            .load_json(r#"{"caption":"Logical_Flow table","headings":["_uuid","actions","match"],"data":[]}"#)
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                SouthboundError::MissingColumn {
+                    column: "pipeline",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_row_of_the_wrong_type_is_an_error() {
+        let mut sb = Southbound::default();
+        let e = sb
+            .load_json(r#"{"caption":"Datapath_Binding table","headings":["_uuid","tunnel_key"],"data":[[["uuid","5b4c5c1e-0000-4000-8000-000000000001"],"seven"]]}"#)
+            .unwrap_err();
+        assert!(
+            matches!(e, SouthboundError::BadRows { skipped: 1, .. }),
+            "{e}"
+        );
+    }
+}
