@@ -481,16 +481,29 @@ pub fn compile_all(cx: &Context<'_>, threads: usize) -> CompileReport {
         .map(|t| t.iter().collect())
         .unwrap_or_default();
     lflows.sort_unstable_by_key(|(u, _)| **u);
+    // Threads take chunks from a shared cursor (the costly lflows are not evenly spread),
+    // then the results are put back in uuid order.
     let threads = threads.max(1);
-    let chunk = lflows.len().div_ceil(threads).max(1);
-    let mut per_owner: Vec<(Owner, Compiled)> = std::thread::scope(|s| {
-        let handles: Vec<_> = lflows
-            .chunks(chunk)
-            .map(|part| {
-                s.spawn(move || {
-                    part.iter()
-                        .map(|(u, lf)| (Owner::Lflow(**u), compile_logical_flow(u, lf, cx)))
-                        .collect::<Vec<_>>()
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    const CHUNK: usize = 64;
+    let mut parts: Vec<(usize, Vec<(Owner, Compiled)>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let start = next.fetch_add(CHUNK, Relaxed);
+                        if start >= lflows.len() {
+                            break;
+                        }
+                        let part = &lflows[start..(start + CHUNK).min(lflows.len())];
+                        let done = part
+                            .iter()
+                            .map(|(u, lf)| (Owner::Lflow(**u), compile_logical_flow(u, lf, cx)))
+                            .collect();
+                        mine.push((start, done));
+                    }
+                    mine
                 })
             })
             .collect();
@@ -500,6 +513,8 @@ pub fn compile_all(cx: &Context<'_>, threads: usize) -> CompileReport {
             .flat_map(|h| h.join().unwrap_or_default())
             .collect()
     });
+    parts.sort_unstable_by_key(|(start, _)| *start);
+    let mut per_owner: Vec<(Owner, Compiled)> = parts.into_iter().flat_map(|(_, v)| v).collect();
     let n_lflows = per_owner.len();
     for_each_row::<MacBinding>(replica, &mut per_owner, |u, r| {
         (Owner::MacBinding(*u), mac_binding(u, r, cx))

@@ -37,12 +37,85 @@ pub enum Slot {
     TcpFlags,
 }
 
-/// A set of (value, mask) constraints on flow slots: the canonical match, and the key of
-/// flow tables (two matches are the same flow iff they are equal).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct FlowMatch {
-    /// Sorted by slot; a handful of entries, so a vector beats a tree.
-    slots: Vec<(Slot, u128, u128)>,
+impl Slot {
+    /// The slot's code: its rank in print order (registers 6..=21).
+    fn code(self) -> u8 {
+        match self {
+            Slot::PktMark => 0,
+            Slot::ConjId => 1,
+            Slot::CtState => 2,
+            Slot::CtMark => 3,
+            Slot::CtLabel => 4,
+            Slot::DlType => 5,
+            Slot::Reg(n) => 6 + (n & 15),
+            Slot::TunId => 22,
+            Slot::Metadata => 23,
+            Slot::InPort => 24,
+            Slot::VlanTci => 25,
+            Slot::DlSrc => 26,
+            Slot::DlDst => 27,
+            Slot::NwSrc => 28,
+            Slot::NwDst => 29,
+            Slot::Ipv6Src => 30,
+            Slot::Ipv6Dst => 31,
+            Slot::Ipv6Label => 32,
+            Slot::NwProto => 33,
+            Slot::ArpSha => 34,
+            Slot::ArpTha => 35,
+            Slot::NwTos => 36,
+            Slot::NwTtl => 37,
+            Slot::NwFrag => 38,
+            Slot::TpSrc => 39,
+            Slot::TpDst => 40,
+            Slot::NdTarget => 41,
+            Slot::TcpFlags => 42,
+        }
+    }
+
+    fn from_code(c: u8) -> Slot {
+        match c {
+            0 => Slot::PktMark,
+            1 => Slot::ConjId,
+            2 => Slot::CtState,
+            3 => Slot::CtMark,
+            4 => Slot::CtLabel,
+            5 => Slot::DlType,
+            6..=21 => Slot::Reg(c - 6),
+            22 => Slot::TunId,
+            23 => Slot::Metadata,
+            24 => Slot::InPort,
+            25 => Slot::VlanTci,
+            26 => Slot::DlSrc,
+            27 => Slot::DlDst,
+            28 => Slot::NwSrc,
+            29 => Slot::NwDst,
+            30 => Slot::Ipv6Src,
+            31 => Slot::Ipv6Dst,
+            32 => Slot::Ipv6Label,
+            33 => Slot::NwProto,
+            34 => Slot::ArpSha,
+            35 => Slot::ArpTha,
+            36 => Slot::NwTos,
+            37 => Slot::NwTtl,
+            38 => Slot::NwFrag,
+            39 => Slot::TpSrc,
+            40 => Slot::TpDst,
+            41 => Slot::NdTarget,
+            _ => Slot::TcpFlags,
+        }
+    }
+
+    /// Bytes of a value in this slot.
+    fn width(code: u8) -> usize {
+        match code {
+            24 | 25 | 5 | 33 | 39 | 40 | 42 => 2,
+            36..=38 => 1,
+            26 | 27 | 34 | 35 => 6,
+            22 | 23 => 8,
+            4 | 30 | 31 | 41 => 16,
+            _ => 4,
+        }
+    }
 }
 
 /// All ones in the low `bits` bits.
@@ -51,6 +124,53 @@ pub(crate) fn ones(bits: u32) -> u128 {
         u128::MAX
     } else {
         (1u128 << bits) - 1
+    }
+}
+
+/// Entry header flag: a mask follows the value (else the value is matched exactly).
+const HAS_MASK: u8 = 0x80;
+
+/// A set of (value, mask) constraints on flow slots: the canonical match, and the key of
+/// flow tables (two matches are the same flow iff they are equal).
+///
+/// Stored packed, because a controller holds hundreds of thousands: entries sorted by slot,
+/// each `code | HAS_MASK?`, the value in the slot's width, and the mask only when it is not
+/// all ones (typically 30-60 bytes a flow).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FlowMatch {
+    bytes: Vec<u8>,
+}
+
+fn get_be(b: &[u8]) -> u128 {
+    b.iter().fold(0u128, |a, x| (a << 8) | u128::from(*x))
+}
+
+/// (code, value, mask, start, end) of the entry at `at`.
+fn entry(b: &[u8], at: usize) -> (u8, u128, u128, usize) {
+    let head = b[at];
+    let code = head & !HAS_MASK;
+    let w = Slot::width(code);
+    let v = get_be(&b[at + 1..at + 1 + w]);
+    if head & HAS_MASK != 0 {
+        let m = get_be(&b[at + 1 + w..at + 1 + 2 * w]);
+        (code, v, m, at + 1 + 2 * w)
+    } else {
+        (code, v, ones(8 * w as u32), at + 1 + w)
+    }
+}
+
+fn encode_entry(code: u8, v: u128, m: u128) -> ([u8; 33], usize) {
+    let w = Slot::width(code);
+    let full = ones(8 * w as u32);
+    let mut buf = [0u8; 33];
+    buf[1..=w].copy_from_slice(&v.to_be_bytes()[16 - w..]);
+    if m & full == full {
+        buf[0] = code;
+        (buf, 1 + w)
+    } else {
+        buf[0] = code | HAS_MASK;
+        buf[1 + w..=2 * w].copy_from_slice(&m.to_be_bytes()[16 - w..]);
+        (buf, 1 + 2 * w)
     }
 }
 
@@ -104,9 +224,9 @@ impl FlowMatch {
     /// A copy with room for `extra` more slots, so the adds that follow do not reallocate.
     #[must_use]
     pub fn clone_with_room(&self, extra: usize) -> Self {
-        let mut slots = Vec::with_capacity(self.slots.len() + extra);
-        slots.extend_from_slice(&self.slots);
-        Self { slots }
+        let mut bytes = Vec::with_capacity(self.bytes.len() + 9 * extra);
+        bytes.extend_from_slice(&self.bytes);
+        Self { bytes }
     }
 
     /// Adds `field & mask == value`. Returns false if it contradicts what is already there,
@@ -158,46 +278,89 @@ impl FlowMatch {
 
     /// Sets (or replaces) the conjunction id matched.
     pub fn set_conj_id(&mut self, id: u32) {
-        let v = (Slot::ConjId, u128::from(id), u128::from(u32::MAX));
-        match self.slots.binary_search_by_key(&Slot::ConjId, |e| e.0) {
-            Ok(i) => self.slots[i] = v,
-            Err(i) => self.slots.insert(i, v),
+        self.remove(Slot::ConjId);
+        self.put(Slot::ConjId, u128::from(id), u128::from(u32::MAX));
+    }
+
+    /// Where the entry of `code` is, or where it would go: `(start, end, found)`.
+    fn locate(&self, code: u8) -> (usize, usize, bool) {
+        let mut at = 0;
+        while at < self.bytes.len() {
+            let (c, _, _, end) = entry(&self.bytes, at);
+            if c == code {
+                return (at, end, true);
+            }
+            if c > code {
+                return (at, at, false);
+            }
+            at = end;
         }
+        (at, at, false)
     }
 
     pub(crate) fn put(&mut self, slot: Slot, value: u128, mask: u128) -> bool {
+        let code = slot.code();
+        let full = ones(8 * Slot::width(code) as u32);
+        let mask = mask & full;
         if mask == 0 {
             return true;
         }
-        match self.slots.binary_search_by_key(&slot, |e| e.0) {
-            Ok(i) => {
-                let e = &mut self.slots[i];
-                if (e.1 ^ value) & e.2 & mask != 0 {
-                    return false;
-                }
-                e.1 |= value & mask;
-                e.2 |= mask;
+        let (start, end, found) = self.locate(code);
+        let (v, m) = if found {
+            let (_, ov, om, _) = entry(&self.bytes, start);
+            if (ov ^ value) & om & mask != 0 {
+                return false;
             }
-            Err(i) => self.slots.insert(i, (slot, value & mask, mask)),
-        }
+            (ov | (value & mask), om | mask)
+        } else {
+            (value & mask, mask)
+        };
+        let (buf, len) = encode_entry(code, v, m);
+        self.bytes.splice(start..end, buf[..len].iter().copied());
         true
+    }
+
+    fn remove(&mut self, slot: Slot) {
+        let (start, end, found) = self.locate(slot.code());
+        if found {
+            self.bytes.drain(start..end);
+        }
     }
 
     /// The (value, mask) of a slot, if constrained.
     pub fn get(&self, slot: Slot) -> Option<(u128, u128)> {
-        self.slots
-            .binary_search_by_key(&slot, |e| e.0)
-            .ok()
-            .map(|i| (self.slots[i].1, self.slots[i].2))
+        let (start, _, found) = self.locate(slot.code());
+        found.then(|| {
+            let (_, v, m, _) = entry(&self.bytes, start);
+            (v, m)
+        })
     }
 
     /// Every constrained slot, in print order.
     pub fn iter(&self) -> impl Iterator<Item = (Slot, u128, u128)> + '_ {
-        self.slots.iter().copied()
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            if at >= self.bytes.len() {
+                return None;
+            }
+            let (c, v, m, end) = entry(&self.bytes, at);
+            at = end;
+            Some((Slot::from_code(c), v, m))
+        })
     }
 
     pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
+        self.bytes.is_empty()
+    }
+
+    /// Bytes the match holds on the heap (for memory accounting).
+    pub fn heap_bytes(&self) -> usize {
+        self.bytes.capacity()
+    }
+
+    /// Gives back spare capacity (a match kept for long).
+    pub fn shrink_to_fit(&mut self) {
+        self.bytes.shrink_to_fit();
     }
 
     /// The match as OVS stores it after an OpenFlow 1.3+ (OXM) flow_mod: the VLAN TCI is sent
@@ -206,18 +369,14 @@ impl FlowMatch {
     /// partial PCP mask becomes exact (which narrows e.g. `vlan.pcp > 3` to pcp 4).
     pub fn canonical_of15(&self) -> FlowMatch {
         let mut out = self.clone();
-        if let Ok(i) = out.slots.binary_search_by_key(&Slot::VlanTci, |e| e.0) {
-            let (_, v, m) = out.slots[i];
+        if let Some((v, m)) = out.get(Slot::VlanTci) {
+            out.remove(Slot::VlanTci);
             let (mut nv, mut nm) = (v & 0x1fff, m & 0x1fff);
             if nv != 0 && m & 0xe000 != 0 {
                 nv |= v & 0xe000;
                 nm |= 0xe000;
             }
-            if nm == 0 {
-                out.slots.remove(i);
-            } else {
-                out.slots[i] = (Slot::VlanTci, nv & nm, nm);
-            }
+            out.put(Slot::VlanTci, nv & nm, nm);
         }
         out
     }
@@ -253,6 +412,14 @@ mod tests {
         assert!(m.add(FieldId::NW_ECN, 1, 3));
         assert_eq!(m.get(Slot::NwTos), Some((0xb9, 0xff)));
         assert!(!m.add(FieldId::TUN_METADATA0, 1, 1), "no slot");
+        assert!(m.add(FieldId::ETH_TYPE, 0x800, 0xffff));
+        let slots: Vec<Slot> = m.iter().map(|(s, _, _)| s).collect();
+        let mut sorted = slots.clone();
+        sorted.sort();
+        assert_eq!(slots, sorted, "print order");
+        m.set_conj_id(7);
+        m.set_conj_id(8);
+        assert_eq!(m.get(Slot::ConjId), Some((8, 0xffff_ffff)));
     }
 
     #[test]
