@@ -41,7 +41,7 @@ fn golden_vectors_decode_and_reencode_byte_for_byte() {
             vec.text
         );
         assert_eq!(
-            hex::encode(m.to_bytes()),
+            hex::encode(m.to_bytes().unwrap()),
             hex::encode(&vec.bytes),
             "re-encoding differs: {}",
             vec.text

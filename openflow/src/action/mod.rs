@@ -18,6 +18,7 @@ pub use subfield::{HeaderRef, SubField};
 
 use crate::oxm::MatchField;
 use crate::wire::basic::NX_VENDOR_ID;
+use crate::wire::encode::{all_or_nothing, patch_len16, put_oxm, EncodeError};
 use crate::wire::reader::{put_pad8, DecodeError, Reader};
 
 /// Port numbers with names (OF1.1+ 32-bit space).
@@ -161,10 +162,14 @@ impl Action {
         Ok(out)
     }
 
-    pub fn encode_list(actions: &[Action], out: &mut BytesMut) {
-        for a in actions {
-            a.encode(out);
-        }
+    /// Append every action. An action whose length (or a field inside it) does not fit is
+    /// an error, and `out` is then left as it was.
+    pub fn encode_list(actions: &[Action], out: &mut BytesMut) -> Result<(), EncodeError> {
+        all_or_nothing(out, |out| Self::encode_list_partial(actions, out))
+    }
+
+    fn encode_list_partial(actions: &[Action], out: &mut BytesMut) -> Result<(), EncodeError> {
+        actions.iter().try_for_each(|a| a.encode_partial(out))
     }
 
     pub fn decode(r: &mut Reader<'_>) -> Result<Action, DecodeError> {
@@ -229,7 +234,12 @@ impl Action {
         Ok(act)
     }
 
-    pub fn encode(&self, out: &mut BytesMut) {
+    /// Append the action; on error `out` is left as it was.
+    pub fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
+        all_or_nothing(out, |out| self.encode_partial(out))
+    }
+
+    fn encode_partial(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
         let start = out.len();
         match self {
             Action::Output { port, max_len } => {
@@ -257,7 +267,7 @@ impl Action {
             }
             Action::SetField(f) => {
                 std_header(out, OFPAT_SET_FIELD);
-                f.encode(out);
+                put_oxm(f, out)?;
             }
             Action::Move {
                 src,
@@ -276,12 +286,11 @@ impl Action {
                 std_header(out, *ty);
                 out.put_slice(body);
             }
-            other => nx::encode(other, out),
+            other => nx::encode(other, out)?,
         }
         // Every action is a multiple of 8 bytes; its length field covers the padding.
         put_pad8(out, start);
-        let len = (out.len() - start) as u16;
-        out[start + 2..start + 4].copy_from_slice(&len.to_be_bytes());
+        patch_len16(out, start, start + 2, "action")
     }
 }
 
@@ -305,7 +314,7 @@ mod tests {
 
     fn rt(a: &Action) -> Vec<u8> {
         let mut b = BytesMut::new();
-        a.encode(&mut b);
+        a.encode(&mut b).unwrap();
         assert_eq!(b.len() % 8, 0, "{a:?}");
         let d = Action::decode_list(&b).unwrap();
         assert_eq!(d, vec![a.clone()]);
@@ -380,7 +389,7 @@ mod tests {
             ..Learn::default()
         });
         let mut b = BytesMut::new();
-        l.encode(&mut b);
+        l.encode(&mut b).unwrap();
         assert!(Action::decode_list(&b).is_ok());
         b[32] |= 0x40; // first spec header (after the 32-byte nx_action_learn), bit 14
         assert!(Action::decode_list(&b).is_err());
