@@ -396,6 +396,117 @@ mod tests {
     }
 
     #[test]
+    fn lengths_and_values_that_do_not_fit_are_encode_errors() {
+        let reg = FieldId::by_name("reg14").unwrap();
+        let too_long = |a: Action| {
+            let mut b = BytesMut::from(&b"before"[..]);
+            let r = Action::encode_list(&[Action::Exit, a.clone()], &mut b);
+            assert!(r.is_err(), "{a:?}");
+            assert_eq!(&b[..], b"before", "nothing written for {a:?}");
+            r.unwrap_err()
+        };
+        assert!(matches!(
+            too_long(Action::Note(vec![1; 65_530])),
+            EncodeError::TooLong { what: "action", .. }
+        ));
+        assert!(matches!(
+            too_long(Action::Clone(vec![Action::Note(vec![1; 40_000]); 2])),
+            EncodeError::TooLong { what: "action", .. }
+        ));
+        assert!(matches!(
+            too_long(Action::Controller(Controller {
+                userdata: vec![0; 70_000],
+                ..Controller::default()
+            })),
+            EncodeError::TooLong { .. }
+        ));
+        assert!(matches!(
+            too_long(Action::DecTtl {
+                ids: vec![0; 70_000]
+            }),
+            EncodeError::TooLong { .. }
+        ));
+        assert!(matches!(
+            too_long(Action::RegLoad {
+                dst: SubField {
+                    field: HeaderRef::nxm(reg),
+                    ofs: 1024,
+                    n_bits: 1
+                },
+                value: 1
+            }),
+            EncodeError::OutOfRange { value: 1024, .. }
+        ));
+        assert!(matches!(
+            too_long(Action::OutputReg {
+                src: SubField {
+                    field: HeaderRef::nxm(reg),
+                    ofs: 0,
+                    n_bits: 65
+                },
+                max_len: 0
+            }),
+            EncodeError::OutOfRange { value: 65, .. }
+        ));
+        let learn = |spec: LearnSpec| {
+            Action::Learn(Learn {
+                specs: vec![spec],
+                ..Learn::default()
+            })
+        };
+        assert!(matches!(
+            too_long(learn(LearnSpec {
+                n_bits: 0x800,
+                src: LearnSrc::Field(SubField::whole(reg)),
+                dst: LearnDst::Match(SubField::whole(reg)),
+            })),
+            EncodeError::OutOfRange { value: 0x800, .. }
+        ));
+        // An immediate wider than n_bits would lose its high bytes.
+        assert!(matches!(
+            too_long(learn(LearnSpec {
+                n_bits: 16,
+                src: LearnSrc::Immediate(vec![1, 0, 5]),
+                dst: LearnDst::Match(SubField::whole(FieldId::by_name("eth_type").unwrap())),
+            })),
+            EncodeError::TooLong { .. }
+        ));
+        // Leading zero bytes may go.
+        let mut b = BytesMut::new();
+        learn(LearnSpec {
+            n_bits: 16,
+            src: LearnSrc::Immediate(vec![0, 8, 0]),
+            dst: LearnDst::Match(SubField::whole(FieldId::by_name("eth_type").unwrap())),
+        })
+        .encode(&mut b)
+        .unwrap();
+        let unknown = MatchField {
+            field: crate::oxm::FieldRef::Unknown {
+                class: 0x0001,
+                field: 9,
+                experimenter: None,
+            },
+            value: vec![0; 256],
+            mask: None,
+        };
+        assert!(matches!(
+            too_long(Action::SetField(unknown.clone())),
+            EncodeError::TooLong {
+                what: "oxm entry",
+                ..
+            }
+        ));
+        assert!(matches!(
+            too_long(Action::RegLoad2(MatchField::new(
+                reg,
+                vec![0; 4],
+                Some(vec![0; 3])
+            ))),
+            EncodeError::Inconsistent(_)
+        ));
+    }
+
+    #[test]
     fn bad_lengths_are_errors() {
         assert!(Action::decode_list(&[0, 0, 0, 4]).is_err());
         assert!(Action::decode_list(&[0, 0, 0, 16, 0, 0]).is_err());

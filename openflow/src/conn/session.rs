@@ -598,4 +598,119 @@ mod tests {
             })
         );
     }
+
+    #[test]
+    fn encoded_frames_get_xids_and_bundle_adds_carry_them_inside() {
+        let now = Instant::now();
+        let mut s = connected(now);
+        let mut b = crate::wire::BundleBuilder::new(1);
+        b.push_message(&Message::FlowMod(FlowMod::default()))
+            .unwrap();
+        b.push_message(&Message::FlowMod(FlowMod::default()))
+            .unwrap();
+        let (frames, _) = b.into_frames(5);
+        let xids = s.send_encoded(frames, false).unwrap();
+        assert_eq!(xids.len(), 2);
+        assert_eq!(xids[1], xids[0] + 1);
+        let out = sent(&mut s);
+        assert_eq!(out.len(), 2);
+        for (m, xid) in out.iter().zip(&xids) {
+            assert_eq!(m.xid, *xid);
+            let Message::BundleAddMessage(add) = &m.body else {
+                panic!("{m:?}")
+            };
+            assert_eq!(add.bundle_id, 5);
+            assert_eq!(OfpMessage::decode(&add.message).unwrap().xid, *xid);
+        }
+        // Bundle adds are tracked: their errors come with the next barrier.
+        let bar = s.barrier();
+        let err = ErrorMsg {
+            code: ErrorCode::Standard { ty: 5, code: 0 },
+            data: vec![],
+        };
+        s.handle_message(now, OfpMessage::new(xids[1], Message::Error(err.clone())));
+        s.handle_message(now, OfpMessage::new(bar, Message::BarrierReply(Empty)));
+        assert_eq!(
+            s.poll_event(),
+            Some(Event::Barrier {
+                xid: bar,
+                errors: vec![(xids[1], err.clone())]
+            })
+        );
+        // Past that barrier they are not ours, unless tracked again.
+        s.handle_message(now, OfpMessage::new(xids[0], Message::Error(err.clone())));
+        assert!(matches!(s.poll_event(), Some(Event::Async(_))));
+        s.track_errors(xids.iter().copied());
+        let bar = s.barrier();
+        s.handle_message(now, OfpMessage::new(xids[0], Message::Error(err.clone())));
+        s.handle_message(now, OfpMessage::new(bar, Message::BarrierReply(Empty)));
+        assert_eq!(
+            s.poll_event(),
+            Some(Event::Barrier {
+                xid: bar,
+                errors: vec![(xids[0], err)]
+            })
+        );
+    }
+
+    #[test]
+    fn encoded_requests_and_barriers_are_correlated() {
+        let now = Instant::now();
+        let mut s = connected(now);
+        let mut frames = BytesMut::new();
+        Message::EchoRequest(Echo { data: vec![3] })
+            .encode(0, &mut frames)
+            .unwrap();
+        let xid = s.send_encoded(frames, true).unwrap()[0];
+        let mut frames = BytesMut::new();
+        Message::BarrierRequest(Empty)
+            .encode(0, &mut frames)
+            .unwrap();
+        let bar = s.send_encoded(frames, false).unwrap()[0];
+        assert_eq!(
+            sent(&mut s).iter().map(|m| m.xid).collect::<Vec<_>>(),
+            [xid, bar]
+        );
+        s.handle_message(
+            now,
+            OfpMessage::new(xid, Message::EchoReply(Echo { data: vec![3] })),
+        );
+        assert!(matches!(s.poll_event(), Some(Event::Reply { xid: x, .. }) if x == xid));
+        s.handle_message(now, OfpMessage::new(bar, Message::BarrierReply(Empty)));
+        assert!(matches!(s.poll_event(), Some(Event::Barrier { xid: x, .. }) if x == bar));
+    }
+
+    #[test]
+    fn malformed_frames_and_overlong_messages_queue_nothing() {
+        let now = Instant::now();
+        let mut s = connected(now);
+        let mut frames = BytesMut::new();
+        Message::BarrierRequest(Empty)
+            .encode(0, &mut frames)
+            .unwrap();
+        frames.extend_from_slice(&[6, 20, 0, 9, 0, 0, 0, 0]); // claims 9 bytes, has 8
+        assert!(matches!(
+            s.send_encoded(frames, false),
+            Err(EncodeError::Inconsistent(_))
+        ));
+        let long = Message::EchoRequest(Echo {
+            data: vec![0; 70_000],
+        });
+        assert!(matches!(
+            s.send(&long, true),
+            Err(EncodeError::TooLong { .. })
+        ));
+        assert!(sent(&mut s).is_empty());
+        // Nothing is pending: a barrier completes with no errors, and no reply waits.
+        let bar = s.barrier();
+        s.handle_message(now, OfpMessage::new(bar, Message::BarrierReply(Empty)));
+        assert_eq!(
+            s.poll_event(),
+            Some(Event::Barrier {
+                xid: bar,
+                errors: vec![]
+            })
+        );
+        assert!(s.pending.is_empty());
+    }
 }

@@ -331,6 +331,64 @@ mod tests {
     }
 
     #[test]
+    fn a_group_with_thousands_of_buckets_and_a_flow_with_a_huge_action_list_are_too_long() {
+        use crate::action::Action;
+        let bucket = |i| Bucket {
+            bucket_id: i,
+            actions: vec![Action::Output {
+                port: 1,
+                max_len: 0,
+            }],
+            ..Bucket::default()
+        };
+        // 24 bytes of headers and 24 per bucket: 2729 buckets fit, 2730 do not.
+        let group = |n| {
+            Message::GroupMod(GroupMod {
+                command: 0,
+                command_bucket_id: 0xffff_ffff,
+                group: Group {
+                    group_id: 1,
+                    buckets: (0..n).map(bucket).collect(),
+                    ..Group::default()
+                },
+            })
+        };
+        assert_eq!(
+            OfpMessage::new(1, group(2729)).to_bytes().map(|b| b.len()),
+            Ok(65_520)
+        );
+        let mut out = BytesMut::from(&b"x"[..]);
+        assert!(matches!(
+            OfpMessage::new(1, group(2730)).encode(&mut out),
+            Err(EncodeError::TooLong { .. })
+        ));
+        assert!(matches!(
+            OfpMessage::new(1, group(5000)).encode(&mut out),
+            Err(EncodeError::TooLong { .. })
+        ));
+        assert_eq!(&out[..], b"x");
+        let flow = |n| {
+            Message::FlowMod(FlowMod {
+                instructions: vec![Instruction::ApplyActions(vec![Action::Group(1); n])],
+                ..FlowMod::default()
+            })
+        };
+        assert!(OfpMessage::new(1, flow(8000)).to_bytes().is_ok());
+        assert!(matches!(
+            OfpMessage::new(1, flow(8185)).to_bytes(),
+            Err(EncodeError::TooLong { .. })
+        ));
+        assert!(matches!(
+            OfpMessage::new(1, flow(20_000)).encode(&mut out),
+            Err(EncodeError::TooLong {
+                what: "instruction",
+                ..
+            })
+        ));
+        assert_eq!(&out[..], b"x");
+    }
+
+    #[test]
     fn length_mismatch_is_error() {
         assert!(OfpMessage::decode(&[6, 2, 0, 9, 0, 0, 0, 0]).is_err());
         assert!(OfpMessage::decode(&[6, 2, 0]).is_err());
