@@ -4,6 +4,7 @@
 //! type 0xffff with vendor 0x2320 and a 16-bit subtype. All are padded to 8 bytes.
 //! Unknown actions are kept as raw bytes.
 
+pub mod canon;
 pub mod ct;
 pub mod learn;
 mod nx;
@@ -11,6 +12,7 @@ pub mod subfield;
 
 use bytes::{BufMut, BytesMut};
 
+pub use canon::{canonical, equivalent};
 pub use ct::{Ct, Nat, NatRange};
 pub use learn::{Learn, LearnDst, LearnSpec, LearnSrc};
 pub use nx::Controller;
