@@ -528,3 +528,35 @@ async fn commands_of_an_old_session_are_refused_after_a_reconnect() {
     assert!(handle.barrier(second).await.unwrap().is_empty());
     assert_eq!(kinds(&mut seen2), ["Hello", "FlowMod", "BarrierRequest"]);
 }
+
+/// A bundle of 30,000 flow mods, every one refused as it is added: the connection keeps
+/// reading the switch's errors while it writes the adds (writing everything first would
+/// dead-lock once both socket buffers are full), and each error names its message.
+#[tokio::test]
+async fn a_large_bundle_whose_every_add_fails_does_not_deadlock() {
+    let (_dir, target, _seen) = setup(Rules {
+        reject_add_of_table: Some(9),
+        ..Rules::default()
+    });
+    let (handle, sid) = connected(&target).await;
+    let mut b = BundleBuilder::new(OFPBF_ATOMIC);
+    let f: Flow = "table=9,priority=1,ip,reg0=0x1 actions=set_field:0x1->reg1,resubmit(,10)"
+        .parse()
+        .unwrap();
+    let fm = f.add();
+    for _ in 0..30_000 {
+        b.try_push_raw(14, |out| fm.encode(out)).unwrap();
+    }
+    assert!(b.encoded_len() > 2_000_000);
+    let r = tokio::time::timeout(Duration::from_secs(60), handle.commit_bundle(sid, b))
+        .await
+        .expect("no deadlock");
+    match r {
+        Err(ConnError::BundleFailed { rejected, commit }) => {
+            assert_eq!(rejected.len(), 30_000);
+            assert!(rejected.iter().enumerate().all(|(i, (idx, _))| i == *idx));
+            assert!(commit.is_none());
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -674,12 +674,22 @@ impl Connection {
             }
         };
         if result.is_ok() {
-            // Every handle is gone: what they sent still goes out.
+            // Every handle is gone: what they sent still goes out (unless the switch stops
+            // reading for good).
             while let Some(b) = session.poll_transmit() {
                 out.push_back(b);
             }
-            for b in out {
-                wr.write_all(&b).await?;
+            let flush = async {
+                for b in out {
+                    wr.write_all(&b).await?;
+                }
+                Ok::<(), std::io::Error>(())
+            };
+            match tokio::time::timeout(Duration::from_secs(10), flush).await {
+                Ok(r) => r?,
+                Err(_) => {
+                    tracing::warn!("openflow: output not flushed at close (switch not reading)")
+                }
             }
         }
         let ended = || current.map_or(ConnError::Closed, ConnError::SessionEnded);
