@@ -170,6 +170,51 @@ fn ofreplay_installs_of_final_exactly() {
     );
 }
 
+/// Replays `file` into a fresh switch; returns the normalized input, `ovs-ofctl dump-flows`
+/// and our `ofdump flows`.
+fn replay_and_dump(file: &Path) -> (Vec<String>, Vec<String>, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let chassis = Chassis::start_bare(dir.path(), "hv1").unwrap();
+    let mgmt = format!("unix:{}", chassis.br_int_mgmt().display());
+    let out = Command::new(example("ofreplay"))
+        .arg(&mgmt)
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "ofreplay failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want = normalize(&std::fs::read_to_string(file).unwrap());
+    let theirs = normalize(&chassis.ofctl(&["dump-flows", "br-int"]).unwrap());
+    let out = Command::new(example("ofdump"))
+        .arg(&mgmt)
+        .arg("flows")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ours = normalize(&String::from_utf8_lossy(&out.stdout));
+    (want, theirs, ours)
+}
+
+/// Plain `dec_ttl`, `dec_ttl()` and `dec_ttl(ids)` each come back from the switch as they
+/// went in (the issue: a plain `dec_ttl` must not come back as `dec_ttl()`, the action
+/// that sends no packet-in on TTL expiry, nor the other way round).
+#[test]
+fn ofreplay_keeps_every_dec_ttl_form() {
+    let (want, theirs, ours) = replay_and_dump(&data("dec_ttl_flows.txt"));
+    assert_eq!(want.len(), 8);
+    assert!(want.iter().any(|l| l.ends_with("actions=dec_ttl")));
+    assert!(want.iter().any(|l| l.ends_with("actions=dec_ttl()")));
+    assert_eq!(theirs, want, "ovs-ofctl dump-flows");
+    assert_eq!(ours, want, "ofdump");
+}
+
 #[test]
 fn ofreplay_stops_at_the_first_bad_line_with_its_number() {
     let dir = tempfile::tempdir().unwrap();

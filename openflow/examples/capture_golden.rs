@@ -24,7 +24,7 @@ fn read_msg(s: &mut UnixStream) -> Option<Vec<u8>> {
 }
 
 fn send(s: &mut UnixStream, xid: u32, m: Message) {
-    let _ = s.write_all(&OfpMessage::new(xid, m).to_bytes());
+    let _ = s.write_all(&OfpMessage::new(xid, m).to_bytes().unwrap());
 }
 
 /// Serve one ovs-ofctl connection; return the raw modification messages it sent.

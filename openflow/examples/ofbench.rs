@@ -42,7 +42,10 @@ fn encode_bench(flows: &[Flow]) {
     let mut bytes = 0usize;
     let start = Instant::now();
     for i in 0..N {
-        mods[i % mods.len()].encode(&mut buf);
+        if let Err(e) = mods[i % mods.len()].encode(&mut buf) {
+            eprintln!("ofbench: flow_mod {}: {e}", i % mods.len());
+            return;
+        }
         if buf.len() > 1 << 20 {
             bytes += buf.len();
             buf.clear();

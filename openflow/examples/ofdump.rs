@@ -48,12 +48,12 @@ async fn main() -> ExitCode {
         }
     };
     let result = async {
-        handle.wait_connected().await?;
+        let sid = handle.wait_connected().await?;
         handle
-            .request(Message::MultipartRequest(MultipartRequest {
-                flags: 0,
-                body,
-            }))
+            .request(
+                sid,
+                &Message::MultipartRequest(MultipartRequest { flags: 0, body }),
+            )
             .await
     }
     .await;

@@ -64,24 +64,32 @@ async fn main() -> ExitCode {
     };
     tokio::spawn(conn.run());
     let setup = async {
-        handle.wait_connected().await?;
+        let sid = handle.wait_connected().await?;
         handle
-            .send(vec![
-                // Service connections (such as br-int.mgmt) get no asynchronous messages
-                // until they set a nonzero miss_send_len.
-                Message::SetConfig(SwitchConfig {
-                    flags: 0,
-                    miss_send_len: u16::MAX,
-                }),
-                Message::SetPacketInFormat(SetPacketInFormat { format: 2 }),
-            ])
+            .send(
+                sid,
+                &[
+                    // Service connections (such as br-int.mgmt) get no asynchronous messages
+                    // until they set a nonzero miss_send_len.
+                    Message::SetConfig(SwitchConfig {
+                        flags: 0,
+                        miss_send_len: u16::MAX,
+                    }),
+                    Message::SetPacketInFormat(SetPacketInFormat { format: 2 }),
+                ],
+            )
             .await?;
-        handle.barrier().await
+        handle.barrier(sid).await?;
+        Ok::<_, openflow::conn::ConnError>(sid)
     };
-    if let Err(e) = setup.await {
-        eprintln!("ofpacketin: {e}");
-        return ExitCode::from(1);
-    }
+    // Resumes go to the session the packet-ins came from; a reconnect ends the run.
+    let sid = match setup.await {
+        Ok(sid) => sid,
+        Err(e) => {
+            eprintln!("ofpacketin: {e}");
+            return ExitCode::from(1);
+        }
+    };
     println!("ready");
     let _ = std::io::stdout().flush();
     let mut seen = 0;
@@ -99,13 +107,13 @@ async fn main() -> ExitCode {
         seen += 1;
         // A paused pipeline continues when the packet, metadata and continuation go back.
         if let Some(resume) = pi.to_resume() {
-            if let Err(e) = handle.send(vec![Message::Resume(resume)]).await {
+            if let Err(e) = handle.send(sid, &[Message::Resume(resume)]).await {
                 eprintln!("ofpacketin: {e}");
                 return ExitCode::from(1);
             }
         }
     }
-    match handle.barrier().await {
+    match handle.barrier(sid).await {
         Ok(errors) if errors.is_empty() => ExitCode::SUCCESS,
         Ok(errors) => {
             eprintln!("ofpacketin: switch errors: {errors:?}");

@@ -11,7 +11,7 @@ use openflow::wire::*;
 
 fn rt(body: Message) -> Vec<u8> {
     let m = OfpMessage::new(0x1234, body);
-    let bytes = m.to_bytes();
+    let bytes = m.to_bytes().unwrap();
     assert_eq!(frame_len(&bytes), Some(bytes.len()));
     assert_eq!(
         OfpMessage::decode(&bytes).unwrap(),
@@ -132,7 +132,9 @@ fn bundle_messages() {
         flags: OFPBF_ATOMIC,
         properties: vec![],
     }));
-    let inner = OfpMessage::new(0x1234, Message::BarrierRequest(Empty)).to_bytes();
+    let inner = OfpMessage::new(0x1234, Message::BarrierRequest(Empty))
+        .to_bytes()
+        .unwrap();
     rt(Message::BundleAddMessage(BundleAddMessage {
         bundle_id: 9,
         flags: OFPBF_ATOMIC,

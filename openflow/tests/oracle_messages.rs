@@ -120,7 +120,7 @@ fn cases() -> Vec<(Message, Vec<&'static str>)> {
             Message::BundleAddMessage(BundleAddMessage {
                 bundle_id: 3,
                 flags: OFPBF_ATOMIC,
-                message: OfpMessage::new(0x77, Message::FlowMod(flow.add())).to_bytes(),
+                message: OfpMessage::new(0x77, Message::FlowMod(flow.add())).to_bytes().unwrap(),
                 properties: vec![],
             }),
             vec!["OFPT_BUNDLE_ADD_MESSAGE", "bundle_id=0x3 flags=atomic"],
@@ -138,7 +138,7 @@ fn cases() -> Vec<(Message, Vec<&'static str>)> {
             vec!["OFPST_METER_CONFIG request", "meter=all"],
         ),
         (
-            Message::Error(ErrorMsg { code: ErrorCode::Standard { ty: 4, code: 9 }, data: OfpMessage::new(5, Message::BarrierRequest(Empty)).to_bytes() }),
+            Message::Error(ErrorMsg { code: ErrorCode::Standard { ty: 4, code: 9 }, data: OfpMessage::new(5, Message::BarrierRequest(Empty)).to_bytes().unwrap() }),
             vec!["OFPT_ERROR", "OFPBMC_BAD_PREREQ"],
         ),
     ]
@@ -157,7 +157,7 @@ fn every_message_kind_decodes_in_ovs() {
             if let Message::BundleAddMessage(b) = &mut m {
                 let mut inner = OfpMessage::decode(&b.message).unwrap();
                 inner.xid = xid;
-                b.message = inner.to_bytes();
+                b.message = inner.to_bytes().unwrap();
             }
             OfpMessage::new(xid, m)
         })

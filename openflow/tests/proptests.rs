@@ -283,7 +283,7 @@ proptest! {
     #[test]
     fn actions_round_trip(list in proptest::collection::vec(action(), 0..8)) {
         let mut b = BytesMut::new();
-        Action::encode_list(&list, &mut b);
+        Action::encode_list(&list, &mut b).unwrap();
         // Printing any action (whatever its offsets and widths) never panics.
         let _ = openflow::text::format_actions(&list);
         prop_assert_eq!(Action::decode_list(&b).unwrap(), list);
@@ -296,7 +296,7 @@ proptest! {
     ) {
         let fm = FlowMod { cookie, table_id, command, priority, r#match: m, instructions, ..FlowMod::default() };
         let msg = OfpMessage::new(9, Message::FlowMod(fm));
-        let d = OfpMessage::decode(&msg.to_bytes()).unwrap();
+        let d = OfpMessage::decode(&msg.to_bytes().unwrap()).unwrap();
         let (Message::FlowMod(a), Message::FlowMod(b)) = (&d.body, &msg.body) else { panic!() };
         prop_assert_eq!(&a.instructions, &b.instructions);
         prop_assert_eq!(sorted(&a.r#match), sorted(&b.r#match));
@@ -322,7 +322,7 @@ proptest! {
             unknown_props: vec![],
         };
         let msg = OfpMessage::new(3, Message::GroupMod(GroupMod { command: 0, command_bucket_id: 0xffff_ffff, group: g }));
-        prop_assert_eq!(OfpMessage::decode(&msg.to_bytes()).unwrap(), msg);
+        prop_assert_eq!(OfpMessage::decode(&msg.to_bytes().unwrap()).unwrap(), msg);
     }
 
     #[test]
@@ -338,7 +338,7 @@ proptest! {
             PacketInProp::Metadata(m), PacketInProp::Userdata(userdata), PacketInProp::Continuation(cont),
         ]};
         let msg = OfpMessage::new(1, Message::PacketIn2(pi));
-        let d = OfpMessage::decode(&msg.to_bytes()).unwrap();
+        let d = OfpMessage::decode(&msg.to_bytes().unwrap()).unwrap();
         let (Message::PacketIn2(a), Message::PacketIn2(b)) = (&d.body, &msg.body) else { panic!() };
         prop_assert_eq!(a.props.len(), b.props.len());
         prop_assert_eq!(a.packet(), b.packet());
@@ -351,7 +351,7 @@ proptest! {
         let m = TlvTableMod { command: 0, mappings: maps.into_iter().map(|(c, t, l, i)| TlvMap {
             option_class: c, option_type: t, option_len: l, index: i }).collect() };
         let msg = OfpMessage::new(4, Message::TlvTableMod(m));
-        prop_assert_eq!(OfpMessage::decode(&msg.to_bytes()).unwrap(), msg);
+        prop_assert_eq!(OfpMessage::decode(&msg.to_bytes().unwrap()).unwrap(), msg);
     }
 
     /// Any bytes: every decoder returns, never panics.
@@ -392,7 +392,7 @@ proptest! {
     #[test]
     fn truncated_messages_never_panic(instructions in instructions(), m in a_match(), cut in any::<usize>()) {
         let fm = FlowMod { r#match: m, instructions, ..FlowMod::default() };
-        let bytes = OfpMessage::new(1, Message::FlowMod(fm)).to_bytes();
+        let bytes = OfpMessage::new(1, Message::FlowMod(fm)).to_bytes().unwrap();
         let n = cut % bytes.len();
         let mut t = bytes[..n].to_vec();
         if t.len() >= 4 {
@@ -433,6 +433,7 @@ proptest! {
         for cand in [String::from_utf8_lossy(&b).into_owned(), line[..at.min(line.len())].to_owned()] {
             if let Ok(f) = cand.parse::<openflow::text::Flow>() {
                 let _ = f.to_string();
+                // An over-long flow is an encode error, never a panic.
                 let _ = OfpMessage::new(1, Message::FlowMod(f.add())).to_bytes();
             }
         }
@@ -450,7 +451,7 @@ proptest! {
         flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..4),
     ) {
         let mut b = BytesMut::new();
-        Action::encode_list(&list, &mut b);
+        Action::encode_list(&list, &mut b).unwrap();
         let mut bytes = b.to_vec();
         for (at, v) in flips {
             let n = bytes.len();
@@ -458,8 +459,164 @@ proptest! {
         }
         if let Ok(decoded) = Action::decode_list(&bytes) {
             let mut again = BytesMut::new();
-            Action::encode_list(&decoded, &mut again);
+            Action::encode_list(&decoded, &mut again).unwrap();
             prop_assert_eq!(Action::decode_list(&again).ok(), Some(decoded));
+        }
+    }
+}
+
+/// A register subfield named in the `xxreg` that holds it (the same bits).
+fn widen(sf: SubField) -> SubField {
+    match sf.field.field().and_then(FieldId::register) {
+        Some((openflow::oxm::registry::RegFamily::Reg, n))
+            if u32::from(sf.ofs) + u32::from(sf.n_bits) <= 32 =>
+        {
+            SubField {
+                field: HeaderRef::nxm(FieldId::xxreg(n / 4)),
+                ofs: sf.ofs + u16::from(3 - n % 4) * 32,
+                n_bits: sf.n_bits,
+            }
+        }
+        _ => sf,
+    }
+}
+
+/// The same field under its other header (NXM <-> OXM), when it has both.
+fn other_namespace(sf: SubField) -> SubField {
+    match sf.field.field() {
+        Some(id) if sf.field == HeaderRef::nxm(id) => SubField {
+            field: HeaderRef::oxm(id),
+            ..sf
+        },
+        Some(id) => SubField {
+            field: HeaderRef::nxm(id),
+            ..sf
+        },
+        None => sf,
+    }
+}
+
+/// Another encoding of the same action, as a switch may dump it.
+fn reencode(a: &Action) -> Action {
+    let sf = |s: SubField| other_namespace(widen(s));
+    match a {
+        Action::SetField(f) => Action::RegLoad2(f.clone()),
+        Action::RegLoad2(f) => Action::SetField(f.clone()),
+        Action::RegLoad { dst, value } => Action::RegLoad {
+            dst: widen(*dst),
+            value: *value,
+        },
+        Action::Move { src, dst, nx } => Action::Move {
+            src: sf(*src),
+            dst: sf(*dst),
+            nx: !nx,
+        },
+        Action::DecNwTtl => Action::DecTtl { ids: vec![0] },
+        Action::DecTtl { ids } if ids == &[0] => Action::DecNwTtl,
+        Action::Output { port, max_len } if *port != openflow::action::OFPP_CONTROLLER => {
+            Action::Output {
+                port: *port,
+                max_len: !max_len,
+            }
+        }
+        Action::StackPush(s) => Action::StackPush(sf(*s)),
+        Action::StackPop(s) => Action::StackPop(sf(*s)),
+        Action::OutputReg { src, max_len } => Action::OutputReg {
+            src: sf(*src),
+            max_len: *max_len,
+        },
+        Action::CheckPktLarger { pkt_len, dst } => Action::CheckPktLarger {
+            pkt_len: *pkt_len,
+            dst: sf(*dst),
+        },
+        Action::Clone(list) => Action::Clone(list.iter().map(reencode).collect()),
+        Action::Ct(ct) => Action::Ct(Ct {
+            zone_src: ct.zone_src.map(sf),
+            actions: ct.actions.iter().map(reencode).collect(),
+            ..ct.clone()
+        }),
+        Action::Learn(l) => {
+            let mut l = l.clone();
+            for s in &mut l.specs {
+                if let LearnSrc::Field(f) = &mut s.src {
+                    *f = other_namespace(*f);
+                }
+                if let LearnDst::Match(f) | LearnDst::Load(f) = &mut s.dst {
+                    *f = other_namespace(*f);
+                }
+                if let LearnSrc::Immediate(v) = &mut s.src {
+                    v.insert(0, 0);
+                }
+            }
+            Action::Learn(l)
+        }
+        other => other.clone(),
+    }
+}
+
+/// The list with one observable difference (another port, group, table or queue), if it
+/// has an action where one can be made.
+fn mutate(list: &[Action]) -> Option<Vec<Action>> {
+    let mut out = list.to_vec();
+    for a in &mut out {
+        let changed = match a {
+            Action::Output { port, .. } => {
+                *port ^= 1;
+                true
+            }
+            Action::Group(g) | Action::SetQueue(g) | Action::Meter(g) => {
+                *g ^= 1;
+                true
+            }
+            Action::Resubmit { table, .. } => {
+                *table ^= 1;
+                true
+            }
+            Action::Conjunction { id, .. } => {
+                *id ^= 1;
+                true
+            }
+            _ => false,
+        };
+        if changed {
+            return Some(out);
+        }
+    }
+    None
+}
+
+fn round_trip(list: &[Action]) -> Option<Vec<Action>> {
+    let mut b = BytesMut::new();
+    Action::encode_list(list, &mut b).ok()?;
+    Some(Action::decode_list(&b).expect("what we encode decodes"))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+
+    /// Any other encoding of a list (set_field / reg_load2, NXM / OXM headers, move /
+    /// copy_field, register views, dec_ttl forms, output max_len, learn immediates) is
+    /// equivalent to it, also after going through the wire; a changed port, group, table or
+    /// queue is not.
+    #[test]
+    fn other_encodings_are_equivalent_and_changes_are_not(
+        list in proptest::collection::vec(action(), 0..6),
+    ) {
+        use openflow::action::{canonical, equivalent};
+        let other: Vec<Action> = list.iter().map(reencode).collect();
+        prop_assert!(equivalent(&list, &other), "{:?}\n{:?}", canonical(&list), canonical(&other));
+        if let (Some(a), Some(b)) = (round_trip(&list), round_trip(&other)) {
+            prop_assert!(equivalent(&list, &a));
+            prop_assert!(equivalent(&a, &b));
+        }
+        let c = canonical(&list);
+        prop_assert_eq!(canonical(&c), c.clone(), "canonical is idempotent");
+        if round_trip(&list).is_some() {
+            // The canonical form is itself a list that encodes and decodes to itself.
+            prop_assert_eq!(round_trip(&c), Some(c.clone()));
+        }
+        if let Some(changed) = mutate(&list) {
+            prop_assert!(!equivalent(&list, &changed));
         }
     }
 }

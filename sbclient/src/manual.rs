@@ -60,6 +60,15 @@
 //! Remotes are shuffled and tried in turn, with exponential backoff between
 //! attempts (reset after a healthy session). The inactivity probe sends `echo`
 //! after an idle interval and drops the connection after a second one.
-//! Transactions and requests issued while disconnected wait for the next
-//! connection; those in flight when a connection drops fail with
-//! `TxnError::Connection` (they may or may not have committed).
+//! A transaction is sent only on the connection that is monitoring when the
+//! client task receives it; it is never queued for a later connection, since it
+//! was built from a replica that the next connection may have moved past (a
+//! stale claim). Issued while no connection is monitoring, it fails at once with
+//! `TxnError::NotConnected`; in flight when the connection drops, with
+//! `TxnError::ConnectionLost` (it may or may not have committed); either way the
+//! caller retries from the current state. `Client::transact_on` also checks the
+//! connection number the caller's replica reflects (from `Event::Connected`),
+//! which closes the window in which the client has reconnected but the caller
+//! has not applied the new snapshot yet. Only before the very first connection,
+//! when no replica state exists to be stale, do transactions and requests wait
+//! for it. Requests follow the same rules (`ClientError::NotConnected`).

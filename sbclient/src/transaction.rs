@@ -370,9 +370,30 @@ pub enum TxnError {
     /// The reply could not be understood.
     #[error("malformed reply: {0}")]
     Malformed(String),
-    /// The connection failed before a reply arrived; the transaction may or may not have committed.
+    /// The client task stopped (or another connection-level failure); the transaction may
+    /// or may not have committed.
     #[error("connection lost: {0}")]
     Connection(String),
+    /// Not sent: no connection was monitoring when the transaction reached the client
+    /// (the replica it was built from may be stale). Nothing was committed: once
+    /// reconnected, re-read the replica and build it again from the current state.
+    #[error(
+        "not sent: not connected to the database (retry from the current state once reconnected)"
+    )]
+    NotConnected,
+    /// Not sent: it was made for connection `made_for`
+    /// ([`crate::client::Client::transact_on`]), but the client is now on `current`
+    /// (`None`: disconnected). Nothing was committed; retry from the current state.
+    #[error("not sent: made for connection {made_for}, the client is now {}", match current {
+        Some(c) => format!("on connection {c}"),
+        None => "disconnected".to_owned(),
+    })]
+    StaleConnection { made_for: u64, current: Option<u64> },
+    /// Sent, but the connection dropped before the reply: the transaction may or may not
+    /// have committed. It is not sent again; re-read the replica after reconnecting and
+    /// retry from the current state.
+    #[error("connection lost before the reply (the transaction may or may not have committed; retry from the current state)")]
+    ConnectionLost,
 }
 
 #[cfg(all(test, feature = "generated"))]

@@ -489,3 +489,163 @@ async fn unix_sockets_are_not_probed_by_default() {
     assert!(stats.connected);
     client.shutdown().await;
 }
+
+/// Accepts the next connection and brings it to monitoring (standalone server, no rows);
+/// returns it once the client reports `Connected` with connection number `number`.
+async fn monitoring(
+    listener: &UnixListener,
+    events: &mut Receiver<Event>,
+    replica: &mut Replica,
+    number: u64,
+) -> Conn {
+    let mut conn = accept(listener).await;
+    conn.server_db("standalone", true, true, None).await;
+    let (id, _) = conn.expect("monitor_cond_since").await;
+    conn.reply(id, json!([false, TXN1, {}])).await;
+    pump(
+        events,
+        replica,
+        |_, e| matches!(e, Event::Connected { connection, .. } if *connection == number),
+    )
+    .await;
+    conn
+}
+
+fn comment_txn(text: &str) -> sbclient::Transaction {
+    let mut txn = sbclient::Transaction::new(DB);
+    txn.comment(text);
+    txn
+}
+
+/// The comment of a `transact` request made by `comment_txn`.
+fn comment_of(params: &Value) -> &str {
+    params[1]["comment"].as_str().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_transaction_in_flight_fails_when_the_connection_drops_and_is_not_replayed() {
+    let (_dir, listener, remote) = listener();
+    let (client, mut events, mut replica) = client(&remote, None);
+    let mut conn = monitoring(&listener, &mut events, &mut replica, 1).await;
+    let in_flight = {
+        let c = client.clone();
+        tokio::spawn(async move { c.transact(comment_txn("claim lp1")).await })
+    };
+    let (_id, params) = conn.expect("transact").await;
+    assert_eq!(comment_of(&params), "claim lp1");
+    drop(conn); // no reply
+    let r = tokio::time::timeout(Duration::from_secs(10), in_flight)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(r, Err(sbclient::TxnError::ConnectionLost));
+    // The next connection does not see it again: `expect` fails on any request other
+    // than the ones it waits for (and echo / set_db_change_aware).
+    let mut conn = monitoring(&listener, &mut events, &mut replica, 2).await;
+    let next = {
+        let c = client.clone();
+        tokio::spawn(async move { c.transact(comment_txn("claim lp1 again")).await })
+    };
+    let (id, params) = conn.expect("transact").await;
+    assert_eq!(comment_of(&params), "claim lp1 again");
+    conn.reply(id, json!([{}])).await;
+    assert!(next.await.unwrap().is_ok());
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn transactions_and_requests_made_while_disconnected_fail_at_once() {
+    let (_dir, listener, remote) = listener();
+    let (client, mut events, mut replica) = client(&remote, None);
+    let conn = monitoring(&listener, &mut events, &mut replica, 1).await;
+    drop(conn);
+    pump(&mut events, &mut replica, |_, e| {
+        matches!(e, Event::Disconnected { .. })
+    })
+    .await;
+    assert_eq!(client.connection(), None);
+    let at_once = Duration::from_secs(2);
+    let r = tokio::time::timeout(at_once, client.transact(comment_txn("stale")))
+        .await
+        .expect("refused at once, not queued");
+    assert_eq!(r, Err(sbclient::TxnError::NotConnected));
+    let r = tokio::time::timeout(at_once, client.request("list_dbs", json!([])))
+        .await
+        .expect("refused at once, not queued");
+    assert_eq!(r, Err(sbclient::ClientError::NotConnected));
+    // While the next connection is still subscribing (the replica not yet refreshed), too.
+    let mut conn = accept(&listener).await;
+    conn.server_db("standalone", true, true, None).await;
+    let (id, _) = conn.expect("monitor_cond_since").await;
+    let r = tokio::time::timeout(at_once, client.transact(comment_txn("still stale")))
+        .await
+        .expect("refused at once, not queued");
+    assert_eq!(r, Err(sbclient::TxnError::NotConnected));
+    conn.reply(id, json!([false, TXN2, {}])).await;
+    pump(&mut events, &mut replica, |_, e| {
+        matches!(e, Event::Connected { connection: 2, .. })
+    })
+    .await;
+    // Only what is made now goes out.
+    let fresh = {
+        let c = client.clone();
+        tokio::spawn(async move { c.transact(comment_txn("fresh")).await })
+    };
+    let (id, params) = conn.expect("transact").await;
+    assert_eq!(comment_of(&params), "fresh");
+    conn.reply(id, json!([{}])).await;
+    assert!(fresh.await.unwrap().is_ok());
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn transact_on_refuses_a_transaction_made_for_an_old_connection() {
+    let (_dir, listener, remote) = listener();
+    let (client, mut events, mut replica) = client(&remote, None);
+    let conn = monitoring(&listener, &mut events, &mut replica, 1).await;
+    assert_eq!(client.connection(), Some(1));
+    drop(conn);
+    let mut conn = monitoring(&listener, &mut events, &mut replica, 2).await;
+    assert_eq!(client.connection(), Some(2));
+    let r = client
+        .transact_on(1, comment_txn("from connection 1"))
+        .await;
+    assert_eq!(
+        r,
+        Err(sbclient::TxnError::StaleConnection {
+            made_for: 1,
+            current: Some(2)
+        })
+    );
+    assert_eq!(
+        r.unwrap_err().to_string(),
+        "not sent: made for connection 1, the client is now on connection 2"
+    );
+    let current = {
+        let c = client.clone();
+        tokio::spawn(async move { c.transact_on(2, comment_txn("from connection 2")).await })
+    };
+    let (id, params) = conn.expect("transact").await;
+    assert_eq!(comment_of(&params), "from connection 2");
+    conn.reply(id, json!([{}])).await;
+    assert!(current.await.unwrap().is_ok());
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn transactions_before_the_first_connection_wait_for_it() {
+    let (_dir, listener, remote) = listener();
+    let (client, mut events, mut replica) = client(&remote, None);
+    // Nothing is known yet, so nothing can be stale: this waits for the first connection.
+    let early = {
+        let c = client.clone();
+        tokio::spawn(async move { c.transact(comment_txn("register chassis")).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut conn = monitoring(&listener, &mut events, &mut replica, 1).await;
+    let (id, params) = conn.expect("transact").await;
+    assert_eq!(comment_of(&params), "register chassis");
+    conn.reply(id, json!([{}])).await;
+    assert!(early.await.unwrap().is_ok());
+    client.shutdown().await;
+}

@@ -9,6 +9,7 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(s) = std::str::from_utf8(data) {
         if let Ok(f) = s.parse::<Flow>() {
             let _ = f.to_string();
+            // An over-long flow is an encode error, never a panic.
             let _ = OfpMessage::new(1, Message::FlowMod(f.add())).to_bytes();
         }
     }

@@ -6,7 +6,7 @@ use openflow::wire::OfpMessage;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(m) = OfpMessage::decode(data) {
-        let again = OfpMessage::decode(&m.to_bytes());
+        let again = OfpMessage::decode(&m.to_bytes().unwrap());
         assert!(again.is_ok());
     }
 });

@@ -11,6 +11,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use bytes::{BufMut, BytesMut};
 
 use super::{nx_header, nxast, Action, HeaderRef, SubField};
+use crate::wire::encode::EncodeError;
 use crate::wire::reader::{DecodeError, Reader};
 
 pub const NX_CT_F_COMMIT: u16 = 1;
@@ -106,12 +107,12 @@ pub(super) fn decode_ct(b: &mut Reader<'_>) -> Result<Ct, DecodeError> {
     })
 }
 
-pub(super) fn encode_ct(c: &Ct, out: &mut BytesMut) {
+pub(super) fn encode_ct(c: &Ct, out: &mut BytesMut) -> Result<(), EncodeError> {
     nx_header(out, nxast::CT);
     out.put_u16(c.flags);
     if let Some(sf) = &c.zone_src {
         sf.field.encode(out);
-        out.put_u16(sf.ofs_nbits());
+        out.put_u16(sf.checked_ofs_nbits("nx_action_conntrack zone")?);
     } else {
         out.put_u32(0);
         out.put_u16(c.zone_imm);
@@ -119,7 +120,7 @@ pub(super) fn encode_ct(c: &Ct, out: &mut BytesMut) {
     out.put_u8(c.recirc_table);
     out.put_slice(&[0; 3]);
     out.put_u16(c.alg);
-    Action::encode_list(&c.actions, out);
+    Action::encode_list_partial(&c.actions, out)
 }
 
 pub(super) fn decode_nat(b: &mut Reader<'_>) -> Result<Nat, DecodeError> {

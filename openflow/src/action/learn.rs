@@ -9,6 +9,7 @@
 use bytes::{BufMut, BytesMut};
 
 use super::{nx_header, nxast, HeaderRef, SubField};
+use crate::wire::encode::EncodeError;
 use crate::wire::reader::{DecodeError, Reader};
 
 pub const NX_LEARN_F_SEND_FLOW_REM: u16 = 1;
@@ -180,7 +181,10 @@ pub(super) fn decode(b: &mut Reader<'_>, learn2: bool) -> Result<Learn, DecodeEr
     Ok(l)
 }
 
-pub(super) fn encode(l: &Learn, out: &mut BytesMut) {
+/// Largest `n_bits` of a learn spec (an 11-bit field).
+const MAX_SPEC_BITS: u16 = 0x7ff;
+
+pub(super) fn encode(l: &Learn, out: &mut BytesMut) -> Result<(), EncodeError> {
     let learn2 = l.is_learn2();
     nx_header(out, if learn2 { nxast::LEARN2 } else { nxast::LEARN });
     out.put_u16(l.idle_timeout);
@@ -202,13 +206,20 @@ pub(super) fn encode(l: &Learn, out: &mut BytesMut) {
         }
     }
     for s in &l.specs {
+        if s.n_bits > MAX_SPEC_BITS {
+            return Err(EncodeError::OutOfRange {
+                what: "learn spec n_bits",
+                value: u64::from(s.n_bits),
+                max: u64::from(MAX_SPEC_BITS),
+            });
+        }
         let src_bit = u16::from(matches!(s.src, LearnSrc::Immediate(_))) << 13;
         let dst_bits = match s.dst {
             LearnDst::Match(_) => 0,
             LearnDst::Load(_) => 1 << 11,
             LearnDst::Output => 2 << 11,
         };
-        out.put_u16(src_bit | dst_bits | (s.n_bits & 0x7ff));
+        out.put_u16(src_bit | dst_bits | s.n_bits);
         match &s.src {
             LearnSrc::Field(sf) => {
                 sf.field.encode(out);
@@ -217,6 +228,14 @@ pub(super) fn encode(l: &Learn, out: &mut BytesMut) {
             LearnSrc::Immediate(v) => {
                 let wire = (s.n_bits as usize).div_ceil(16) * 2;
                 let keep = v.len().min(wire);
+                // Leading zero bytes beyond the wire width may go; anything else would be lost.
+                if v[..v.len() - keep].iter().any(|b| *b != 0) {
+                    return Err(EncodeError::TooLong {
+                        what: "learn spec immediate",
+                        len: v.len(),
+                        max: wire,
+                    });
+                }
                 out.put_bytes(0, wire - keep);
                 out.put_slice(&v[v.len() - keep..]);
             }
@@ -229,4 +248,5 @@ pub(super) fn encode(l: &Learn, out: &mut BytesMut) {
             LearnDst::Output => {}
         }
     }
+    Ok(())
 }

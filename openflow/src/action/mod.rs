@@ -4,6 +4,7 @@
 //! type 0xffff with vendor 0x2320 and a 16-bit subtype. All are padded to 8 bytes.
 //! Unknown actions are kept as raw bytes.
 
+pub mod canon;
 pub mod ct;
 pub mod learn;
 mod nx;
@@ -11,6 +12,7 @@ pub mod subfield;
 
 use bytes::{BufMut, BytesMut};
 
+pub use canon::{canonical, equivalent};
 pub use ct::{Ct, Nat, NatRange};
 pub use learn::{Learn, LearnDst, LearnSpec, LearnSrc};
 pub use nx::Controller;
@@ -18,6 +20,7 @@ pub use subfield::{HeaderRef, SubField};
 
 use crate::oxm::MatchField;
 use crate::wire::basic::NX_VENDOR_ID;
+use crate::wire::encode::{all_or_nothing, patch_len16, put_oxm, EncodeError};
 use crate::wire::reader::{put_pad8, DecodeError, Reader};
 
 /// Port numbers with names (OF1.1+ 32-bit space).
@@ -161,10 +164,14 @@ impl Action {
         Ok(out)
     }
 
-    pub fn encode_list(actions: &[Action], out: &mut BytesMut) {
-        for a in actions {
-            a.encode(out);
-        }
+    /// Append every action. An action whose length (or a field inside it) does not fit is
+    /// an error, and `out` is then left as it was.
+    pub fn encode_list(actions: &[Action], out: &mut BytesMut) -> Result<(), EncodeError> {
+        all_or_nothing(out, |out| Self::encode_list_partial(actions, out))
+    }
+
+    fn encode_list_partial(actions: &[Action], out: &mut BytesMut) -> Result<(), EncodeError> {
+        actions.iter().try_for_each(|a| a.encode_partial(out))
     }
 
     pub fn decode(r: &mut Reader<'_>) -> Result<Action, DecodeError> {
@@ -229,7 +236,12 @@ impl Action {
         Ok(act)
     }
 
-    pub fn encode(&self, out: &mut BytesMut) {
+    /// Append the action; on error `out` is left as it was.
+    pub fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
+        all_or_nothing(out, |out| self.encode_partial(out))
+    }
+
+    fn encode_partial(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
         let start = out.len();
         match self {
             Action::Output { port, max_len } => {
@@ -257,7 +269,7 @@ impl Action {
             }
             Action::SetField(f) => {
                 std_header(out, OFPAT_SET_FIELD);
-                f.encode(out);
+                put_oxm(f, out)?;
             }
             Action::Move {
                 src,
@@ -276,12 +288,11 @@ impl Action {
                 std_header(out, *ty);
                 out.put_slice(body);
             }
-            other => nx::encode(other, out),
+            other => nx::encode(other, out)?,
         }
         // Every action is a multiple of 8 bytes; its length field covers the padding.
         put_pad8(out, start);
-        let len = (out.len() - start) as u16;
-        out[start + 2..start + 4].copy_from_slice(&len.to_be_bytes());
+        patch_len16(out, start, start + 2, "action")
     }
 }
 
@@ -305,7 +316,7 @@ mod tests {
 
     fn rt(a: &Action) -> Vec<u8> {
         let mut b = BytesMut::new();
-        a.encode(&mut b);
+        a.encode(&mut b).unwrap();
         assert_eq!(b.len() % 8, 0, "{a:?}");
         let d = Action::decode_list(&b).unwrap();
         assert_eq!(d, vec![a.clone()]);
@@ -380,10 +391,121 @@ mod tests {
             ..Learn::default()
         });
         let mut b = BytesMut::new();
-        l.encode(&mut b);
+        l.encode(&mut b).unwrap();
         assert!(Action::decode_list(&b).is_ok());
         b[32] |= 0x40; // first spec header (after the 32-byte nx_action_learn), bit 14
         assert!(Action::decode_list(&b).is_err());
+    }
+
+    #[test]
+    fn lengths_and_values_that_do_not_fit_are_encode_errors() {
+        let reg = FieldId::by_name("reg14").unwrap();
+        let too_long = |a: Action| {
+            let mut b = BytesMut::from(&b"before"[..]);
+            let r = Action::encode_list(&[Action::Exit, a.clone()], &mut b);
+            assert!(r.is_err(), "{a:?}");
+            assert_eq!(&b[..], b"before", "nothing written for {a:?}");
+            r.unwrap_err()
+        };
+        assert!(matches!(
+            too_long(Action::Note(vec![1; 65_530])),
+            EncodeError::TooLong { what: "action", .. }
+        ));
+        assert!(matches!(
+            too_long(Action::Clone(vec![Action::Note(vec![1; 40_000]); 2])),
+            EncodeError::TooLong { what: "action", .. }
+        ));
+        assert!(matches!(
+            too_long(Action::Controller(Controller {
+                userdata: vec![0; 70_000],
+                ..Controller::default()
+            })),
+            EncodeError::TooLong { .. }
+        ));
+        assert!(matches!(
+            too_long(Action::DecTtl {
+                ids: vec![0; 70_000]
+            }),
+            EncodeError::TooLong { .. }
+        ));
+        assert!(matches!(
+            too_long(Action::RegLoad {
+                dst: SubField {
+                    field: HeaderRef::nxm(reg),
+                    ofs: 1024,
+                    n_bits: 1
+                },
+                value: 1
+            }),
+            EncodeError::OutOfRange { value: 1024, .. }
+        ));
+        assert!(matches!(
+            too_long(Action::OutputReg {
+                src: SubField {
+                    field: HeaderRef::nxm(reg),
+                    ofs: 0,
+                    n_bits: 65
+                },
+                max_len: 0
+            }),
+            EncodeError::OutOfRange { value: 65, .. }
+        ));
+        let learn = |spec: LearnSpec| {
+            Action::Learn(Learn {
+                specs: vec![spec],
+                ..Learn::default()
+            })
+        };
+        assert!(matches!(
+            too_long(learn(LearnSpec {
+                n_bits: 0x800,
+                src: LearnSrc::Field(SubField::whole(reg)),
+                dst: LearnDst::Match(SubField::whole(reg)),
+            })),
+            EncodeError::OutOfRange { value: 0x800, .. }
+        ));
+        // An immediate wider than n_bits would lose its high bytes.
+        assert!(matches!(
+            too_long(learn(LearnSpec {
+                n_bits: 16,
+                src: LearnSrc::Immediate(vec![1, 0, 5]),
+                dst: LearnDst::Match(SubField::whole(FieldId::by_name("eth_type").unwrap())),
+            })),
+            EncodeError::TooLong { .. }
+        ));
+        // Leading zero bytes may go.
+        let mut b = BytesMut::new();
+        learn(LearnSpec {
+            n_bits: 16,
+            src: LearnSrc::Immediate(vec![0, 8, 0]),
+            dst: LearnDst::Match(SubField::whole(FieldId::by_name("eth_type").unwrap())),
+        })
+        .encode(&mut b)
+        .unwrap();
+        let unknown = MatchField {
+            field: crate::oxm::FieldRef::Unknown {
+                class: 0x0001,
+                field: 9,
+                experimenter: None,
+            },
+            value: vec![0; 256],
+            mask: None,
+        };
+        assert!(matches!(
+            too_long(Action::SetField(unknown.clone())),
+            EncodeError::TooLong {
+                what: "oxm entry",
+                ..
+            }
+        ));
+        assert!(matches!(
+            too_long(Action::RegLoad2(MatchField::new(
+                reg,
+                vec![0; 4],
+                Some(vec![0; 3])
+            ))),
+            EncodeError::Inconsistent(_)
+        ));
     }
 
     #[test]

@@ -4,6 +4,7 @@ use bytes::{BufMut, BytesMut};
 
 use super::{ct, learn, nx_header, nxast, Action, HeaderRef, SubField};
 use crate::oxm::MatchField;
+use crate::wire::encode::{len16, put_oxm, EncodeError};
 use crate::wire::reader::{put_pad8, DecodeError, Reader};
 
 /// `controller(...)` (`NXAST_CONTROLLER` or `NXAST_CONTROLLER2`).
@@ -203,46 +204,48 @@ fn decode_controller2(b: &mut Reader<'_>) -> Result<Controller, DecodeError> {
     Ok(c)
 }
 
-fn prop(out: &mut BytesMut, ty: u16, body: &[u8]) {
+fn prop(out: &mut BytesMut, ty: u16, body: &[u8]) -> Result<(), EncodeError> {
     let start = out.len();
     out.put_u16(ty);
-    out.put_u16((4 + body.len()) as u16);
+    out.put_u16(len16(4 + body.len(), "controller2 property")?);
     out.put_slice(body);
     put_pad8(out, start);
+    Ok(())
 }
 
-fn encode_controller(c: &Controller, out: &mut BytesMut) {
+fn encode_controller(c: &Controller, out: &mut BytesMut) -> Result<(), EncodeError> {
     let plain = c.userdata.is_empty() && !c.pause && c.meter_id == NX_CTLR_NO_METER;
     if plain {
         nx_header(out, nxast::CONTROLLER);
         out.put_u16(c.max_len);
         out.put_u16(c.controller_id);
         out.put_u8(c.reason);
-        return;
+        return Ok(());
     }
     nx_header(out, nxast::CONTROLLER2);
     out.put_slice(&[0; 6]);
     if c.max_len != u16::MAX {
-        prop(out, AC2_MAX_LEN, &c.max_len.to_be_bytes());
+        prop(out, AC2_MAX_LEN, &c.max_len.to_be_bytes())?;
     }
     if c.controller_id != 0 {
-        prop(out, AC2_CONTROLLER_ID, &c.controller_id.to_be_bytes());
+        prop(out, AC2_CONTROLLER_ID, &c.controller_id.to_be_bytes())?;
     }
     if c.reason != OFPR_ACTION {
-        prop(out, AC2_REASON, &[c.reason]);
+        prop(out, AC2_REASON, &[c.reason])?;
     }
     if !c.userdata.is_empty() {
-        prop(out, AC2_USERDATA, &c.userdata);
+        prop(out, AC2_USERDATA, &c.userdata)?;
     }
     if c.pause {
-        prop(out, AC2_PAUSE, &[]);
+        prop(out, AC2_PAUSE, &[])?;
     }
     if c.meter_id != NX_CTLR_NO_METER {
-        prop(out, AC2_METER_ID, &c.meter_id.to_be_bytes());
+        prop(out, AC2_METER_ID, &c.meter_id.to_be_bytes())?;
     }
+    Ok(())
 }
 
-pub(super) fn encode(a: &Action, out: &mut BytesMut) {
+pub(super) fn encode(a: &Action, out: &mut BytesMut) -> Result<(), EncodeError> {
     match a {
         Action::Resubmit { in_port, table, ct } => {
             let sub = if *ct {
@@ -264,13 +267,13 @@ pub(super) fn encode(a: &Action, out: &mut BytesMut) {
         }
         Action::RegLoad { dst, value } => {
             nx_header(out, nxast::REG_LOAD);
-            out.put_u16(dst.ofs_nbits());
+            out.put_u16(dst.checked_ofs_nbits("nx_action_reg_load")?);
             dst.field.encode(out);
             out.put_u64(*value);
         }
         Action::RegLoad2(f) => {
             nx_header(out, nxast::REG_LOAD2);
-            f.encode(out);
+            put_oxm(f, out)?;
         }
         Action::Note(n) => {
             nx_header(out, nxast::NOTE);
@@ -280,7 +283,7 @@ pub(super) fn encode(a: &Action, out: &mut BytesMut) {
         Action::CtClear => nx_header(out, nxast::CT_CLEAR),
         Action::DecTtl { ids } => {
             nx_header(out, nxast::DEC_TTL_CNT_IDS);
-            out.put_u16(ids.len() as u16);
+            out.put_u16(len16(ids.len(), "nx_action_cnt_ids n_controllers")?);
             out.put_u32(0);
             for i in ids {
                 out.put_u16(*i);
@@ -307,11 +310,11 @@ pub(super) fn encode(a: &Action, out: &mut BytesMut) {
             out.put_u8(*n_clauses);
             out.put_u32(*id);
         }
-        Action::Controller(c) => encode_controller(c, out),
+        Action::Controller(c) => encode_controller(c, out)?,
         Action::Clone(list) => {
             nx_header(out, nxast::CLONE);
             out.put_slice(&[0; 6]);
-            Action::encode_list(list, out);
+            Action::encode_list_partial(list, out)?;
         }
         Action::CheckPktLarger { pkt_len, dst } => {
             nx_header(out, nxast::CHECK_PKT_LARGER);
@@ -333,7 +336,7 @@ pub(super) fn encode(a: &Action, out: &mut BytesMut) {
         }
         Action::OutputReg { src, max_len } => {
             nx_header(out, nxast::OUTPUT_REG);
-            out.put_u16(src.ofs_nbits());
+            out.put_u16(src.checked_ofs_nbits("nx_action_output_reg")?);
             src.field.encode(out);
             out.put_u16(*max_len);
         }
@@ -342,10 +345,11 @@ pub(super) fn encode(a: &Action, out: &mut BytesMut) {
             out.put_u16(*port);
             out.put_u32(*max_len);
         }
-        Action::Ct(c) => ct::encode_ct(c, out),
+        Action::Ct(c) => ct::encode_ct(c, out)?,
         Action::Nat(n) => ct::encode_nat(n, out),
-        Action::Learn(l) => learn::encode(l, out),
+        Action::Learn(l) => learn::encode(l, out)?,
         // Standard actions are encoded by the caller.
         _ => {}
     }
+    Ok(())
 }

@@ -3,6 +3,7 @@
 use bytes::{BufMut, BytesMut};
 
 use crate::oxm::FieldId;
+use crate::wire::encode::EncodeError;
 use crate::wire::reader::{DecodeError, Reader};
 
 /// A 32-bit NXM/OXM field header as it appears inside an action. The exact header is
@@ -101,9 +102,30 @@ impl SubField {
         }
     }
 
-    /// NXM `ofs_nbits` encoding: `ofs << 6 | (n_bits - 1)`.
+    /// NXM `ofs_nbits` encoding: `ofs << 6 | (n_bits - 1)`. Only meaningful for
+    /// `ofs < 1024` and `1 <= n_bits <= 64` (encoders use [`SubField::checked_ofs_nbits`]).
     pub fn ofs_nbits(self) -> u16 {
         (self.ofs << 6) | (self.n_bits.saturating_sub(1) & 0x3f)
+    }
+
+    /// [`SubField::ofs_nbits`], or an error if `ofs` (10 bits) or `n_bits` (1..=64) does not
+    /// fit the encoding.
+    pub fn checked_ofs_nbits(self, what: &'static str) -> Result<u16, EncodeError> {
+        if self.ofs >= 1 << 10 {
+            return Err(EncodeError::OutOfRange {
+                what,
+                value: u64::from(self.ofs),
+                max: (1 << 10) - 1,
+            });
+        }
+        if !(1..=64).contains(&self.n_bits) {
+            return Err(EncodeError::OutOfRange {
+                what,
+                value: u64::from(self.n_bits),
+                max: 64,
+            });
+        }
+        Ok(self.ofs_nbits())
     }
 
     pub fn from_ofs_nbits(field: HeaderRef, v: u16) -> Self {

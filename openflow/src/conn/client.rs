@@ -2,25 +2,57 @@
 //!
 //! `connect()` returns a [`Connection`] to spawn, a cloneable [`Handle`] for requests, and
 //! a bounded receiver of asynchronous messages (packet-in2, port status, errors).
+//!
+//! Every command names the session it is made for: a [`SessionId`], the 1-based number of
+//! the connection (counting those that completed the OpenFlow 1.5 handshake). A command for
+//! a session that is not the current one, because the switch reconnected since or is
+//! disconnected now, fails with [`ConnError::StaleSession`] and is never sent: flow deltas
+//! computed against one connection must not reach the next, whose switch may have lost or
+//! changed its tables. Learn the current session from [`Handle::wait_connected`],
+//! [`Handle::session`] or [`Handle::state`]; on a change, resynchronize, then send with the
+//! new id. Commands in flight when their session ends fail with [`ConnError::SessionEnded`].
+//!
+//! Messages are encoded by the caller (on its task) before they reach the connection task;
+//! an over-long message fails there with [`ConnError::Encode`] and nothing is sent.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{Buf, Bytes, BytesMut};
 use thiserror::Error;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::session::{Config, Event, Session, SessionError};
 use crate::wire::bundle::{
-    OFPBCT_COMMIT_REPLY, OFPBCT_COMMIT_REQUEST, OFPBCT_OPEN_REPLY, OFPBCT_OPEN_REQUEST,
+    OFPBCT_COMMIT_REPLY, OFPBCT_COMMIT_REQUEST, OFPBCT_DISCARD_REQUEST, OFPBCT_OPEN_REPLY,
+    OFPBCT_OPEN_REQUEST,
 };
 use crate::wire::{
-    frame_len, BundleAddMessage, BundleControl, DecodeError, ErrorMsg, Message, OfpMessage,
-    HEADER_LEN,
+    frame_len, BundleBuilder, BundleControl, DecodeError, EncodeError, ErrorMsg, Message,
+    MessageKind, OfpMessage, HEADER_LEN,
 };
+
+/// Which connection to the switch a command is for: the n-th (1-based) connection that
+/// completed the handshake.
+#[derive(Clone, Copy, Debug, Eq, PartialEq, Hash, Ord, PartialOrd)]
+pub struct SessionId(u64);
+
+impl SessionId {
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
 
 /// Connection-level failures.
 #[derive(Clone, Debug, Error)]
@@ -32,25 +64,53 @@ pub enum ConnError {
     Decode(#[from] DecodeError),
     #[error("session: {0}")]
     Session(#[from] SessionError),
+    /// A message could not be encoded (too long, or not allowed in a bundle); nothing of the
+    /// command was sent.
+    #[error("encode: {0}")]
+    Encode(#[from] EncodeError),
     #[error("switch returned an error: {0}")]
     Peer(ErrorMsg),
-    #[error("bundle failed: {}", fmt_errors(.0))]
-    BundleFailed(Vec<(u32, ErrorMsg)>),
+    /// The switch refused a bundle; nothing of it was applied. `rejected` holds the errors
+    /// of its messages by index (the index [`BundleBuilder`] returned for each push, or the
+    /// position in the list given to [`Handle::bundle`]); `commit` the error of the commit.
+    #[error("bundle failed: {}", fmt_bundle_errors(rejected, commit.as_ref()))]
+    BundleFailed {
+        rejected: Vec<(usize, ErrorMsg)>,
+        commit: Option<ErrorMsg>,
+    },
+    /// The command was made for a session that is not the current one (the switch
+    /// reconnected, or is disconnected); nothing was sent. Resynchronize from the current
+    /// state and send again with the current session.
+    #[error("command for OpenFlow session {made_for} not sent: {}", match current {
+        Some(c) => format!("the switch connection is now session {c}"),
+        None => "the switch is disconnected".to_owned(),
+    })]
+    StaleSession {
+        made_for: SessionId,
+        current: Option<SessionId>,
+    },
+    /// The session ended while the command was in flight; it may or may not have been
+    /// applied by the switch.
+    #[error("OpenFlow session {0} ended before the command completed")]
+    SessionEnded(SessionId),
     #[error("unexpected reply")]
     Unexpected,
     #[error("connection closed")]
     Closed,
     #[error("{0} has no reply: send it, then use a barrier")]
-    NoReply(crate::wire::MessageKind),
+    NoReply(MessageKind),
     #[error("bad target `{0}` (want unix:PATH or tcp:HOST:PORT)")]
     BadTarget(String),
 }
 
-fn fmt_errors(errors: &[(u32, ErrorMsg)]) -> String {
-    let v: Vec<String> = errors
+fn fmt_bundle_errors(rejected: &[(usize, ErrorMsg)], commit: Option<&ErrorMsg>) -> String {
+    let mut v: Vec<String> = rejected
         .iter()
-        .map(|(xid, e)| format!("message xid {xid:#x}: {e}"))
+        .map(|(i, e)| format!("message {i}: {e}"))
         .collect();
+    if let Some(e) = commit {
+        v.push(format!("commit: {e}"));
+    }
     v.join("; ")
 }
 
@@ -60,18 +120,46 @@ impl From<std::io::Error> for ConnError {
     }
 }
 
-type ReplyTx = oneshot::Sender<Result<Vec<OfpMessage>, ConnError>>;
-type BarrierTx = oneshot::Sender<Result<Vec<(u32, ErrorMsg)>, ConnError>>;
+type Reply<T> = oneshot::Sender<Result<T, ConnError>>;
 
-enum Command {
-    Send(Vec<Message>),
-    Request(Message, ReplyTx),
-    Barrier(BarrierTx),
-    BundleAdd {
-        bundle_id: u32,
-        flags: u16,
-        bodies: Vec<Message>,
+/// What a command asks of the session.
+enum Op {
+    /// Encoded messages without replies (xids zero); the ack carries the xids they got.
+    Send {
+        frames: BytesMut,
+        ack: Reply<Vec<u32>>,
     },
+    /// One encoded request; the reply is all parts of its answer.
+    Request {
+        frame: BytesMut,
+        reply: Reply<Vec<OfpMessage>>,
+    },
+    /// A barrier; the reply is the errors of the tracked messages sent before it.
+    Barrier { reply: Reply<Vec<(u32, ErrorMsg)>> },
+    /// Report errors of these sent messages with the next barrier again.
+    TrackErrors { xids: Vec<u32> },
+}
+
+impl Op {
+    fn fail(self, e: ConnError) {
+        match self {
+            Op::Send { ack, .. } => {
+                let _ = ack.send(Err(e));
+            }
+            Op::Request { reply, .. } => {
+                let _ = reply.send(Err(e));
+            }
+            Op::Barrier { reply } => {
+                let _ = reply.send(Err(e));
+            }
+            Op::TrackErrors { .. } => {}
+        }
+    }
+}
+
+struct Command {
+    session: SessionId,
+    op: Op,
 }
 
 /// Where to connect.
@@ -117,8 +205,8 @@ impl Default for ClientConfig {
 #[derive(Clone)]
 pub struct Handle {
     tx: mpsc::Sender<Command>,
-    /// `Some(n)` while the n-th session (1-based) is up, `None` while disconnected.
-    connected: watch::Receiver<Option<u64>>,
+    /// `Some(id)` while session `id` is up, `None` while disconnected.
+    connected: watch::Receiver<Option<SessionId>>,
     next_bundle: Arc<AtomicU32>,
 }
 
@@ -128,7 +216,7 @@ pub struct Connection {
     cfg: ClientConfig,
     rx: mpsc::Receiver<Command>,
     async_tx: mpsc::Sender<OfpMessage>,
-    connected: watch::Sender<Option<u64>>,
+    connected: watch::Sender<Option<SessionId>>,
     sessions: u64,
 }
 
@@ -161,52 +249,131 @@ pub fn connect(
 }
 
 impl Handle {
-    async fn cmd(&self, c: Command) -> Result<(), ConnError> {
-        self.tx.send(c).await.map_err(|_| ConnError::Closed)
+    async fn submit(&self, session: SessionId, op: Op) -> Result<(), ConnError> {
+        self.tx
+            .send(Command { session, op })
+            .await
+            .map_err(|_| ConnError::Closed)
     }
 
-    /// Wait until the OF1.5 handshake is done.
-    pub async fn wait_connected(&self) -> Result<(), ConnError> {
+    /// Wait until a session is up (the OF1.5 handshake is done); returns its id.
+    pub async fn wait_connected(&self) -> Result<SessionId, ConnError> {
         let mut rx = self.connected.clone();
-        rx.wait_for(Option::is_some)
+        let id = *rx
+            .wait_for(Option::is_some)
             .await
             .map_err(|_| ConnError::Closed)?;
-        Ok(())
+        id.ok_or(ConnError::Closed)
     }
 
-    /// Connection state: `Some(n)` while the n-th session is up. A change of `n` means the
-    /// switch was reconnected and may have lost state (resynchronize flows then).
-    pub fn state(&self) -> watch::Receiver<Option<u64>> {
+    /// The session up right now, if any.
+    pub fn session(&self) -> Option<SessionId> {
+        *self.connected.borrow()
+    }
+
+    /// Connection state: `Some(id)` while session `id` is up. A new id means the switch was
+    /// reconnected and may have lost state: resynchronize, then send with the new id.
+    pub fn state(&self) -> watch::Receiver<Option<SessionId>> {
         self.connected.clone()
     }
 
-    /// Send messages without waiting for anything (errors surface at the next barrier).
-    pub async fn send(&self, bodies: Vec<Message>) -> Result<(), ConnError> {
-        self.cmd(Command::Send(bodies)).await
+    /// Send messages on `session` without waiting for the switch; returns their xids, by
+    /// which the errors of a later [`Handle::barrier`] name them. All are encoded first: if
+    /// one does not encode, none is sent.
+    pub async fn send(
+        &self,
+        session: SessionId,
+        bodies: &[Message],
+    ) -> Result<Vec<u32>, ConnError> {
+        let mut frames = BytesMut::new();
+        for b in bodies {
+            b.encode(0, &mut frames)?;
+        }
+        self.send_frames(session, frames).await
     }
 
-    /// Send a request and wait for its reply (all parts of a multipart reply). Only
-    /// messages that have a reply are accepted (others would wait forever).
-    pub async fn request(&self, body: Message) -> Result<Vec<OfpMessage>, ConnError> {
-        if !has_reply(&body) {
+    async fn send_frames(
+        &self,
+        session: SessionId,
+        frames: BytesMut,
+    ) -> Result<Vec<u32>, ConnError> {
+        let (ack, rx) = oneshot::channel();
+        self.submit(session, Op::Send { frames, ack }).await?;
+        rx.await.map_err(|_| ConnError::Closed)?
+    }
+
+    /// Send a request on `session` and wait for its reply (all parts of a multipart reply).
+    /// Only messages that have a reply are accepted (others would wait forever).
+    pub async fn request(
+        &self,
+        session: SessionId,
+        body: &Message,
+    ) -> Result<Vec<OfpMessage>, ConnError> {
+        let rx = self.start_request(session, body).await?;
+        rx.await.map_err(|_| ConnError::Closed)?
+    }
+
+    async fn start_request(
+        &self,
+        session: SessionId,
+        body: &Message,
+    ) -> Result<oneshot::Receiver<Result<Vec<OfpMessage>, ConnError>>, ConnError> {
+        if !has_reply(body) {
             return Err(ConnError::NoReply(body.kind()));
         }
-        let (tx, rx) = oneshot::channel();
-        self.cmd(Command::Request(body, tx)).await?;
+        let mut frame = BytesMut::new();
+        body.encode(0, &mut frame)?;
+        let (reply, rx) = oneshot::channel();
+        self.submit(session, Op::Request { frame, reply }).await?;
+        Ok(rx)
+    }
+
+    /// Send a barrier on `session`; resolves with the errors of the messages sent before it
+    /// (by xid).
+    pub async fn barrier(&self, session: SessionId) -> Result<Vec<(u32, ErrorMsg)>, ConnError> {
+        let rx = self.start_barrier(session).await?;
         rx.await.map_err(|_| ConnError::Closed)?
     }
 
-    /// Send a barrier; resolves with the errors of the messages sent before it.
-    pub async fn barrier(&self) -> Result<Vec<(u32, ErrorMsg)>, ConnError> {
-        let (tx, rx) = oneshot::channel();
-        self.cmd(Command::Barrier(tx)).await?;
-        rx.await.map_err(|_| ConnError::Closed)?
+    async fn start_barrier(
+        &self,
+        session: SessionId,
+    ) -> Result<oneshot::Receiver<Result<Vec<(u32, ErrorMsg)>, ConnError>>, ConnError> {
+        let (reply, rx) = oneshot::channel();
+        self.submit(session, Op::Barrier { reply }).await?;
+        Ok(rx)
     }
 
-    /// Open a bundle with `flags` (`OFPBF_ATOMIC | OFPBF_ORDERED`), add `bodies`, commit.
-    /// On failure, returns the errors of the rejected messages.
-    pub async fn bundle(&self, bodies: Vec<Message>, flags: u16) -> Result<(), ConnError> {
+    /// Install `bodies` in one bundle with `flags` (`OFPBF_ATOMIC | OFPBF_ORDERED`): a thin
+    /// wrapper over [`BundleBuilder`] and [`Handle::commit_bundle`]; errors name the
+    /// position in `bodies`. Meter mods are refused (Open vSwitch does not take them in
+    /// bundles) before anything is sent.
+    pub async fn bundle(
+        &self,
+        session: SessionId,
+        bodies: &[Message],
+        flags: u16,
+    ) -> Result<(), ConnError> {
+        let mut b = BundleBuilder::new(flags);
+        for m in bodies {
+            b.push_message(m)?;
+        }
+        self.commit_bundle(session, b).await
+    }
+
+    /// Open a bundle on `session`, add the builder's messages, and commit them once the
+    /// switch has accepted every add (a barrier in between), then wait for a barrier behind
+    /// the commit. A refusal is [`ConnError::BundleFailed`] with the errors attributed to
+    /// the indexes the builder returned; after any failure past the open request, the
+    /// bundle is discarded (`OFPBCT_DISCARD_REQUEST`), unless the session itself ended,
+    /// which discards it too.
+    pub async fn commit_bundle(
+        &self,
+        session: SessionId,
+        bundle: BundleBuilder,
+    ) -> Result<(), ConnError> {
         let bundle_id = self.next_bundle.fetch_add(1, Ordering::Relaxed);
+        let flags = bundle.flags();
         let ctrl = |ctrl_type| {
             Message::BundleControl(BundleControl {
                 bundle_id,
@@ -216,36 +383,85 @@ impl Handle {
             })
         };
         expect_bundle_reply(
-            self.request(ctrl(OFPBCT_OPEN_REQUEST)).await?,
+            self.request(session, &ctrl(OFPBCT_OPEN_REQUEST)).await?,
             OFPBCT_OPEN_REPLY,
         )?;
-        for chunk in bodies.chunks(1024) {
-            self.cmd(Command::BundleAdd {
-                bundle_id,
-                flags,
-                bodies: chunk.to_vec(),
-            })
-            .await?;
-        }
-        // Errors of the added messages come when they are added or at commit; the barrier
-        // sent right behind the commit collects them.
-        let (commit_tx, commit_rx) = oneshot::channel();
-        let (barrier_tx, barrier_rx) = oneshot::channel();
-        self.cmd(Command::Request(ctrl(OFPBCT_COMMIT_REQUEST), commit_tx))
-            .await?;
-        self.cmd(Command::Barrier(barrier_tx)).await?;
-        let commit = commit_rx.await.map_err(|_| ConnError::Closed)?;
-        let mut errors = barrier_rx.await.map_err(|_| ConnError::Closed)??;
-        match commit {
-            Ok(msgs) if errors.is_empty() => expect_bundle_reply(msgs, OFPBCT_COMMIT_REPLY),
-            Ok(_) => Err(ConnError::BundleFailed(errors)),
-            Err(ConnError::Peer(e)) => {
-                errors.push((0, e));
-                Err(ConnError::BundleFailed(errors))
+        let result = self.add_and_commit(session, bundle, bundle_id, &ctrl).await;
+        if let Err(e) = &result {
+            let gone = matches!(
+                e,
+                ConnError::StaleSession { .. } | ConnError::SessionEnded(_) | ConnError::Closed
+            );
+            if !gone {
+                // The switch may have dropped the bundle already (it does after a failed
+                // commit): an error reply to the discard is expected then.
+                if let Err(d) = self.request(session, &ctrl(OFPBCT_DISCARD_REQUEST)).await {
+                    tracing::debug!("openflow: discard of bundle {bundle_id}: {d}");
+                }
             }
+        }
+        result
+    }
+
+    async fn add_and_commit(
+        &self,
+        session: SessionId,
+        bundle: BundleBuilder,
+        bundle_id: u32,
+        ctrl: &impl Fn(u16) -> Message,
+    ) -> Result<(), ConnError> {
+        let (frames, _) = bundle.into_frames(bundle_id);
+        let xids = self.send_frames(session, frames).await?;
+        let rejected = attribute(&xids, self.barrier(session).await?);
+        if !rejected.is_empty() {
+            return Err(ConnError::BundleFailed {
+                rejected,
+                commit: None,
+            });
+        }
+        // A message can also fail when the bundle is applied: the switch then reports it
+        // under the add's xid, before the commit's own error.
+        self.submit(session, Op::TrackErrors { xids: xids.clone() })
+            .await?;
+        let commit = self
+            .start_request(session, &ctrl(OFPBCT_COMMIT_REQUEST))
+            .await?;
+        let barrier = self.start_barrier(session).await?;
+        let commit = commit.await.map_err(|_| ConnError::Closed)?;
+        let rejected = attribute(&xids, barrier.await.map_err(|_| ConnError::Closed)??);
+        match commit {
+            Ok(msgs) if rejected.is_empty() => expect_bundle_reply(msgs, OFPBCT_COMMIT_REPLY),
+            Ok(_) => Err(ConnError::BundleFailed {
+                rejected,
+                commit: None,
+            }),
+            Err(ConnError::Peer(e)) => Err(ConnError::BundleFailed {
+                rejected,
+                commit: Some(e),
+            }),
             Err(e) => Err(e),
         }
     }
+}
+
+/// Errors of a barrier that belong to the messages with `xids`, by index in `xids`. Errors of
+/// other messages (sent by other users of the connection) are logged, not lost silently.
+fn attribute(xids: &[u32], errors: Vec<(u32, ErrorMsg)>) -> Vec<(usize, ErrorMsg)> {
+    if errors.is_empty() {
+        return Vec::new();
+    }
+    let index: HashMap<u32, usize> = xids.iter().enumerate().map(|(i, x)| (*x, i)).collect();
+    let mut out = Vec::new();
+    for (xid, e) in errors {
+        match index.get(&xid) {
+            Some(i) => out.push((*i, e)),
+            None => {
+                tracing::warn!("openflow: error for message xid {xid:#x} outside the bundle: {e}");
+            }
+        }
+    }
+    out.sort_by_key(|(i, _)| *i);
+    out
 }
 
 fn has_reply(body: &Message) -> bool {
@@ -279,24 +495,33 @@ fn now() -> std::time::Instant {
     tokio::time::Instant::now().into_std()
 }
 
+/// Stop taking commands while this much encoded output waits for the socket.
+const MAX_PENDING_OUTPUT: usize = 4 << 20;
+
 impl Connection {
     /// Run until every [`Handle`] is dropped (or, without reconnect, until the connection
-    /// fails).
+    /// fails). While no session is up, every command fails at once as stale.
     pub async fn run(mut self) -> Result<(), ConnError> {
         let mut backoff = Duration::from_millis(250);
         loop {
             let res = match self.target.clone() {
-                Target::Unix(p) => match tokio::net::UnixStream::connect(&p).await {
-                    Ok(s) => self.drive(s).await,
-                    Err(e) => Err(e.into()),
-                },
-                Target::Tcp(a) => match tokio::net::TcpStream::connect(&a).await {
-                    Ok(s) => {
-                        let _ = s.set_nodelay(true);
-                        self.drive(s).await
+                Target::Unix(p) => {
+                    match self.refuse_while(tokio::net::UnixStream::connect(p)).await {
+                        None => return Ok(()),
+                        Some(Ok(s)) => self.drive(s).await,
+                        Some(Err(e)) => Err(e.into()),
                     }
-                    Err(e) => Err(e.into()),
-                },
+                }
+                Target::Tcp(a) => {
+                    match self.refuse_while(tokio::net::TcpStream::connect(a)).await {
+                        None => return Ok(()),
+                        Some(Ok(s)) => {
+                            let _ = s.set_nodelay(true);
+                            self.drive(s).await
+                        }
+                        Some(Err(e)) => Err(e.into()),
+                    }
+                }
             };
             let _ = self.connected.send(None);
             match res {
@@ -306,11 +531,32 @@ impl Connection {
                     tracing::warn!("openflow connection: {e}; reconnecting in {backoff:?}");
                 }
             }
-            if self.rx.is_closed() {
+            if self
+                .refuse_while(tokio::time::sleep(backoff))
+                .await
+                .is_none()
+            {
                 return Ok(());
             }
-            tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(Duration::from_secs(8));
+        }
+    }
+
+    /// Run `fut` while failing every command as stale (no session is up). `None` when every
+    /// handle is gone.
+    async fn refuse_while<F: Future>(&mut self, fut: F) -> Option<F::Output> {
+        tokio::pin!(fut);
+        loop {
+            tokio::select! {
+                out = &mut fut => return Some(out),
+                cmd = self.rx.recv() => match cmd {
+                    Some(cmd) => cmd.op.fail(ConnError::StaleSession {
+                        made_for: cmd.session,
+                        current: None,
+                    }),
+                    None => return None,
+                },
+            }
         }
     }
 
@@ -320,30 +566,26 @@ impl Connection {
     ) -> Result<(), ConnError> {
         let (mut rd, mut wr) = tokio::io::split(stream);
         let mut session = Session::new(now(), self.cfg.session.clone());
+        let mut current: Option<SessionId> = None;
         let mut rbuf = BytesMut::with_capacity(1 << 16);
-        let mut wbuf = BytesMut::with_capacity(1 << 16);
-        let mut replies: HashMap<u32, ReplyTx> = HashMap::new();
-        let mut barriers: HashMap<u32, BarrierTx> = HashMap::new();
+        let mut out: VecDeque<Bytes> = VecDeque::new();
+        let mut out_len = 0usize;
+        let mut replies: HashMap<u32, Reply<Vec<OfpMessage>>> = HashMap::new();
+        let mut barriers: HashMap<u32, Reply<Vec<(u32, ErrorMsg)>>> = HashMap::new();
         let mut dropped = 0u64;
         let mut undecodable = 0u64;
         let result = loop {
-            while let Some(m) = session.poll_transmit() {
-                m.encode(&mut wbuf);
-                if wbuf.len() >= 1 << 20 {
-                    wr.write_all(&wbuf).await?;
-                    wbuf.clear();
-                }
-            }
-            if !wbuf.is_empty() {
-                wr.write_all(&wbuf).await?;
-                wbuf.clear();
+            while let Some(b) = session.poll_transmit() {
+                out_len += b.len();
+                out.push_back(b);
             }
             let mut failed = None;
             while let Some(ev) = session.poll_event() {
                 match ev {
                     Event::Connected => {
                         self.sessions += 1;
-                        let _ = self.connected.send(Some(self.sessions));
+                        current = Some(SessionId(self.sessions));
+                        let _ = self.connected.send(current);
                     }
                     Event::Reply { xid, msgs } => {
                         if let Some(tx) = replies.remove(&xid) {
@@ -377,6 +619,7 @@ impl Connection {
                 .poll_timeout()
                 .unwrap_or_else(|| now() + Duration::from_hours(1));
             let sleep = tokio::time::sleep_until(deadline.into());
+            let pending: &[u8] = out.front().map_or(&[], |b| &b[..]);
             tokio::select! {
                 n = rd.read_buf(&mut rbuf) => {
                     match n {
@@ -388,42 +631,73 @@ impl Connection {
                         break Err(e);
                     }
                 }
-                cmd = self.rx.recv(), if session.is_connected() => {
-                    let Some(cmd) = cmd else { break Ok(()) };
-                    match cmd {
-                        Command::Send(bodies) => {
-                            for b in bodies {
-                                session.send(b, false);
+                w = wr.write(pending), if !pending.is_empty() => match w {
+                    Ok(0) => break Err(ConnError::Closed),
+                    Ok(n) => {
+                        out_len -= n;
+                        if let Some(front) = out.front_mut() {
+                            front.advance(n);
+                            if front.is_empty() {
+                                out.pop_front();
                             }
                         }
-                        Command::Request(body, tx) => {
-                            let xid = session.send(body, true);
-                            replies.insert(xid, tx);
+                    }
+                    Err(e) => break Err(e.into()),
+                },
+                cmd = self.rx.recv(), if out_len < MAX_PENDING_OUTPUT => {
+                    let Some(Command { session: made_for, op }) = cmd else { break Ok(()) };
+                    if Some(made_for) != current {
+                        op.fail(ConnError::StaleSession { made_for, current });
+                        continue;
+                    }
+                    match op {
+                        Op::Send { frames, ack } => {
+                            let _ = ack.send(session.send_encoded(frames, false).map_err(Into::into));
                         }
-                        Command::Barrier(tx) => {
-                            let xid = session.barrier();
-                            barriers.insert(xid, tx);
-                        }
-                        Command::BundleAdd { bundle_id, flags, bodies } => {
-                            for b in bodies {
-                                // The embedded message must carry the add's xid.
-                                let xid = session.reserve_xid();
-                                let inner = OfpMessage::new(xid, b).to_bytes();
-                                session.send_with_xid(xid, Message::BundleAddMessage(BundleAddMessage {
-                                    bundle_id, flags, message: inner, properties: Vec::new(),
-                                }), false);
+                        Op::Request { frame, reply } => match session.send_encoded(frame, true) {
+                            Ok(xids) => {
+                                if let Some(xid) = xids.first() {
+                                    replies.insert(*xid, reply);
+                                }
                             }
+                            Err(e) => {
+                                let _ = reply.send(Err(e.into()));
+                            }
+                        },
+                        Op::Barrier { reply } => {
+                            barriers.insert(session.barrier(), reply);
                         }
+                        Op::TrackErrors { xids } => session.track_errors(xids),
                     }
                 }
                 () = sleep => session.handle_timeout(now()),
             }
         };
+        if result.is_ok() {
+            // Every handle is gone: what they sent still goes out (unless the switch stops
+            // reading for good).
+            while let Some(b) = session.poll_transmit() {
+                out.push_back(b);
+            }
+            let flush = async {
+                for b in out {
+                    wr.write_all(&b).await?;
+                }
+                Ok::<(), std::io::Error>(())
+            };
+            match tokio::time::timeout(Duration::from_secs(10), flush).await {
+                Ok(r) => r?,
+                Err(_) => {
+                    tracing::warn!("openflow: output not flushed at close (switch not reading)")
+                }
+            }
+        }
+        let ended = || current.map_or(ConnError::Closed, ConnError::SessionEnded);
         for (_, tx) in replies.drain() {
-            let _ = tx.send(Err(ConnError::Closed));
+            let _ = tx.send(Err(ended()));
         }
         for (_, tx) in barriers.drain() {
-            let _ = tx.send(Err(ConnError::Closed));
+            let _ = tx.send(Err(ended()));
         }
         result
     }

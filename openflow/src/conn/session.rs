@@ -1,17 +1,23 @@
 //! Sans-IO OpenFlow session: hello/version negotiation (OF1.5 required), echo replies,
 //! inactivity probe, xid correlation (incl. multipart), barrier tracking.
 //!
-//! Inputs: [`Session::handle_message`], [`Session::handle_timeout`], [`Session::send`].
-//! Outputs: [`Session::poll_transmit`], [`Session::poll_event`], [`Session::poll_timeout`].
-//! Time is a parameter, so tests drive it virtually.
+//! Inputs: [`Session::handle_message`], [`Session::handle_timeout`], [`Session::send`],
+//! [`Session::send_encoded`].
+//! Outputs: [`Session::poll_transmit`] (encoded bytes, in order), [`Session::poll_event`],
+//! [`Session::poll_timeout`]. Time is a parameter, so tests drive it virtually.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
+use bytes::{Bytes, BytesMut};
 use thiserror::Error;
 
+use crate::wire::bundle::BUNDLE_ADD_HEADER_LEN;
 use crate::wire::multipart::OFPMPF_MORE;
-use crate::wire::{Echo, Empty, ErrorCode, ErrorMsg, Hello, Message, OfpMessage, OFP15_VERSION};
+use crate::wire::{
+    frame_len, Echo, Empty, EncodeError, ErrorCode, ErrorMsg, Hello, Message, OfpMessage,
+    HEADER_LEN, NX_VENDOR_ID, OFP15_VERSION,
+};
 
 /// Why a session ended or a request failed.
 #[derive(Clone, Debug, Eq, PartialEq, Error)]
@@ -75,7 +81,9 @@ pub struct Session {
     next_xid: u32,
     last_rx: Instant,
     probe_sent: bool,
-    transmit: VecDeque<OfpMessage>,
+    /// Encoded output ready to write, oldest first; `gather` collects small messages after it.
+    transmit: VecDeque<Bytes>,
+    gather: BytesMut,
     events: VecDeque<Event>,
     /// xid -> parts received so far, for requests that expect a reply.
     pending: HashMap<u32, Vec<OfpMessage>>,
@@ -90,17 +98,23 @@ pub struct Session {
     tracked: HashSet<u32>,
 }
 
-/// Messages whose errors a later barrier reports.
-fn is_tracked(body: &Message) -> bool {
-    matches!(
-        body,
-        Message::FlowMod(_)
-            | Message::GroupMod(_)
-            | Message::MeterMod(_)
-            | Message::TlvTableMod(_)
-            | Message::BundleAddMessage(_)
-            | Message::BundleControl(_)
-    )
+const OFPT_EXPERIMENTER: u8 = 4;
+const OFPT_BARRIER_REQUEST: u8 = 20;
+const OFPT_BUNDLE_ADD_MESSAGE: u8 = 34;
+const NXT_TLV_TABLE_MOD: u32 = 24;
+
+/// Messages whose errors a later barrier reports: flow, group, meter and TLV table mods and
+/// bundle messages, told from their encoded header.
+fn is_tracked(frame: &[u8]) -> bool {
+    match frame.get(1).copied() {
+        Some(14 | 15 | 29 | 33 | OFPT_BUNDLE_ADD_MESSAGE) => true,
+        Some(OFPT_EXPERIMENTER) => {
+            frame.len() >= 16
+                && frame[8..12] == NX_VENDOR_ID.to_be_bytes()
+                && frame[12..16] == NXT_TLV_TABLE_MOD.to_be_bytes()
+        }
+        _ => false,
+    }
 }
 
 /// Was `a` sent before `b` (xids are allocated in increasing, wrapping order)?
@@ -118,6 +132,7 @@ impl Session {
             last_rx: now,
             probe_sent: false,
             transmit: VecDeque::new(),
+            gather: BytesMut::new(),
             events: VecDeque::new(),
             pending: HashMap::new(),
             barriers: VecDeque::new(),
@@ -125,10 +140,7 @@ impl Session {
             tracked: HashSet::new(),
         };
         let xid = s.alloc_xid();
-        s.transmit.push_back(OfpMessage::new(
-            xid,
-            Message::Hello(Hello::with_versions(&[OFP15_VERSION])),
-        ));
+        s.send_internal(xid, &Message::Hello(Hello::with_versions(&[OFP15_VERSION])));
         s
     }
 
@@ -143,33 +155,116 @@ impl Session {
     }
 
     /// Queue a message; returns its xid. With `expect_reply`, its reply comes back as
-    /// [`Event::Reply`]; a barrier request always completes as [`Event::Barrier`].
-    pub fn send(&mut self, body: Message, expect_reply: bool) -> u32 {
+    /// [`Event::Reply`]; a barrier request always completes as [`Event::Barrier`]. A message
+    /// that cannot be encoded (too long) is an error and nothing is queued.
+    pub fn send(&mut self, body: &Message, expect_reply: bool) -> Result<u32, EncodeError> {
         let xid = self.alloc_xid();
-        self.send_with_xid(xid, body, expect_reply);
-        xid
+        self.send_with_xid(xid, body, expect_reply)?;
+        Ok(xid)
     }
 
     /// Like [`Session::send`] with a caller-chosen xid (e.g. reserved with [`Session::reserve_xid`]).
-    pub fn send_with_xid(&mut self, xid: u32, body: Message, expect_reply: bool) {
-        if matches!(body, Message::BarrierRequest(_)) {
+    pub fn send_with_xid(
+        &mut self,
+        xid: u32,
+        body: &Message,
+        expect_reply: bool,
+    ) -> Result<(), EncodeError> {
+        let start = self.gather.len();
+        body.encode(xid, &mut self.gather)?;
+        let ty = self.gather[start + 1];
+        let tracked = is_tracked(&self.gather[start..]);
+        self.register(xid, ty, tracked, expect_reply);
+        Ok(())
+    }
+
+    /// Queue already encoded messages: `frames` holds complete messages back to back (as
+    /// [`Message::encode`] or a [`crate::wire::BundleBuilder`] writes them). Each gets a
+    /// fresh xid in its header, and a bundle add also in its embedded message (they must be
+    /// equal). Returns the xids in order; errors the peer reports for them come back as for
+    /// [`Session::send`]. A buffer that is not a sequence of complete messages is refused
+    /// and nothing is queued.
+    pub fn send_encoded(
+        &mut self,
+        mut frames: BytesMut,
+        expect_reply: bool,
+    ) -> Result<Vec<u32>, EncodeError> {
+        let mut at = 0;
+        let mut n = 0;
+        while at < frames.len() {
+            let len = frame_len(&frames[at..])
+                .filter(|len| *len >= HEADER_LEN && at + len <= frames.len())
+                .ok_or(EncodeError::Inconsistent(
+                    "send_encoded: the buffer is not a sequence of complete OpenFlow messages",
+                ))?;
+            at += len;
+            n += 1;
+        }
+        let mut xids = Vec::with_capacity(n);
+        at = 0;
+        while let Some(len) = frame_len(&frames[at..]) {
+            let xid = self.alloc_xid();
+            let frame = &mut frames[at..at + len];
+            frame[4..8].copy_from_slice(&xid.to_be_bytes());
+            let ty = frame[1];
+            if ty == OFPT_BUNDLE_ADD_MESSAGE && len >= BUNDLE_ADD_HEADER_LEN + HEADER_LEN {
+                let inner = BUNDLE_ADD_HEADER_LEN + 4;
+                frame[inner..inner + 4].copy_from_slice(&xid.to_be_bytes());
+            }
+            let tracked = is_tracked(frame);
+            self.register(xid, ty, tracked, expect_reply);
+            xids.push(xid);
+            at += len;
+        }
+        self.flush_gather();
+        if !frames.is_empty() {
+            self.transmit.push_back(frames.freeze());
+        }
+        Ok(xids)
+    }
+
+    /// Report the peer's errors for these already sent messages with the next barrier
+    /// again (e.g. the adds of a bundle, whose errors may also come at commit, after a
+    /// barrier that covered the adds).
+    pub fn track_errors(&mut self, xids: impl IntoIterator<Item = u32>) {
+        self.tracked.extend(xids);
+    }
+
+    fn register(&mut self, xid: u32, ty: u8, tracked: bool, expect_reply: bool) {
+        if ty == OFPT_BARRIER_REQUEST {
             self.barriers.push_back(xid);
         } else if expect_reply {
             self.pending.insert(xid, Vec::new());
-        } else if is_tracked(&body) {
+        } else if tracked {
             self.tracked.insert(xid);
         }
-        self.transmit.push_back(OfpMessage::new(xid, body));
     }
 
-    /// Take an xid without sending anything (for messages nested in bundles).
+    /// Queue a message of the session itself (hello, echo, error, barrier), which always fits
+    /// a message: an echo reply is as long as the request it answers.
+    fn send_internal(&mut self, xid: u32, body: &Message) {
+        if let Err(e) = body.encode(xid, &mut self.gather) {
+            tracing::warn!("openflow session: {} not sent: {e}", body.kind());
+        }
+    }
+
+    fn flush_gather(&mut self) {
+        if !self.gather.is_empty() {
+            self.transmit.push_back(self.gather.split().freeze());
+        }
+    }
+
+    /// Take an xid without sending anything.
     pub fn reserve_xid(&mut self) -> u32 {
         self.alloc_xid()
     }
 
     /// A barrier request; its completion is [`Event::Barrier`].
     pub fn barrier(&mut self) -> u32 {
-        self.send(Message::BarrierRequest(Empty), false)
+        let xid = self.alloc_xid();
+        self.send_internal(xid, &Message::BarrierRequest(Empty));
+        self.barriers.push_back(xid);
+        xid
     }
 
     fn fail(&mut self, e: SessionError) {
@@ -197,13 +292,13 @@ impl Session {
                     } else {
                         // OFPET_HELLO_FAILED / OFPHFC_INCOMPATIBLE, then give up.
                         let xid = self.alloc_xid();
-                        self.transmit.push_back(OfpMessage::new(
+                        self.send_internal(
                             xid,
-                            Message::Error(ErrorMsg {
+                            &Message::Error(ErrorMsg {
                                 code: ErrorCode::Standard { ty: 0, code: 0 },
                                 data: b"OpenFlow 1.5 required".to_vec(),
                             }),
-                        ));
+                        );
                         self.fail(SessionError::VersionMismatch(msg.version));
                     }
                 }
@@ -215,12 +310,12 @@ impl Session {
         let xid = msg.xid;
         match &msg.body {
             Message::EchoRequest(e) => {
-                self.transmit.push_back(OfpMessage::new(
+                self.send_internal(
                     xid,
-                    Message::EchoReply(Echo {
+                    &Message::EchoReply(Echo {
                         data: e.data.clone(),
                     }),
-                ));
+                );
             }
             Message::BarrierReply(_) => {
                 if let Some(pos) = self.barriers.iter().position(|b| *b == xid) {
@@ -276,12 +371,13 @@ impl Session {
         } else if idle >= self.cfg.probe_interval && !self.probe_sent {
             self.probe_sent = true;
             let xid = self.alloc_xid();
-            self.transmit
-                .push_back(OfpMessage::new(xid, Message::EchoRequest(Echo::default())));
+            self.send_internal(xid, &Message::EchoRequest(Echo::default()));
         }
     }
 
-    pub fn poll_transmit(&mut self) -> Option<OfpMessage> {
+    /// The next bytes to write (one or more complete messages), in order.
+    pub fn poll_transmit(&mut self) -> Option<Bytes> {
+        self.flush_gather();
         self.transmit.pop_front()
     }
 
@@ -296,9 +392,23 @@ mod tests {
     use crate::wire::multipart::{MultipartReply, MultipartReplyBody};
     use crate::wire::FlowMod;
 
+    /// Everything the session wants to write, decoded.
+    fn sent(s: &mut Session) -> Vec<OfpMessage> {
+        let mut out = Vec::new();
+        while let Some(chunk) = s.poll_transmit() {
+            let mut at = 0;
+            while at < chunk.len() {
+                let len = frame_len(&chunk[at..]).unwrap();
+                out.push(OfpMessage::decode(&chunk[at..at + len]).unwrap());
+                at += len;
+            }
+        }
+        out
+    }
+
     fn connected(now: Instant) -> Session {
         let mut s = Session::new(now, Config::default());
-        let hello = s.poll_transmit().unwrap();
+        let hello = sent(&mut s).remove(0);
         assert!(matches!(hello.body, Message::Hello(ref h) if h.offers(6) == Some(true)));
         s.handle_message(
             now,
@@ -312,11 +422,11 @@ mod tests {
     fn refuses_peers_without_of15() {
         let now = Instant::now();
         let mut s = Session::new(now, Config::default());
-        s.poll_transmit();
+        sent(&mut s);
         let mut old = OfpMessage::new(1, Message::Hello(Hello::with_versions(&[1, 4])));
         old.version = 4;
         s.handle_message(now, old);
-        assert!(matches!(s.poll_transmit().unwrap().body, Message::Error(_)));
+        assert!(matches!(sent(&mut s)[0].body, Message::Error(_)));
         assert_eq!(
             s.poll_event(),
             Some(Event::Failed(SessionError::VersionMismatch(4)))
@@ -332,7 +442,7 @@ mod tests {
             now,
             OfpMessage::new(7, Message::EchoRequest(Echo { data: vec![1, 2] })),
         );
-        let r = s.poll_transmit().unwrap();
+        let r = sent(&mut s).remove(0);
         assert_eq!(r.xid, 7);
         assert_eq!(r.body, Message::EchoReply(Echo { data: vec![1, 2] }));
     }
@@ -344,12 +454,9 @@ mod tests {
         let step = Duration::from_secs(5);
         assert_eq!(s.poll_timeout(), Some(t0 + step));
         s.handle_timeout(t0 + Duration::from_secs(4));
-        assert!(s.poll_transmit().is_none());
+        assert!(sent(&mut s).is_empty());
         s.handle_timeout(t0 + step);
-        assert!(matches!(
-            s.poll_transmit().unwrap().body,
-            Message::EchoRequest(_)
-        ));
+        assert!(matches!(sent(&mut s)[0].body, Message::EchoRequest(_)));
         // Traffic resets the clock.
         let t1 = t0 + Duration::from_secs(6);
         s.handle_message(t1, OfpMessage::new(50, Message::EchoReply(Echo::default())));
@@ -371,7 +478,7 @@ mod tests {
                 probe_interval: Duration::ZERO,
             },
         );
-        s.poll_transmit();
+        sent(&mut s);
         s.handle_message(
             t0,
             OfpMessage::new(1, Message::Hello(Hello::with_versions(&[6]))),
@@ -379,7 +486,7 @@ mod tests {
         assert_eq!(s.poll_event(), Some(Event::Connected));
         assert_eq!(s.poll_timeout(), None);
         s.handle_timeout(t0 + Duration::from_secs(3 * 86_400 + 1));
-        assert!(s.poll_transmit().is_none());
+        assert!(sent(&mut s).is_empty());
         assert!(s.poll_event().is_none());
     }
 
@@ -387,13 +494,15 @@ mod tests {
     fn correlates_multipart_replies() {
         let now = Instant::now();
         let mut s = connected(now);
-        let xid = s.send(
-            Message::MultipartRequest(crate::wire::MultipartRequest {
-                flags: 0,
-                body: crate::wire::MultipartRequestBody::GroupDesc(0xffff_fffc),
-            }),
-            true,
-        );
+        let xid = s
+            .send(
+                &Message::MultipartRequest(crate::wire::MultipartRequest {
+                    flags: 0,
+                    body: crate::wire::MultipartRequestBody::GroupDesc(0xffff_fffc),
+                }),
+                true,
+            )
+            .unwrap();
         let part = |flags| {
             OfpMessage::new(
                 xid,
@@ -422,8 +531,12 @@ mod tests {
     fn barrier_collects_errors_of_earlier_messages() {
         let now = Instant::now();
         let mut s = connected(now);
-        let a = s.send(Message::FlowMod(FlowMod::default()), false);
-        let b = s.send(Message::FlowMod(FlowMod::default()), false);
+        let a = s
+            .send(&Message::FlowMod(FlowMod::default()), false)
+            .unwrap();
+        let b = s
+            .send(&Message::FlowMod(FlowMod::default()), false)
+            .unwrap();
         let bar = s.barrier();
         let err = ErrorMsg {
             code: ErrorCode::Standard { ty: 5, code: 1 },
@@ -443,21 +556,27 @@ mod tests {
         s.handle_message(now, OfpMessage::new(a, Message::Error(err.clone())));
         assert!(matches!(s.poll_event(), Some(Event::Async(_))));
         // Errors of untracked fire-and-forget messages (packet-outs) are asynchronous.
-        let c = s.send(
-            Message::PacketOut(crate::wire::PacketOut {
-                buffer_id: u32::MAX,
-                r#match: crate::oxm::Match::default(),
-                actions: vec![],
-                data: vec![],
-            }),
-            false,
-        );
+        let c = s
+            .send(
+                &Message::PacketOut(crate::wire::PacketOut {
+                    buffer_id: u32::MAX,
+                    r#match: crate::oxm::Match::default(),
+                    actions: vec![],
+                    data: vec![],
+                }),
+                false,
+            )
+            .unwrap();
         s.handle_message(now, OfpMessage::new(c, Message::Error(err.clone())));
         assert!(matches!(s.poll_event(), Some(Event::Async(_))));
         // Errors of messages sent after the barrier in flight wait for the next one.
-        let d = s.send(Message::FlowMod(FlowMod::default()), false);
+        let d = s
+            .send(&Message::FlowMod(FlowMod::default()), false)
+            .unwrap();
         let bar2 = s.barrier();
-        let e = s.send(Message::FlowMod(FlowMod::default()), false);
+        let e = s
+            .send(&Message::FlowMod(FlowMod::default()), false)
+            .unwrap();
         let bar3 = s.barrier();
         // (e's error even arrives before bar2's reply: it still belongs to bar3.)
         s.handle_message(now, OfpMessage::new(d, Message::Error(err.clone())));
@@ -478,5 +597,120 @@ mod tests {
                 errors: vec![(e, err)]
             })
         );
+    }
+
+    #[test]
+    fn encoded_frames_get_xids_and_bundle_adds_carry_them_inside() {
+        let now = Instant::now();
+        let mut s = connected(now);
+        let mut b = crate::wire::BundleBuilder::new(1);
+        b.push_message(&Message::FlowMod(FlowMod::default()))
+            .unwrap();
+        b.push_message(&Message::FlowMod(FlowMod::default()))
+            .unwrap();
+        let (frames, _) = b.into_frames(5);
+        let xids = s.send_encoded(frames, false).unwrap();
+        assert_eq!(xids.len(), 2);
+        assert_eq!(xids[1], xids[0] + 1);
+        let out = sent(&mut s);
+        assert_eq!(out.len(), 2);
+        for (m, xid) in out.iter().zip(&xids) {
+            assert_eq!(m.xid, *xid);
+            let Message::BundleAddMessage(add) = &m.body else {
+                panic!("{m:?}")
+            };
+            assert_eq!(add.bundle_id, 5);
+            assert_eq!(OfpMessage::decode(&add.message).unwrap().xid, *xid);
+        }
+        // Bundle adds are tracked: their errors come with the next barrier.
+        let bar = s.barrier();
+        let err = ErrorMsg {
+            code: ErrorCode::Standard { ty: 5, code: 0 },
+            data: vec![],
+        };
+        s.handle_message(now, OfpMessage::new(xids[1], Message::Error(err.clone())));
+        s.handle_message(now, OfpMessage::new(bar, Message::BarrierReply(Empty)));
+        assert_eq!(
+            s.poll_event(),
+            Some(Event::Barrier {
+                xid: bar,
+                errors: vec![(xids[1], err.clone())]
+            })
+        );
+        // Past that barrier they are not ours, unless tracked again.
+        s.handle_message(now, OfpMessage::new(xids[0], Message::Error(err.clone())));
+        assert!(matches!(s.poll_event(), Some(Event::Async(_))));
+        s.track_errors(xids.iter().copied());
+        let bar = s.barrier();
+        s.handle_message(now, OfpMessage::new(xids[0], Message::Error(err.clone())));
+        s.handle_message(now, OfpMessage::new(bar, Message::BarrierReply(Empty)));
+        assert_eq!(
+            s.poll_event(),
+            Some(Event::Barrier {
+                xid: bar,
+                errors: vec![(xids[0], err)]
+            })
+        );
+    }
+
+    #[test]
+    fn encoded_requests_and_barriers_are_correlated() {
+        let now = Instant::now();
+        let mut s = connected(now);
+        let mut frames = BytesMut::new();
+        Message::EchoRequest(Echo { data: vec![3] })
+            .encode(0, &mut frames)
+            .unwrap();
+        let xid = s.send_encoded(frames, true).unwrap()[0];
+        let mut frames = BytesMut::new();
+        Message::BarrierRequest(Empty)
+            .encode(0, &mut frames)
+            .unwrap();
+        let bar = s.send_encoded(frames, false).unwrap()[0];
+        assert_eq!(
+            sent(&mut s).iter().map(|m| m.xid).collect::<Vec<_>>(),
+            [xid, bar]
+        );
+        s.handle_message(
+            now,
+            OfpMessage::new(xid, Message::EchoReply(Echo { data: vec![3] })),
+        );
+        assert!(matches!(s.poll_event(), Some(Event::Reply { xid: x, .. }) if x == xid));
+        s.handle_message(now, OfpMessage::new(bar, Message::BarrierReply(Empty)));
+        assert!(matches!(s.poll_event(), Some(Event::Barrier { xid: x, .. }) if x == bar));
+    }
+
+    #[test]
+    fn malformed_frames_and_overlong_messages_queue_nothing() {
+        let now = Instant::now();
+        let mut s = connected(now);
+        let mut frames = BytesMut::new();
+        Message::BarrierRequest(Empty)
+            .encode(0, &mut frames)
+            .unwrap();
+        frames.extend_from_slice(&[6, 20, 0, 9, 0, 0, 0, 0]); // claims 9 bytes, has 8
+        assert!(matches!(
+            s.send_encoded(frames, false),
+            Err(EncodeError::Inconsistent(_))
+        ));
+        let long = Message::EchoRequest(Echo {
+            data: vec![0; 70_000],
+        });
+        assert!(matches!(
+            s.send(&long, true),
+            Err(EncodeError::TooLong { .. })
+        ));
+        assert!(sent(&mut s).is_empty());
+        // Nothing is pending: a barrier completes with no errors, and no reply waits.
+        let bar = s.barrier();
+        s.handle_message(now, OfpMessage::new(bar, Message::BarrierReply(Empty)));
+        assert_eq!(
+            s.poll_event(),
+            Some(Event::Barrier {
+                xid: bar,
+                errors: vec![]
+            })
+        );
+        assert!(s.pending.is_empty());
     }
 }

@@ -2,7 +2,7 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use super::value::{parse_int_bytes, parse_port, parse_u128, parse_value};
+use super::value::{parse_int_bytes, parse_port, parse_port16, parse_u128, parse_value};
 use super::{call, split_top, ParseError};
 use crate::action::ct::{
     NX_CT_F_COMMIT, NX_CT_F_FORCE, NX_NAT_F_DST, NX_NAT_F_PERSISTENT, NX_NAT_F_PROTO_HASH,
@@ -367,7 +367,7 @@ fn parse_resubmit(args: &str) -> Result<Action, ParseError> {
         in_port: if port.is_empty() {
             0xfff8
         } else {
-            parse_port(port)? as u16
+            parse_port16(port)?
         },
         table: if table.is_empty() { 255 } else { num(table)? },
         ct,
@@ -404,7 +404,7 @@ pub fn parse_action(t: &str) -> Result<Action, ParseError> {
             max_len: num(n)?,
         },
         ("resubmit", Some(p)) => Action::Resubmit {
-            in_port: parse_port(p)? as u16,
+            in_port: parse_port16(p)?,
             table: 255,
             ct: false,
         },
@@ -458,7 +458,7 @@ fn parse_call(t: &str) -> Result<Action, ParseError> {
         let (mut port, mut max_len) = (None, None);
         for kv in split_top(x) {
             match kv.split_once('=') {
-                Some(("port", v)) => port = Some(parse_port(v)? as u16),
+                Some(("port", v)) => port = Some(parse_port16(v)?),
                 Some(("max_len", v)) => max_len = Some(num(v)?),
                 _ => return Err(bad(kv)),
             }

@@ -8,7 +8,7 @@ use std::str::FromStr;
 use super::actfmt::put_actions;
 use super::actparse::parse_instructions;
 use super::matchfmt::{format_match, parse_match_item};
-use super::value::{parse_u128, put_hex};
+use super::value::{parse_uint, put_hex};
 use super::ParseError;
 use crate::oxm::Match;
 use crate::wire::flow_mod::OFPFC_ADD;
@@ -175,14 +175,15 @@ impl FromStr for Flow {
                 continue;
             }
             let (k, v) = item.split_once('=').unwrap_or((item, ""));
-            let n = |v: &str| parse_u128(v);
             match k {
-                "cookie" => flow.cookie = n(v.split('/').next().unwrap_or(v))? as u64,
-                "table" => flow.table_id = n(v)? as u8,
-                "priority" => flow.priority = n(v)? as u16,
-                "idle_timeout" => flow.idle_timeout = n(v)? as u16,
-                "hard_timeout" => flow.hard_timeout = n(v)? as u16,
-                "importance" => flow.importance = n(v)? as u16,
+                "cookie" => {
+                    flow.cookie = parse_uint("cookie", v.split('/').next().unwrap_or(v))?;
+                }
+                "table" => flow.table_id = parse_uint("table", v)?,
+                "priority" => flow.priority = parse_uint("priority", v)?,
+                "idle_timeout" => flow.idle_timeout = parse_uint("idle_timeout", v)?,
+                "hard_timeout" => flow.hard_timeout = parse_uint("hard_timeout", v)?,
+                "importance" => flow.importance = parse_uint("importance", v)?,
                 "duration" | "n_packets" | "n_bytes" | "idle_age" | "hard_age" => {}
                 _ => parse_match_item(&mut flow.r#match, item)?,
             }

@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use super::actfmt::put_actions;
 use super::actparse::parse_actions;
-use super::value::{fmt_port, fmt_value, parse_port, parse_u128, parse_value, Ctx};
+use super::value::{fmt_port, fmt_value, parse_port, parse_uint, parse_value, Ctx};
 use super::{split_top, ParseError};
 use crate::oxm::{FieldId, FieldRef, MatchField};
 use crate::wire::group_mod::{OFPGT_ALL, OFPGT_FF, OFPGT_INDIRECT, OFPGT_SELECT};
@@ -125,10 +125,10 @@ fn parse_bucket(text: &str, index: u32, select: bool) -> Result<Bucket, ParseErr
             .split_once([':', '='])
             .ok_or_else(|| ParseError::Syntax(format!("bucket item `{item}`")))?;
         match k {
-            "bucket_id" => b.bucket_id = parse_u128(v)? as u32,
-            "weight" => b.weight = Some(parse_u128(v)? as u16),
+            "bucket_id" => b.bucket_id = parse_uint("bucket_id", v)?,
+            "weight" => b.weight = Some(parse_uint("weight", v)?),
             "watch_port" => b.watch_port = Some(parse_port(v)?),
-            "watch_group" => b.watch_group = Some(parse_u128(v)? as u32),
+            "watch_group" => b.watch_group = Some(parse_uint("watch_group", v)?),
             _ => {
                 // ovs-ofctl also accepts bare actions in a bucket.
                 b.actions = parse_actions(rest_trim)?;
@@ -165,7 +165,7 @@ impl FromStr for Group {
             }
             let (k, v) = item.split_once('=').unwrap_or((item, ""));
             match k {
-                "group_id" => g.group_id = parse_u128(v)? as u32,
+                "group_id" => g.group_id = parse_uint("group_id", v)?,
                 "type" => {
                     g.group_type = match v {
                         "all" => OFPGT_ALL,
@@ -176,7 +176,9 @@ impl FromStr for Group {
                     }
                 }
                 "selection_method" => v.clone_into(&mut g.selection_method),
-                "selection_method_param" => g.selection_method_param = parse_u128(v)? as u64,
+                "selection_method_param" => {
+                    g.selection_method_param = parse_uint("selection_method_param", v)?;
+                }
                 "fields" => g.fields = parse_fields(v)?,
                 "" => {}
                 _ => return Err(ParseError::UnknownField(k.to_owned())),

@@ -387,11 +387,12 @@ pub fn parse_match_item(m: &mut Match, item: &str) -> Result<(), ParseError> {
             return Ok(());
         }
         "dl_vlan" => {
-            let vid = super::value::parse_u128(val)? as u16 & 0x0fff;
+            // ovs-ofctl keeps the low 12 bits of a larger value; we refuse it.
+            let vid = super::value::parse_bits("dl_vlan", val, 12)? as u16;
             return push(m, "vlan_vid", (vid | 0x1000).to_be_bytes().to_vec(), None);
         }
         "dl_vlan_pcp" | "vlan_pcp" => {
-            let pcp = super::value::parse_u128(val)? as u8 & 7;
+            let pcp = super::value::parse_bits("dl_vlan_pcp", val, 3)? as u8;
             if m.get(FieldId::by_name("vlan_vid").unwrap_or(FieldId(0)))
                 .is_none()
             {
@@ -400,7 +401,13 @@ pub fn parse_match_item(m: &mut Match, item: &str) -> Result<(), ParseError> {
             return push(m, "vlan_pcp", vec![pcp], None);
         }
         "nw_tos" => {
-            let tos = super::value::parse_u128(val)? as u8;
+            let tos: u8 = super::value::parse_uint("nw_tos", val)?;
+            // ovs-ofctl drops the two ECN bits; we refuse them (they are `nw_ecn`).
+            if tos & 3 != 0 {
+                return Err(ParseError::BadValue(format!(
+                    "nw_tos={val}: the 2 low (ECN) bits are not part of nw_tos (use nw_ecn)"
+                )));
+            }
             return push(m, "ip_dscp", vec![tos >> 2], None);
         }
         "nw_proto" | "ip_proto" if is_arp => "arp_op".into(),

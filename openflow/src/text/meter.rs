@@ -6,7 +6,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::value::parse_u128;
+use super::value::parse_uint;
 use super::ParseError;
 use crate::wire::meter_mod::{
     OFPMBT_DROP, OFPMBT_DSCP_REMARK, OFPMF_BURST, OFPMF_KBPS, OFPMF_PKTPS, OFPMF_STATS,
@@ -58,7 +58,7 @@ impl FromStr for MeterMod {
         let mut m = MeterMod::default();
         for item in head.split([',', ' ']).filter(|x| !x.is_empty()) {
             match item.split_once('=') {
-                Some(("meter", v)) => m.meter_id = parse_u128(v)? as u32,
+                Some(("meter", v)) => m.meter_id = parse_uint("meter", v)?,
                 None => {
                     m.flags |= match item {
                         "kbps" => OFPMF_KBPS,
@@ -94,9 +94,9 @@ impl FromStr for MeterMod {
                 .as_mut()
                 .ok_or_else(|| ParseError::Syntax("band without type=".into()))?;
             match k {
-                "rate" => b.rate = parse_u128(v)? as u32,
-                "burst_size" => b.burst_size = parse_u128(v)? as u32,
-                "prec_level" => b.extra[0] = parse_u128(v)? as u8,
+                "rate" => b.rate = parse_uint("rate", v)?,
+                "burst_size" => b.burst_size = parse_uint("burst_size", v)?,
+                "prec_level" => b.extra[0] = parse_uint("prec_level", v)?,
                 _ => return Err(ParseError::UnknownField(k.into())),
             }
         }

@@ -28,6 +28,13 @@ pub enum ParseError {
     BadValue(String),
     #[error("syntax error: {0}")]
     Syntax(String),
+    /// A number too large for its field: refused, never truncated.
+    #[error("{what}={value}: out of range for a {bits}-bit field")]
+    OutOfRange {
+        what: &'static str,
+        value: String,
+        bits: u32,
+    },
 }
 
 /// Split at top-level commas (not inside parentheses or brackets).

@@ -199,7 +199,16 @@ pub fn parse_port(t: &str) -> Result<u32, ParseError> {
         "CONTROLLER" | "controller" => 0xfffd,
         "LOCAL" | "local" => 0xfffe,
         "ANY" | "NONE" | "any" | "none" => 0xffff,
-        _ => parse_u128(t)? as u32,
+        _ => parse_uint::<u32>("port", t)?,
+    })
+}
+
+/// A port in a 16-bit (OpenFlow 1.0) port field, such as `resubmit`'s.
+pub fn parse_port16(t: &str) -> Result<u16, ParseError> {
+    u16::try_from(parse_port(t)?).map_err(|_| ParseError::OutOfRange {
+        what: "port",
+        value: t.to_owned(),
+        bits: 16,
     })
 }
 
@@ -277,6 +286,30 @@ pub fn fmt_value(s: &mut String, kind: Kind, ctx: Ctx, v: &[u8], m: Option<&[u8]
             fmt_frag(s, v.first().copied().unwrap_or(0), mv);
         }
     }
+}
+
+/// A number that must fit `bits` bits (`what` names the field in the error).
+pub fn parse_bits(what: &'static str, t: &str, bits: u32) -> Result<u128, ParseError> {
+    let v = parse_u128(t)?;
+    if bits < 128 && v >> bits != 0 {
+        return Err(ParseError::OutOfRange {
+            what,
+            value: t.to_owned(),
+            bits,
+        });
+    }
+    Ok(v)
+}
+
+/// A number of type `T`; one that does not fit is [`ParseError::OutOfRange`], never
+/// truncated.
+pub fn parse_uint<T: TryFrom<u128>>(what: &'static str, t: &str) -> Result<T, ParseError> {
+    let bits = (std::mem::size_of::<T>() * 8) as u32;
+    T::try_from(parse_bits(what, t, bits)?).map_err(|_| ParseError::OutOfRange {
+        what,
+        value: t.to_owned(),
+        bits,
+    })
 }
 
 pub fn parse_u128(t: &str) -> Result<u128, ParseError> {
@@ -374,8 +407,13 @@ fn parse_flags(t: &str, names: &[&str], max: u32) -> Result<(u32, Option<u32>), 
     }
     if t.starts_with("0x") || t.chars().all(|c| c.is_ascii_digit()) {
         let (a, b) = t.split_once('/').map_or((t, None), |(a, b)| (a, Some(b)));
-        let m = b.map(parse_u128).transpose()?.map(|x| x as u32);
-        return Ok((parse_u128(a)? as u32, m.filter(|m| *m != max)));
+        let bits = 32 - max.leading_zeros();
+        let m = b
+            .map(|b| parse_bits("flags mask", b, bits))
+            .transpose()?
+            .map(|x| x as u32);
+        let v = parse_bits("flags", a, bits)? as u32;
+        return Ok((v, m.filter(|m| *m != max)));
     }
     let mut v = 0;
     for n in t.split('|') {

@@ -2,6 +2,7 @@
 
 use bytes::{BufMut, BytesMut};
 
+use super::encode::{len16, EncodeError};
 use super::reader::{put_pad8, DecodeError, Reader};
 use super::Wire;
 
@@ -14,7 +15,9 @@ impl Wire for Empty {
         Reader::new(buf).finish("empty message")?;
         Ok(Self)
     }
-    fn encode(&self, _out: &mut BytesMut) {}
+    fn encode(&self, _out: &mut BytesMut) -> Result<(), EncodeError> {
+        Ok(())
+    }
 }
 
 /// `OFPT_ECHO_REQUEST` / `OFPT_ECHO_REPLY`: arbitrary payload echoed back.
@@ -27,8 +30,9 @@ impl Wire for Echo {
     fn decode(buf: &[u8]) -> Result<Self, DecodeError> {
         Ok(Self { data: buf.to_vec() })
     }
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
         out.put_slice(&self.data);
+        Ok(())
     }
 }
 
@@ -103,25 +107,26 @@ impl Wire for Hello {
         Ok(Self { elements })
     }
 
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
         for e in &self.elements {
             let start = out.len();
             match e {
                 HelloElem::VersionBitmap(words) => {
                     out.put_u16(1);
-                    out.put_u16((4 + 4 * words.len()) as u16);
+                    out.put_u16(len16(4 + 4 * words.len(), "hello element")?);
                     for w in words {
                         out.put_u32(*w);
                     }
                 }
                 HelloElem::Unknown { ty, body } => {
                     out.put_u16(*ty);
-                    out.put_u16((4 + body.len()) as u16);
+                    out.put_u16(len16(4 + body.len(), "hello element")?);
                     out.put_slice(body);
                 }
             }
             put_pad8(out, start);
         }
+        Ok(())
     }
 }
 
@@ -171,7 +176,7 @@ impl Wire for ErrorMsg {
         })
     }
 
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
         match self.code {
             ErrorCode::Standard { ty, code } => {
                 out.put_u16(ty);
@@ -187,6 +192,7 @@ impl Wire for ErrorMsg {
             }
         }
         out.put_slice(&self.data);
+        Ok(())
     }
 }
 
@@ -217,7 +223,7 @@ impl Wire for FeaturesReply {
         r.finish("ofp_switch_features")?;
         Ok(out)
     }
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
         out.put_u64(self.datapath_id);
         out.put_u32(self.n_buffers);
         out.put_u8(self.n_tables);
@@ -225,6 +231,7 @@ impl Wire for FeaturesReply {
         out.put_u16(0);
         out.put_u32(self.capabilities);
         out.put_u32(0);
+        Ok(())
     }
 }
 
@@ -245,9 +252,10 @@ impl Wire for SwitchConfig {
         r.finish("ofp_switch_config")?;
         Ok(out)
     }
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
         out.put_u16(self.flags);
         out.put_u16(self.miss_send_len);
+        Ok(())
     }
 }
 
@@ -270,10 +278,11 @@ impl Wire for RoleRequest {
             generation_id,
         })
     }
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
         out.put_u32(self.role);
         out.put_u32(0);
         out.put_u64(self.generation_id);
+        Ok(())
     }
 }
 
@@ -323,11 +332,11 @@ impl Wire for PortStatus {
             properties,
         })
     }
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
         out.put_u8(self.reason);
         out.put_slice(&[0; 7]);
         out.put_u32(self.port_no);
-        out.put_u16((40 + self.properties.len()) as u16);
+        out.put_u16(len16(40 + self.properties.len(), "ofp_port")?);
         out.put_u16(0);
         out.put_slice(&self.hw_addr);
         out.put_u16(0);
@@ -335,5 +344,6 @@ impl Wire for PortStatus {
         out.put_u32(self.config);
         out.put_u32(self.state);
         out.put_slice(&self.properties);
+        Ok(())
     }
 }

@@ -7,6 +7,7 @@
 
 use bytes::{BufMut, BytesMut};
 
+use super::encode::{put_match, EncodeError};
 use super::instruction::Instruction;
 use super::reader::{DecodeError, Reader};
 use super::Wire;
@@ -83,7 +84,7 @@ impl Wire for FlowMod {
         Ok(f)
     }
 
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
         out.put_u64(self.cookie);
         out.put_u64(self.cookie_mask);
         out.put_u8(self.table_id);
@@ -96,7 +97,7 @@ impl Wire for FlowMod {
         out.put_u32(self.out_group);
         out.put_u16(self.flags);
         out.put_u16(self.importance);
-        self.r#match.encode(out);
-        Instruction::encode_list(&self.instructions, out);
+        put_match(&self.r#match, out)?;
+        Instruction::encode_list(&self.instructions, out)
     }
 }

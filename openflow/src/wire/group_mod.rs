@@ -8,6 +8,7 @@
 
 use bytes::{BufMut, BytesMut};
 
+use super::encode::{len16, patch_len16, put_oxm, EncodeError};
 use super::reader::{put_pad8, DecodeError, Reader};
 use super::Wire;
 use crate::action::Action;
@@ -68,12 +69,13 @@ fn read_props(
     Ok(())
 }
 
-fn put_prop(out: &mut BytesMut, ty: u16, body: &[u8]) {
+fn put_prop(out: &mut BytesMut, ty: u16, body: &[u8]) -> Result<(), EncodeError> {
     let start = out.len();
     out.put_u16(ty);
-    out.put_u16((4 + body.len()) as u16);
+    out.put_u16(len16(4 + body.len(), "group property")?);
     out.put_slice(body);
     put_pad8(out, start);
+    Ok(())
 }
 
 impl Bucket {
@@ -120,31 +122,29 @@ impl Bucket {
         Ok(out)
     }
 
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
         let start = out.len();
         out.put_u16(0);
         out.put_u16(0);
         out.put_u32(self.bucket_id);
         let a0 = out.len();
-        Action::encode_list(&self.actions, out);
-        let alen = (out.len() - a0) as u16;
+        Action::encode_list(&self.actions, out)?;
+        patch_len16(out, a0, start + 2, "ofp15_bucket action_array_len")?;
         if let Some(w) = self.weight {
             // `ofp15_group_bucket_prop_weight` counts its 2 pad bytes in the length.
             let [a, b] = w.to_be_bytes();
-            put_prop(out, OFPGBPT_WEIGHT, &[a, b, 0, 0]);
+            put_prop(out, OFPGBPT_WEIGHT, &[a, b, 0, 0])?;
         }
         if let Some(p) = self.watch_port {
-            put_prop(out, OFPGBPT_WATCH_PORT, &p.to_be_bytes());
+            put_prop(out, OFPGBPT_WATCH_PORT, &p.to_be_bytes())?;
         }
         if let Some(g) = self.watch_group {
-            put_prop(out, OFPGBPT_WATCH_GROUP, &g.to_be_bytes());
+            put_prop(out, OFPGBPT_WATCH_GROUP, &g.to_be_bytes())?;
         }
         for (ty, body) in &self.unknown_props {
-            put_prop(out, *ty, body);
+            put_prop(out, *ty, body)?;
         }
-        let len = (out.len() - start) as u16;
-        out[start..start + 2].copy_from_slice(&len.to_be_bytes());
-        out[start + 2..start + 4].copy_from_slice(&alen.to_be_bytes());
+        patch_len16(out, start, start, "ofp15_bucket")
     }
 }
 
@@ -205,15 +205,20 @@ impl Group {
         Ok(())
     }
 
-    pub(crate) fn encode_buckets(&self, out: &mut BytesMut) -> u16 {
+    /// The buckets, with their total length written as a be16 at `len_at`.
+    pub(crate) fn encode_buckets(
+        &self,
+        out: &mut BytesMut,
+        len_at: usize,
+    ) -> Result<(), EncodeError> {
         let b0 = out.len();
         for b in &self.buckets {
-            b.encode(out);
+            b.encode(out)?;
         }
-        (out.len() - b0) as u16
+        patch_len16(out, b0, len_at, "bucket_array_len")
     }
 
-    pub(crate) fn encode_props(&self, out: &mut BytesMut) {
+    pub(crate) fn encode_props(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
         if !self.selection_method.is_empty() {
             let start = out.len();
             out.put_u16(0xffff);
@@ -231,20 +236,20 @@ impl Group {
             for f in &self.fields {
                 let (_, _, w) = header_of(f);
                 let value = f.mask.clone().unwrap_or_else(|| vec![0xff; w]);
-                MatchField {
+                let f = MatchField {
                     field: f.field,
                     value,
                     mask: None,
-                }
-                .encode(out);
+                };
+                put_oxm(&f, out)?;
             }
-            let len = (out.len() - start) as u16;
-            out[start + 2..start + 4].copy_from_slice(&len.to_be_bytes());
+            patch_len16(out, start, start + 2, "selection_method property")?;
             put_pad8(out, start);
         }
         for (ty, body) in &self.unknown_props {
-            put_prop(out, *ty, body);
+            put_prop(out, *ty, body)?;
         }
+        Ok(())
     }
 }
 
@@ -292,7 +297,7 @@ impl Wire for GroupMod {
         })
     }
 
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
         out.put_u16(self.command);
         out.put_u8(self.group.group_type);
         out.put_u8(0);
@@ -301,8 +306,7 @@ impl Wire for GroupMod {
         out.put_u16(0);
         out.put_u16(0);
         out.put_u32(self.command_bucket_id);
-        let blen = self.group.encode_buckets(out);
-        out[len_at..len_at + 2].copy_from_slice(&blen.to_be_bytes());
-        self.group.encode_props(out);
+        self.group.encode_buckets(out, len_at)?;
+        self.group.encode_props(out)
     }
 }

@@ -2,6 +2,7 @@
 
 use bytes::{BufMut, BytesMut};
 
+use super::encode::{all_or_nothing, patch_len16, EncodeError};
 use super::reader::{DecodeError, Reader};
 use crate::action::Action;
 
@@ -64,7 +65,13 @@ impl Instruction {
         Ok(out)
     }
 
-    pub fn encode(&self, out: &mut BytesMut) {
+    /// Append the instruction; on error (an action list too long for its 16-bit length)
+    /// `out` is left as it was.
+    pub fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
+        all_or_nothing(out, |out| self.encode_partial(out))
+    }
+
+    fn encode_partial(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
         let start = out.len();
         let ty = match self {
             Self::GotoTable(_) => OFPIT_GOTO_TABLE,
@@ -88,19 +95,19 @@ impl Instruction {
             }
             Self::WriteActions(a) | Self::ApplyActions(a) => {
                 out.put_u32(0);
-                Action::encode_list(a, out);
+                Action::encode_list(a, out)?;
             }
             Self::ClearActions => out.put_u32(0),
             Self::Unknown { body, .. } => out.put_slice(body),
         }
         super::reader::put_pad8(out, start);
-        let len = (out.len() - start) as u16;
-        out[start + 2..start + 4].copy_from_slice(&len.to_be_bytes());
+        patch_len16(out, start, start + 2, "instruction")
     }
 
-    pub fn encode_list(list: &[Self], out: &mut BytesMut) {
-        for i in list {
-            i.encode(out);
-        }
+    /// Append every instruction; on error `out` is left as it was.
+    pub fn encode_list(list: &[Self], out: &mut BytesMut) -> Result<(), EncodeError> {
+        all_or_nothing(out, |out| {
+            list.iter().try_for_each(|i| i.encode_partial(out))
+        })
     }
 }

@@ -2,6 +2,7 @@
 
 use bytes::{BufMut, BytesMut};
 
+use super::encode::EncodeError;
 use super::reader::{DecodeError, Reader};
 use super::Wire;
 
@@ -78,10 +79,11 @@ impl Wire for MeterMod {
             bands,
         })
     }
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
         out.put_u16(self.command);
         out.put_u16(self.flags);
         out.put_u32(self.meter_id);
         self.bands.iter().for_each(|b| b.encode(out));
+        Ok(())
     }
 }

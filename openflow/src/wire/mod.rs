@@ -5,6 +5,7 @@
 
 pub mod basic;
 pub mod bundle;
+pub mod encode;
 pub mod errors;
 pub mod flow_mod;
 pub mod group_mod;
@@ -22,7 +23,8 @@ pub use basic::{
     Echo, Empty, ErrorCode, ErrorMsg, FeaturesReply, Hello, HelloElem, PortStatus, RoleRequest,
     SwitchConfig, NX_VENDOR_ID, ONF_VENDOR_ID,
 };
-pub use bundle::{BundleAddMessage, BundleControl};
+pub use bundle::{BundleAddMessage, BundleBuilder, BundleControl};
+pub use encode::{EncodeError, MAX_MESSAGE_LEN};
 pub use flow_mod::FlowMod;
 pub use group_mod::{Bucket, Group, GroupMod};
 pub use header::{frame_len, Header, HEADER_LEN, OFP15_VERSION};
@@ -42,7 +44,9 @@ pub use reader::{DecodeError, Reader};
 /// experimenter id and subtype for vendor messages).
 pub trait Wire: Sized {
     fn decode(buf: &[u8]) -> Result<Self, DecodeError>;
-    fn encode(&self, out: &mut BytesMut);
+    /// Append the body to `out`. A length that does not fit its field is an error; `out` may
+    /// then hold part of the body ([`OfpMessage::encode`] removes it).
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError>;
 }
 
 const OFPT_EXPERIMENTER: u8 = 4;
@@ -72,11 +76,17 @@ macro_rules! messages {
             }
 
             /// `(ofp type, Some((experimenter, subtype)))` on the wire.
-            fn code(&self) -> (u8, Option<(u32, u32)>) {
+            pub(crate) fn code(&self) -> (u8, Option<(u32, u32)>) {
                 match self {
                     $( Message::$variant(_) => messages!(@code $space $code), )*
                     Message::Unknown { ty, experimenter, .. } => (*ty, *experimenter),
                 }
+            }
+
+            /// Append the whole OpenFlow 1.5 message (header with `xid`, then this body) to
+            /// `out`, as [`OfpMessage::encode`] does, without building an [`OfpMessage`].
+            pub fn encode(&self, xid: u32, out: &mut BytesMut) -> Result<(), EncodeError> {
+                encode_message(OFP15_VERSION, xid, self, out)
             }
 
             fn decode_body(ty: u8, exp: Option<(u32, u32)>, body: &[u8]) -> Result<Self, DecodeError> {
@@ -86,10 +96,13 @@ macro_rules! messages {
                 Ok(Message::Unknown { ty, experimenter: exp, body: body.to_vec() })
             }
 
-            fn encode_body(&self, out: &mut BytesMut) {
+            fn encode_body(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
                 match self {
                     $( Message::$variant(m) => m.encode(out), )*
-                    Message::Unknown { body, .. } => out.put_slice(body),
+                    Message::Unknown { body, .. } => {
+                        out.put_slice(body);
+                        Ok(())
+                    }
                 }
             }
         }
@@ -191,30 +204,42 @@ impl OfpMessage {
         })
     }
 
-    pub fn encode(&self, out: &mut BytesMut) {
+    /// Append the whole message to `out`. A message longer than 65535 bytes (or with any
+    /// part that does not fit its length field) is an error, and `out` is left as it was.
+    pub fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
+        encode_message(self.version, self.xid, &self.body, out)
+    }
+
+    pub fn to_bytes(&self) -> Result<Vec<u8>, EncodeError> {
+        let mut b = BytesMut::new();
+        self.encode(&mut b)?;
+        Ok(b.to_vec())
+    }
+}
+
+fn encode_message(
+    version: u8,
+    xid: u32,
+    body: &Message,
+    out: &mut BytesMut,
+) -> Result<(), EncodeError> {
+    encode::all_or_nothing(out, |out| {
         let start = out.len();
-        let (ty, exp) = self.body.code();
+        let (ty, exp) = body.code();
         Header {
-            version: self.version,
+            version,
             ty,
             length: 0,
-            xid: self.xid,
+            xid,
         }
         .encode(out);
         if let Some((e, s)) = exp {
             out.put_u32(e);
             out.put_u32(s);
         }
-        self.body.encode_body(out);
-        let len = (out.len() - start) as u16;
-        out[start + 2..start + 4].copy_from_slice(&len.to_be_bytes());
-    }
-
-    pub fn to_bytes(&self) -> Vec<u8> {
-        let mut b = BytesMut::new();
-        self.encode(&mut b);
-        b.to_vec()
-    }
+        body.encode_body(out)?;
+        encode::patch_len16(out, start, start + 2, "OpenFlow message")
+    })
 }
 
 #[cfg(test)]
@@ -223,7 +248,7 @@ mod tests {
 
     fn rt(body: Message) {
         let m = OfpMessage::new(7, body);
-        let bytes = m.to_bytes();
+        let bytes = m.to_bytes().unwrap();
         assert_eq!(frame_len(&bytes), Some(bytes.len()));
         assert_eq!(OfpMessage::decode(&bytes).unwrap(), m);
     }
@@ -264,7 +289,7 @@ mod tests {
     fn hello_bytes_and_versions() {
         let m = OfpMessage::new(1, Message::Hello(Hello::with_versions(&[6])));
         assert_eq!(
-            m.to_bytes(),
+            m.to_bytes().unwrap(),
             [6, 0, 0, 16, 0, 0, 0, 1, 0, 1, 0, 8, 0, 0, 0, 0x40]
         );
         let Message::Hello(h) = m.body else {
@@ -272,6 +297,95 @@ mod tests {
         };
         assert_eq!(h.offers(6), Some(true));
         assert_eq!(h.offers(4), Some(false));
+    }
+
+    #[test]
+    fn too_long_messages_are_errors_and_write_nothing() {
+        let mut out = BytesMut::from(&b"keep"[..]);
+        let fits = OfpMessage::new(
+            1,
+            Message::EchoRequest(Echo {
+                data: vec![0; 65_527],
+            }),
+        );
+        fits.encode(&mut out).unwrap();
+        assert_eq!(out.len(), 4 + 65_535);
+        assert_eq!(frame_len(&out[4..]), Some(65_535));
+        let mut out = BytesMut::from(&b"keep"[..]);
+        let over = OfpMessage::new(
+            1,
+            Message::EchoRequest(Echo {
+                data: vec![0; 65_528],
+            }),
+        );
+        assert_eq!(
+            over.encode(&mut out),
+            Err(EncodeError::TooLong {
+                what: "OpenFlow message",
+                len: 65_536,
+                max: 65_535
+            })
+        );
+        assert_eq!(&out[..], b"keep");
+        assert!(over.to_bytes().is_err());
+    }
+
+    #[test]
+    fn a_group_with_thousands_of_buckets_and_a_flow_with_a_huge_action_list_are_too_long() {
+        use crate::action::Action;
+        let bucket = |i| Bucket {
+            bucket_id: i,
+            actions: vec![Action::Output {
+                port: 1,
+                max_len: 0,
+            }],
+            ..Bucket::default()
+        };
+        // 24 bytes of headers and 24 per bucket: 2729 buckets fit, 2730 do not.
+        let group = |n| {
+            Message::GroupMod(GroupMod {
+                command: 0,
+                command_bucket_id: 0xffff_ffff,
+                group: Group {
+                    group_id: 1,
+                    buckets: (0..n).map(bucket).collect(),
+                    ..Group::default()
+                },
+            })
+        };
+        assert_eq!(
+            OfpMessage::new(1, group(2729)).to_bytes().map(|b| b.len()),
+            Ok(65_520)
+        );
+        let mut out = BytesMut::from(&b"x"[..]);
+        assert!(matches!(
+            OfpMessage::new(1, group(2730)).encode(&mut out),
+            Err(EncodeError::TooLong { .. })
+        ));
+        assert!(matches!(
+            OfpMessage::new(1, group(5000)).encode(&mut out),
+            Err(EncodeError::TooLong { .. })
+        ));
+        assert_eq!(&out[..], b"x");
+        let flow = |n| {
+            Message::FlowMod(FlowMod {
+                instructions: vec![Instruction::ApplyActions(vec![Action::Group(1); n])],
+                ..FlowMod::default()
+            })
+        };
+        assert!(OfpMessage::new(1, flow(8000)).to_bytes().is_ok());
+        assert!(matches!(
+            OfpMessage::new(1, flow(8185)).to_bytes(),
+            Err(EncodeError::TooLong { .. })
+        ));
+        assert!(matches!(
+            OfpMessage::new(1, flow(20_000)).encode(&mut out),
+            Err(EncodeError::TooLong {
+                what: "instruction",
+                ..
+            })
+        ));
+        assert_eq!(&out[..], b"x");
     }
 
     #[test]

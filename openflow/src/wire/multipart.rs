@@ -2,6 +2,7 @@
 
 use bytes::{BufMut, BytesMut};
 
+use super::encode::{len16, patch_len16, put_match, EncodeError};
 use super::group_mod::Group;
 use super::instruction::Instruction;
 use super::meter_mod::MeterBand;
@@ -101,7 +102,7 @@ impl Wire for MultipartRequest {
         Ok(Self { flags, body })
     }
 
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
         let ty = match &self.body {
             MultipartRequestBody::FlowDesc(_) => OFPMP_FLOW_DESC,
             MultipartRequestBody::GroupDesc(_) => OFPMP_GROUP_DESC,
@@ -120,7 +121,7 @@ impl Wire for MultipartRequest {
                 out.put_u32(0);
                 out.put_u64(f.cookie);
                 out.put_u64(f.cookie_mask);
-                f.r#match.encode(out);
+                put_match(&f.r#match, out)?;
             }
             MultipartRequestBody::GroupDesc(id) | MultipartRequestBody::MeterDesc(id) => {
                 out.put_u32(*id);
@@ -128,6 +129,7 @@ impl Wire for MultipartRequest {
             }
             MultipartRequestBody::Other { body, .. } => out.put_slice(body),
         }
+        Ok(())
     }
 }
 
@@ -201,7 +203,7 @@ fn decode_flow_desc(r: &mut Reader<'_>) -> Result<FlowDesc, DecodeError> {
     Ok(f)
 }
 
-fn encode_flow_desc(f: &FlowDesc, out: &mut BytesMut) {
+fn encode_flow_desc(f: &FlowDesc, out: &mut BytesMut) -> Result<(), EncodeError> {
     let start = out.len();
     out.put_u16(0);
     out.put_u16(0);
@@ -213,7 +215,7 @@ fn encode_flow_desc(f: &FlowDesc, out: &mut BytesMut) {
     out.put_u16(f.flags);
     out.put_u16(f.importance);
     out.put_u64(f.cookie);
-    f.r#match.encode(out);
+    put_match(&f.r#match, out)?;
     if f.stats.is_empty() {
         out.put_u16(0);
         out.put_u16(4);
@@ -221,9 +223,8 @@ fn encode_flow_desc(f: &FlowDesc, out: &mut BytesMut) {
     } else {
         out.put_slice(&f.stats);
     }
-    Instruction::encode_list(&f.instructions, out);
-    let len = (out.len() - start) as u16;
-    out[start..start + 2].copy_from_slice(&len.to_be_bytes());
+    Instruction::encode_list(&f.instructions, out)?;
+    patch_len16(out, start, start, "ofp15_flow_desc")
 }
 
 fn decode_group_desc(r: &mut Reader<'_>) -> Result<Group, DecodeError> {
@@ -250,7 +251,7 @@ fn decode_group_desc(r: &mut Reader<'_>) -> Result<Group, DecodeError> {
     Ok(g)
 }
 
-fn encode_group_desc(g: &Group, out: &mut BytesMut) {
+fn encode_group_desc(g: &Group, out: &mut BytesMut) -> Result<(), EncodeError> {
     let start = out.len();
     out.put_u16(0);
     out.put_u8(g.group_type);
@@ -259,11 +260,9 @@ fn encode_group_desc(g: &Group, out: &mut BytesMut) {
     let at = out.len();
     out.put_u16(0);
     out.put_slice(&[0; 6]);
-    let blen = g.encode_buckets(out);
-    out[at..at + 2].copy_from_slice(&blen.to_be_bytes());
-    g.encode_props(out);
-    let len = (out.len() - start) as u16;
-    out[start..start + 2].copy_from_slice(&len.to_be_bytes());
+    g.encode_buckets(out, at)?;
+    g.encode_props(out)?;
+    patch_len16(out, start, start, "ofp15_group_desc_stats")
 }
 
 impl Wire for MultipartReply {
@@ -316,7 +315,9 @@ impl Wire for MultipartReply {
         Ok(Self { flags, body })
     }
 
-    fn encode(&self, out: &mut BytesMut) {
+    /// A reply body longer than one message is an error (the caller splits it into parts
+    /// with `OFPMPF_MORE`).
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
         let ty = match &self.body {
             MultipartReplyBody::FlowDesc(_) => OFPMP_FLOW_DESC,
             MultipartReplyBody::GroupDesc(_) => OFPMP_GROUP_DESC,
@@ -327,11 +328,15 @@ impl Wire for MultipartReply {
         out.put_u16(self.flags);
         out.put_u32(0);
         match &self.body {
-            MultipartReplyBody::FlowDesc(v) => v.iter().for_each(|f| encode_flow_desc(f, out)),
-            MultipartReplyBody::GroupDesc(v) => v.iter().for_each(|g| encode_group_desc(g, out)),
+            MultipartReplyBody::FlowDesc(v) => {
+                v.iter().try_for_each(|f| encode_flow_desc(f, out))?;
+            }
+            MultipartReplyBody::GroupDesc(v) => {
+                v.iter().try_for_each(|g| encode_group_desc(g, out))?;
+            }
             MultipartReplyBody::MeterDesc(v) => {
                 for m in v {
-                    out.put_u16((8 + 16 * m.bands.len()) as u16);
+                    out.put_u16(len16(8 + 16 * m.bands.len(), "ofp13_meter_config")?);
                     out.put_u16(m.flags);
                     out.put_u32(m.meter_id);
                     m.bands.iter().for_each(|b| b.encode(out));
@@ -339,5 +344,6 @@ impl Wire for MultipartReply {
             }
             MultipartReplyBody::Other { body, .. } => out.put_slice(body),
         }
+        Ok(())
     }
 }

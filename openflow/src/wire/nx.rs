@@ -2,6 +2,7 @@
 
 use bytes::{BufMut, BytesMut};
 
+use super::encode::{check_match, patch_len16, EncodeError};
 use super::reader::{put_pad8, DecodeError, Reader};
 use super::Wire;
 use crate::oxm::Match;
@@ -64,7 +65,7 @@ impl PacketInProp {
         Ok(out)
     }
 
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
         let start = out.len();
         let ty = match self {
             Self::Packet(_) => NXPINT_PACKET,
@@ -89,11 +90,14 @@ impl PacketInProp {
                 out.put_u32(0);
                 out.put_u64(*v);
             }
-            Self::Metadata(m) => m.encode_oxms(out),
+            Self::Metadata(m) => {
+                check_match(m)?;
+                m.encode_oxms(out);
+            }
         }
-        let len = (out.len() - start) as u16;
-        out[start + 2..start + 4].copy_from_slice(&len.to_be_bytes());
+        patch_len16(out, start, start + 2, "nx_packet_in2 property")?;
         put_pad8(out, start);
+        Ok(())
     }
 }
 
@@ -153,8 +157,8 @@ impl Wire for PacketIn2 {
             props: PacketInProp::decode_all(Reader::new(buf))?,
         })
     }
-    fn encode(&self, out: &mut BytesMut) {
-        self.props.iter().for_each(|p| p.encode(out));
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
+        self.props.iter().try_for_each(|p| p.encode(out))
     }
 }
 
@@ -174,8 +178,9 @@ impl Wire for SetPacketInFormat {
         r.finish("nx_set_packet_in_format")?;
         Ok(Self { format })
     }
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
         out.put_u32(self.format);
+        Ok(())
     }
 }
 
@@ -233,12 +238,13 @@ impl Wire for TlvTableMod {
             mappings: TlvMap::decode_all(r)?,
         })
     }
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
         out.put_u16(self.command);
         out.put_slice(&[0; 6]);
         for m in &self.mappings {
             m.encode(out);
         }
+        Ok(())
     }
 }
 
@@ -262,13 +268,14 @@ impl Wire for TlvTableReply {
             mappings: TlvMap::decode_all(r)?,
         })
     }
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
         out.put_u32(self.max_option_space);
         out.put_u16(self.max_fields);
         out.put_slice(&[0; 10]);
         for m in &self.mappings {
             m.encode(out);
         }
+        Ok(())
     }
 }
 
@@ -286,8 +293,9 @@ impl Wire for CtFlushZone {
         r.finish("nx_zone_id")?;
         Ok(Self { zone_id })
     }
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
         out.put_slice(&[0; 6]);
         out.put_u16(self.zone_id);
+        Ok(())
     }
 }

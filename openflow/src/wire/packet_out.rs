@@ -6,6 +6,7 @@
 
 use bytes::{BufMut, BytesMut};
 
+use super::encode::{patch_len16, put_match, EncodeError};
 use super::reader::{DecodeError, Reader};
 use super::Wire;
 use crate::action::Action;
@@ -35,16 +36,16 @@ impl Wire for PacketOut {
             data: r.take_rest().to_vec(),
         })
     }
-    fn encode(&self, out: &mut BytesMut) {
+    fn encode(&self, out: &mut BytesMut) -> Result<(), EncodeError> {
         out.put_u32(self.buffer_id);
         let at = out.len();
         out.put_u16(0);
         out.put_u16(0);
-        self.r#match.encode(out);
+        put_match(&self.r#match, out)?;
         let a0 = out.len();
-        Action::encode_list(&self.actions, out);
-        let alen = (out.len() - a0) as u16;
-        out[at..at + 2].copy_from_slice(&alen.to_be_bytes());
+        Action::encode_list(&self.actions, out)?;
+        patch_len16(out, a0, at, "ofp15_packet_out actions_len")?;
         out.put_slice(&self.data);
+        Ok(())
     }
 }

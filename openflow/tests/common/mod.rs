@@ -12,7 +12,7 @@ pub fn ofp_parse(msgs: &[OfpMessage]) -> Vec<String> {
     let path = dir.path().join("msgs.bin");
     let mut bytes = Vec::new();
     for m in msgs {
-        bytes.extend(m.to_bytes());
+        bytes.extend(m.to_bytes().unwrap());
     }
     std::fs::write(&path, &bytes).expect("write");
     let out = Command::new("ovs-ofctl")

@@ -116,8 +116,13 @@ impl ClientConfig {
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Event {
-    /// A connection is up and monitoring.
-    Connected { remote: String, resumed: bool },
+    /// A connection is up and monitoring. `connection` numbers the connections that
+    /// reached this state (1-based); pass it to [`Client::transact_on`].
+    Connected {
+        remote: String,
+        resumed: bool,
+        connection: u64,
+    },
     /// A full snapshot of the monitored rows (apply with `Replica::apply_snapshot`).
     Snapshot(Box<RawValue>),
     /// Incremental table-updates (apply with `Replica::apply_update`).
@@ -146,7 +151,7 @@ impl Event {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ClientStats {
     /// True while a connection is monitoring (transactions sent now go out at
-    /// once; otherwise they wait for the next connection).
+    /// once; otherwise they fail with `TxnError::NotConnected`).
     pub connected: bool,
     /// Connections that reached the monitoring state.
     pub connections: u64,
@@ -180,12 +185,21 @@ pub enum ClientError {
     Stopped,
     #[error("connection lost before the reply")]
     ConnectionLost,
+    /// Not sent: no connection was monitoring (only before the first connection do
+    /// requests wait for one).
+    #[error("not sent: not connected to the database")]
+    NotConnected,
     #[error("server error: {0}")]
     Server(String),
 }
 
 enum Command {
-    Transact(Transaction, oneshot::Sender<Result<TxnOutcome, TxnError>>),
+    /// A transaction, and the connection it was made for (`None`: the current one).
+    Transact(
+        Transaction,
+        Option<u64>,
+        oneshot::Sender<Result<TxnOutcome, TxnError>>,
+    ),
     Request(String, Value, oneshot::Sender<Result<Value, ClientError>>),
     SetCondition(String, Condition, oneshot::Sender<u64>),
     ResetClusterIndex,
@@ -228,21 +242,53 @@ pub fn spawn(config: ClientConfig) -> (Client, mpsc::Receiver<Event>) {
 }
 
 impl Client {
-    /// Runs a transaction; while disconnected it waits for the next connection
-    /// (check [`ClientStats::connected`] first to avoid acting on a stale
-    /// replica, or add `wait` operations). Conflicts and errors are returned,
-    /// not retried.
+    /// Runs a transaction on the connection that is monitoring when the client task
+    /// receives it. It is never kept for a later connection: while no connection is
+    /// monitoring it fails with [`TxnError::NotConnected`], and if the connection drops
+    /// before the reply, with [`TxnError::ConnectionLost`]; retry from the current state
+    /// then. (Only transactions issued before the very first connection wait for it.)
+    /// Conflicts and errors are returned, not retried. To be sure the transaction was
+    /// built from the connection it goes out on, use [`Client::transact_on`].
     pub async fn transact(&self, txn: Transaction) -> Result<TxnOutcome, TxnError> {
+        self.transact_for(None, txn).await
+    }
+
+    /// Like [`Client::transact`], but sent only if `connection` (from the last
+    /// [`Event::Connected`] applied to the caller's replica) is still the monitoring
+    /// connection; otherwise it fails with [`TxnError::StaleConnection`] and nothing is
+    /// sent. This covers the moment when the client has reconnected but the caller has not
+    /// applied the new connection's snapshot yet.
+    pub async fn transact_on(
+        &self,
+        connection: u64,
+        txn: Transaction,
+    ) -> Result<TxnOutcome, TxnError> {
+        self.transact_for(Some(connection), txn).await
+    }
+
+    async fn transact_for(
+        &self,
+        connection: Option<u64>,
+        txn: Transaction,
+    ) -> Result<TxnOutcome, TxnError> {
         let (tx, rx) = oneshot::channel();
         self.commands
-            .send(Command::Transact(txn, tx))
+            .send(Command::Transact(txn, connection, tx))
             .await
             .map_err(|_| TxnError::Connection("client stopped".into()))?;
         rx.await
             .map_err(|_| TxnError::Connection("client stopped".into()))?
     }
 
-    /// Sends any request (e.g. `list_dbs`) once connected and returns its result.
+    /// The number of the connection monitoring now (as in [`Event::Connected`]), if any.
+    pub fn connection(&self) -> Option<u64> {
+        let s = self.stats();
+        s.connected.then_some(s.connections)
+    }
+
+    /// Sends any request (e.g. `list_dbs`) on the monitoring connection and returns its
+    /// result; like transactions, it fails with [`ClientError::NotConnected`] while no
+    /// connection is monitoring (it waits only for the very first connection).
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, ClientError> {
         let (tx, rx) = oneshot::channel();
         self.commands

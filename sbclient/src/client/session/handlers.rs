@@ -171,6 +171,7 @@ impl Driver {
             self.emit(Event::Snapshot(updates.to_owned())).await?;
         }
         s.phase = Phase::Monitoring;
+        self.connections += 1;
         self.stat(|st| {
             st.connections += 1;
             st.connected = true;
@@ -180,6 +181,7 @@ impl Driver {
         let event = Event::Connected {
             remote: s.remote.clone(),
             resumed: s.resumed,
+            connection: self.connections,
         };
         self.emit(event).await?;
         let seq = self.monitor.acked_seqno();

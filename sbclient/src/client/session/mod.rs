@@ -68,7 +68,10 @@ pub(super) struct Driver {
     stats: Arc<Mutex<ClientStats>>,
     monitor: MonitorState,
     cluster: ClusterMemory,
+    /// Commands issued before the first connection reached monitoring; none after.
     queued: VecDeque<Command>,
+    /// Connections that reached monitoring (the current one's number while monitoring).
+    connections: u64,
     shutdown: bool,
     tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
 }
@@ -115,6 +118,7 @@ impl Driver {
             monitor,
             cluster: ClusterMemory::default(),
             queued: VecDeque::new(),
+            connections: 0,
             shutdown: false,
         }
     }
@@ -186,14 +190,36 @@ impl Driver {
         }
     }
 
+    /// A command while no connection is monitoring. Transactions and requests fail at
+    /// once (they may rest on a stale replica), except before the first connection, when
+    /// they wait for it.
     fn offline_command(&mut self, cmd: Command) {
+        let first = self.connections == 0;
         match cmd {
             Command::SetCondition(table, cond, reply) => {
                 let _ = reply.send(self.monitor.set_condition(&table, cond));
             }
             Command::ResetClusterIndex => self.cluster.reset(),
             Command::Shutdown => self.shutdown = true,
-            other => self.queued.push_back(other),
+            Command::Transact(txn, None, reply) if first => {
+                self.queued.push_back(Command::Transact(txn, None, reply));
+            }
+            Command::Transact(_, made_for, reply) => {
+                let _ = reply.send(Err(match made_for {
+                    Some(made_for) => TxnError::StaleConnection {
+                        made_for,
+                        current: None,
+                    },
+                    None => TxnError::NotConnected,
+                }));
+            }
+            Command::Request(method, params, reply) if first => {
+                self.queued
+                    .push_back(Command::Request(method, params, reply));
+            }
+            Command::Request(_, _, reply) => {
+                let _ = reply.send(Err(ClientError::NotConnected));
+            }
         }
     }
 
@@ -215,7 +241,7 @@ impl Driver {
         for (_, p) in s.pending.drain() {
             match p {
                 Pending::Transact(_, reply) => {
-                    let _ = reply.send(Err(TxnError::Connection("connection lost".into())));
+                    let _ = reply.send(Err(TxnError::ConnectionLost));
                 }
                 Pending::Request(reply) => {
                     let _ = reply.send(Err(ClientError::ConnectionLost));
@@ -288,7 +314,14 @@ impl Driver {
             return Ok(());
         }
         match cmd {
-            Command::Transact(txn, reply) => {
+            Command::Transact(_, Some(made_for), reply) if made_for != self.connections => {
+                let _ = reply.send(Err(TxnError::StaleConnection {
+                    made_for,
+                    current: Some(self.connections),
+                }));
+                Ok(())
+            }
+            Command::Transact(txn, _, reply) => {
                 let params = txn.to_params();
                 s.send("transact", params, Pending::Transact(txn, reply))
                     .await
