@@ -548,7 +548,7 @@ async fn a_large_bundle_whose_every_add_fails_does_not_deadlock() {
         b.try_push_raw(14, |out| fm.encode(out)).unwrap();
     }
     assert!(b.encoded_len() > 2_000_000);
-    let r = tokio::time::timeout(Duration::from_secs(60), handle.commit_bundle(sid, b))
+    let r = tokio::time::timeout(Duration::from_mins(1), handle.commit_bundle(sid, b))
         .await
         .expect("no deadlock");
     match r {

@@ -154,7 +154,8 @@ impl Encoder<'_> {
         let mut ud = controller::header(opcode);
         let acts = self.encode(inner)?;
         let mut nested = bytes::BytesMut::new();
-        OfAction::encode_list(&acts, &mut nested);
+        OfAction::encode_list(&acts, &mut nested)
+            .map_err(|e| LflowError::Semantic(format!("nested actions: {e}")))?;
         ud.extend_from_slice(&nested);
         Ok(ud)
     }

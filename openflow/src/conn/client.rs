@@ -688,7 +688,7 @@ impl Connection {
             match tokio::time::timeout(Duration::from_secs(10), flush).await {
                 Ok(r) => r?,
                 Err(_) => {
-                    tracing::warn!("openflow: output not flushed at close (switch not reading)")
+                    tracing::warn!("openflow: output not flushed at close (switch not reading)");
                 }
             }
         }

@@ -13,6 +13,7 @@ use crate::text::format_actions;
 use crate::wire::flow_mod::{
     OFPFC_ADD, OFPFC_DELETE_STRICT, OFPFC_MODIFY_STRICT, OFPG_ANY, OFP_NO_BUFFER,
 };
+use crate::wire::EncodeError;
 
 /// `OFPIT_APPLY_ACTIONS`.
 const OFPIT_APPLY_ACTIONS: u16 = 4;
@@ -43,6 +44,16 @@ impl fmt::Display for Flow {
             format_actions(&self.actions)
         )
     }
+}
+
+/// Why a flow could not be encoded.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FlowEncodeError {
+    #[error(transparent)]
+    Match(#[from] UnsupportedMatch),
+    #[error(transparent)]
+    Encode(#[from] EncodeError),
 }
 
 /// The flow_mod commands a controller diffing flow tables uses.
@@ -78,7 +89,7 @@ pub fn encode_flow_mod_body(
     cookie: u64,
     m: &FlowMatch,
     actions: &[Action],
-) -> Result<(), UnsupportedMatch> {
+) -> Result<(), FlowEncodeError> {
     out.put_u64(cookie);
     out.put_u64(0); // cookie_mask
     out.put_u8(table);
@@ -97,10 +108,13 @@ pub fn encode_flow_mod_body(
         out.put_u16(OFPIT_APPLY_ACTIONS);
         out.put_u16(0);
         out.put_u32(0);
-        Action::encode_list(actions, out);
+        Action::encode_list(actions, out)?;
         let len = out.len() - start;
-        let len16 = u16::try_from(len)
-            .map_err(|_| UnsupportedMatch(format!("action list of {len} bytes")))?;
+        let len16 = u16::try_from(len).map_err(|_| EncodeError::TooLong {
+            what: "apply_actions instruction",
+            len,
+            max: usize::from(u16::MAX),
+        })?;
         out[start + 2..start + 4].copy_from_slice(&len16.to_be_bytes());
     }
     Ok(())
@@ -112,7 +126,7 @@ impl Flow {
         &self,
         out: &mut BytesMut,
         command: FlowModCommand,
-    ) -> Result<(), UnsupportedMatch> {
+    ) -> Result<(), FlowEncodeError> {
         encode_flow_mod_body(
             out,
             command,
@@ -148,7 +162,7 @@ mod tests {
         assert_eq!(fm.instructions, vec![Instruction::ApplyActions(actions)]);
         assert_eq!(FlowMatch::from_match(&fm.r#match).unwrap(), m);
         let mut again = BytesMut::new();
-        fm.encode(&mut again);
+        fm.encode(&mut again).unwrap();
         assert_eq!(again, b, "byte for byte what FlowMod encodes");
     }
 }

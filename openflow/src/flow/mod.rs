@@ -13,6 +13,6 @@ mod flowmod;
 mod slots;
 mod wire;
 
-pub use flowmod::{encode_flow_mod_body, Flow, FlowModCommand};
+pub use flowmod::{encode_flow_mod_body, Flow, FlowEncodeError, FlowModCommand};
 pub use slots::{FlowMatch, Slot};
 pub use wire::{MatchForm, UnsupportedMatch};
