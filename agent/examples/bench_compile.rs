@@ -259,12 +259,12 @@ fn main() {
         let t = Instant::now();
         let cpu1 = cpu_seconds();
         let mut buf = BytesMut::with_capacity(64 << 20);
-        for f in &report.flows {
+        for f in &report.flows() {
             let _ = f.encode_flow_mod_body(&mut buf, FlowModCommand::Add);
         }
         let (enc_secs, enc_cpu) = (t.elapsed().as_secs_f64(), cpu_seconds() - cpu1);
         if let Some(path) = std::env::var_os("BENCH_DUMP") {
-            let mut lines: Vec<String> = report.flows.iter().map(ToString::to_string).collect();
+            let mut lines: Vec<String> = report.flows().iter().map(ToString::to_string).collect();
             lines.sort_unstable();
             let mut path = std::path::PathBuf::from(path);
             path.set_extension(format!("t{threads}"));
@@ -274,8 +274,8 @@ fn main() {
             "threads {threads}: {} lflows ({} failed) -> {} flows; compile {secs:.3} s wall, {cpu:.2} CPU-s ({:.0} flows/s); encode {enc_secs:.3} s, {enc_cpu:.2} CPU-s ({} MiB of flow_mods); cache {} entries / {} hits; peak RSS {} MiB",
             report.lflows,
             report.failures.len(),
-            report.flows.len(),
-            report.flows.len() as f64 / secs,
+            report.flows().len(),
+            report.flows().len() as f64 / secs,
             buf.len() >> 20,
             report.cache_entries,
             report.cache_hits,

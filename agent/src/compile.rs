@@ -14,37 +14,14 @@ use sbclient::Uuid;
 
 use crate::lflow::actions::{parse_actions, ParseOptions, Pipeline};
 use crate::lflow::flows::{
-    compile_lflow, cookie_of, merge_conjunctions, ChassisView, DpSpec, IdUse, LflowSpec,
-    MatchCache, OfFlow,
+    compile_lflow, cookie_of, ChassisView, DpSpec, IdUse, LflowSpec, MatchCache, OfFlow,
 };
 use crate::lflow::layout::TableLayout;
 use crate::lflow::LflowError;
+use crate::ofctrl::DesiredFlows;
 use crate::view::SbView;
 
-/// What produced a set of flows (the key that removes exactly its share).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Owner {
-    Lflow(Uuid),
-    MacBinding(Uuid),
-    StaticMacBinding(Uuid),
-    Fdb(Uuid),
-    PortSecurity(Uuid),
-    LbHairpin(Uuid),
-}
-
-impl std::fmt::Display for Owner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (kind, u) = match self {
-            Self::Lflow(u) => ("lflow", u),
-            Self::MacBinding(u) => ("MAC_Binding", u),
-            Self::StaticMacBinding(u) => ("Static_MAC_Binding", u),
-            Self::Fdb(u) => ("FDB", u),
-            Self::PortSecurity(u) => ("Port_Binding", u),
-            Self::LbHairpin(u) => ("Load_Balancer", u),
-        };
-        write!(f, "{kind} {u}")
-    }
-}
+pub use crate::owner::Owner;
 
 /// A row that could not be turned into flows.
 #[derive(Debug, Clone)]
@@ -452,11 +429,11 @@ pub fn lb_hairpin(uuid: &Uuid, lb: &LoadBalancer, cx: &Context<'_>) -> Compiled 
     out
 }
 
-/// Every owner's flows, as one ofctrl-merged table.
+/// Every owner's flows, as the desired flow table the switch gets.
 pub struct CompileReport {
-    pub flows: Vec<OfFlow>,
+    pub desired: DesiredFlows,
     pub failures: Vec<Failure>,
-    /// Each owner with its flows, before conjunction merging (lflows in table order).
+    /// Each owner in compile order with the ids it uses (its flows are in `desired`).
     pub per_owner: Vec<(Owner, Compiled)>,
     /// Logical flows looked at.
     pub lflows: usize,
@@ -464,8 +441,8 @@ pub struct CompileReport {
     pub cache_hits: usize,
     pub cache_misses: usize,
     pub cache_entries: usize,
-    /// Flows dropped because another owner already produced the same table, priority and
-    /// match (ofctrl keeps one).
+    /// Contributions hidden because another owner produced the same table, priority and
+    /// match (the switch gets one flow).
     pub duplicates: usize,
     /// Lflows refused because they expand to more flows than the limit.
     pub too_many_flows: usize,
@@ -531,20 +508,20 @@ pub fn compile_all(cx: &Context<'_>, threads: usize) -> CompileReport {
     for_each_row::<LoadBalancer>(replica, &mut per_owner, |u, r| {
         (Owner::LbHairpin(*u), lb_hairpin(u, r, cx))
     });
-    let total: usize = per_owner.iter().map(|(_, c)| c.flows.len()).sum();
-    let mut all = Vec::with_capacity(total);
+    let mut desired = DesiredFlows::new();
     let mut failures = Vec::new();
-    for (_, c) in &per_owner {
-        all.extend(c.flows.iter().cloned());
+    for (owner, c) in &mut per_owner {
+        desired.replace(*owner, std::mem::take(&mut c.flows));
         failures.extend(c.failure.iter().cloned());
     }
-    let (flows, duplicates) = merge_conjunctions(all);
+    desired.clear_changes();
+    let duplicates = desired.duplicates();
     let too_many_flows = failures
         .iter()
         .filter(|f| matches!(f.error, LflowError::TooManyFlows { .. }))
         .count();
     CompileReport {
-        flows,
+        desired,
         failures,
         per_owner,
         lflows: n_lflows,
@@ -553,6 +530,13 @@ pub fn compile_all(cx: &Context<'_>, threads: usize) -> CompileReport {
         cache_entries: cx.cache.len(),
         duplicates,
         too_many_flows,
+    }
+}
+
+impl CompileReport {
+    /// The flows the switch gets, in the order they were first wanted.
+    pub fn flows(&self) -> Vec<OfFlow> {
+        self.desired.iter().map(|f| f.to_flow()).collect()
     }
 }
 

@@ -165,11 +165,18 @@ pub fn run(args: &CompileArgs) -> Result<i32, CompileCmdError> {
     let mut encoded = 0usize;
     let mut encode_errors = 0usize;
     let mut buf = BytesMut::with_capacity(1 << 20);
-    for f in &report.flows {
+    for f in report.desired.iter() {
         buf.clear();
-        if f.encode_flow_mod_body(&mut buf, FlowModCommand::Add)
-            .is_err()
-        {
+        let r = openflow::flow::encode_flow_mod_body(
+            &mut buf,
+            FlowModCommand::Add,
+            f.table,
+            f.priority,
+            f.cookie,
+            f.m,
+            f.actions,
+        );
+        if r.is_err() {
             encode_errors += 1;
         }
         encoded += buf.len() + 8;
@@ -179,25 +186,22 @@ pub fn run(args: &CompileArgs) -> Result<i32, CompileCmdError> {
     for f in &report.failures {
         eprintln!("{f}");
     }
-    let canonical: Vec<OfFlow>;
-    let mut flows: Vec<&OfFlow> = if args.as_installed {
-        canonical = report
-            .flows
-            .iter()
-            .map(|f| OfFlow {
-                m: f.m.canonical_of15(),
-                ..f.clone()
-            })
-            .collect();
-        canonical.iter().collect()
-    } else {
-        report.flows.iter().collect()
-    };
+    let mut flows: Vec<OfFlow> = report
+        .desired
+        .iter()
+        .map(|f| {
+            let mut f = f.to_flow();
+            if args.as_installed {
+                f.m = f.m.canonical_of15();
+            }
+            f
+        })
+        .collect();
     if args.sort {
         flows.sort_by_cached_key(|f| (f.table, std::cmp::Reverse(f.priority), f.to_string()));
     }
     let mut out = String::with_capacity(flows.len() * 160);
-    for f in flows {
+    for f in &flows {
         use std::fmt::Write as _;
         let _ = writeln!(out, "{f}");
     }
@@ -213,7 +217,7 @@ pub fn run(args: &CompileArgs) -> Result<i32, CompileCmdError> {
             report.lflows,
             report.failures.len(),
             report.too_many_flows,
-            report.flows.len(),
+            report.desired.len(),
             report.duplicates,
             report.cache_entries,
             report.cache_hits

@@ -7,6 +7,8 @@ pub mod hairpin;
 pub mod ids;
 pub mod lflow;
 pub mod neighbor;
+pub mod ofctrl;
+pub mod owner;
 pub mod portsec;
 pub mod southbound;
 pub mod view;

@@ -75,6 +75,46 @@ impl Ids {
         Ok(())
     }
 
+    /// Drops the references a compiled owner held (its flows are gone).
+    pub fn release(&self, uses: &[crate::lflow::flows::IdUse]) {
+        use crate::lflow::flows::IdUse;
+        for u in uses {
+            match u {
+                IdUse::Group(k) => {
+                    if let Ok(mut t) = self.groups.lock() {
+                        t.release(k);
+                    }
+                }
+                IdUse::Meter(k) => {
+                    if let Ok(mut t) = self.meters.lock() {
+                        t.release(k);
+                    }
+                }
+                IdUse::Conj(l, d) => {
+                    if let Ok(mut t) = self.conj.lock() {
+                        t.release(*l, *d);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `(id, key)` of every group in use, in id order.
+    pub fn group_list(&self) -> Vec<(u32, String)> {
+        self.groups
+            .lock()
+            .map(|t| t.iter().map(|(id, k, _)| (id, k.clone())).collect())
+            .unwrap_or_default()
+    }
+
+    /// `(id, key)` of every meter in use, in id order.
+    pub fn meter_list(&self) -> Vec<(u32, String)> {
+        self.meters
+            .lock()
+            .map(|t| t.iter().map(|(id, k, _)| (id, k.clone())).collect())
+            .unwrap_or_default()
+    }
+
     /// Pins a meter key (`__string: ...` or a meter name) to an id.
     pub fn seed_meter(&self, key: &str, id: u32) {
         if let Ok(mut t) = self.meters.lock() {

@@ -43,7 +43,8 @@ fn owner_lines(r: &CompileReport, kind: fn(&Owner) -> bool) -> Vec<String> {
         .per_owner
         .iter()
         .filter(|(o, _)| kind(o))
-        .flat_map(|(_, c)| c.flows.iter().map(|f| f.to_string().trim().to_string()))
+        .flat_map(|(o, _)| r.desired.flows_of(*o))
+        .map(|f| f.to_string().trim().to_string())
         .collect();
     v.sort();
     v
@@ -127,7 +128,7 @@ fn identical_flows_percentage() {
         agent::lflow::DEFAULT_FLOW_LIMIT,
     );
     assert_eq!(report.duplicates, 0);
-    let ours_text: Vec<String> = report.flows.iter().map(ToString::to_string).collect();
+    let ours_text: Vec<String> = report.flows().iter().map(ToString::to_string).collect();
     let ours = by_cookie(ours_text.iter().map(String::as_str));
     let real_text = std::fs::read_to_string(format!("{DATA}/of_final.txt")).unwrap();
     let real = by_cookie(real_text.lines());

@@ -92,11 +92,14 @@ fn all_lflow_module_tables_match_real_controller() {
     // we keep them. Compare with them taken out, and check they were there.
     let dscp_ecn = |l: &str| l.contains(",nw_tos=") || l.contains(",nw_ecn=");
     assert_eq!(
-        r.flows.iter().filter(|f| dscp_ecn(&f.to_string())).count(),
+        r.flows()
+            .iter()
+            .filter(|f| dscp_ecn(&f.to_string()))
+            .count(),
         6
     );
     let mut ours: Vec<String> = r
-        .flows
+        .flows()
         .iter()
         .map(|f| {
             strip_tos(

@@ -14,10 +14,10 @@ use openflow::wire::{FlowMod, Instruction, Wire};
 fn compiled_flows_encode_to_flow_mods_that_decode_back() {
     let sb = common::sandbox(true);
     let report = common::compile(&sb, "hv1", &Ids::default(), &TableLayout::OVN_23_03, 10_000);
-    assert!(report.flows.len() > 1800);
+    assert!(report.flows().len() > 1800);
     let mut bad = Vec::new();
     let mut buf = BytesMut::new();
-    for f in &report.flows {
+    for f in &report.flows() {
         buf.clear();
         if let Err(e) = f.encode_flow_mod_body(&mut buf, FlowModCommand::Add) {
             bad.push(format!("{f}: {e}"));
@@ -48,7 +48,7 @@ fn compiled_flows_encode_to_flow_mods_that_decode_back() {
     }
     println!(
         "{} flows, {} do not round-trip",
-        report.flows.len(),
+        report.flows().len(),
         bad.len()
     );
     assert!(bad.is_empty(), "{}", bad[..bad.len().min(10)].join("\n"));

@@ -33,7 +33,7 @@ fn ovsdb_client_dump_is_read() {
     );
     let r = compile(&sb, "hv1", &Ids::default(), &TableLayout::OVN_23_03, 100);
     let flows: Vec<String> = r
-        .flows
+        .flows()
         .iter()
         .map(|f| f.to_string().split_once(", ").unwrap().1.to_string())
         .collect();
@@ -78,13 +78,13 @@ fn two_chassis_sb() -> Southbound {
 fn port_groups_and_pinned_ports_are_filtered_to_this_chassis() {
     let sb = two_chassis_sb();
     let r = compile(&sb, "hv1", &Ids::default(), &TableLayout::OVN_23_03, 100);
-    let flows: Vec<String> = r.flows.iter().map(ToString::to_string).collect();
+    let flows: Vec<String> = r.flows().iter().map(ToString::to_string).collect();
     // Only "a" (bound here) is left of the port group; "b" (on hv2) pins reg14 to a port
     // that is not related, so that lflow installs nothing; datapath 2 is not local at all.
     assert_eq!(flows, [" cookie=0x11111111, table=46, priority=1000,ip,reg15=0x1,metadata=0x1 actions=resubmit(,47)"]);
     // On hv2 both datapaths are local and the group keeps "b".
     let r2 = compile(&sb, "hv2", &Ids::default(), &TableLayout::OVN_23_03, 100);
-    let f2: Vec<String> = r2.flows.iter().map(ToString::to_string).collect();
+    let f2: Vec<String> = r2.flows().iter().map(ToString::to_string).collect();
     assert!(f2.contains(&" cookie=0x11111111, table=46, priority=1000,ip,reg15=0x2,metadata=0x1 actions=resubmit(,47)".to_string()), "{f2:?}");
     assert!(
         f2.contains(
@@ -123,5 +123,5 @@ fn over_the_flow_bound_is_refused_and_counted() {
     );
     // 2^7 = 128 AND terms (each OR spans two symbols, so it is distributed) > 100. The other
     // lflow: `tcp.src != 0` is 16 single-bit flows, times tcp and tcp6.
-    assert_eq!(r.flows.len(), 32);
+    assert_eq!(r.flows().len(), 32);
 }

@@ -14,9 +14,9 @@ use super::layout::TableLayout;
 use super::normalize::{
     eval_conditions, normalize, simplify, to_matches, Conj, MatchKind, PortResolver,
 };
+use super::of::conjunction;
 use super::of::FieldId;
 use super::of::Slot;
-use super::of::{conjunction, OfAction};
 use super::template::expand_templates;
 use openflow::wire::{Group, MeterMod};
 use sbclient::Uuid;
@@ -420,63 +420,6 @@ pub fn cookie_of(uuid: &Uuid) -> u64 {
     (uuid.as_u128() >> 96) as u64
 }
 
-/// Installs flows the way ofctrl does: conjunction-only flows with the same table, priority
-/// and match (from different lflows) become one flow with all their `conjunction` actions;
-/// otherwise one flow per (table, priority, match) survives: one with actions over a drop,
-/// a drop over a conjunction, else the first. Returns the flows and the number dropped.
-pub fn merge_conjunctions(flows: Vec<OfFlow>) -> (Vec<OfFlow>, usize) {
-    use std::hash::BuildHasher;
-    let mut out: Vec<OfFlow> = Vec::with_capacity(flows.len());
-    // Hash of (table, priority, match) to the first flow with it; `chain` links the others
-    // with the same hash, so no match is cloned.
-    let mut heads: HashMap<u64, usize, super::hash::FxBuild> =
-        HashMap::with_capacity_and_hasher(flows.len(), super::hash::FxBuild::default());
-    let mut chain: Vec<Option<usize>> = Vec::with_capacity(flows.len());
-    let build = super::hash::FxBuild::default();
-    let mut dropped = 0;
-    let is_conj = |f: &OfFlow| {
-        !f.actions.is_empty()
-            && f.actions
-                .iter()
-                .all(|a| matches!(a, OfAction::Conjunction { .. }))
-    };
-    // ofctrl's preference among desired flows with one match: flows that do something,
-    // then drops, then conjunctions; the first of a kind wins.
-    let rank = |f: &OfFlow| {
-        if is_conj(f) {
-            2
-        } else {
-            u8::from(f.actions.is_empty())
-        }
-    };
-    'flows: for f in flows {
-        let h = build.hash_one((f.table, f.priority, &f.m));
-        let mut cur = heads.get(&h).copied();
-        while let Some(i) = cur {
-            if out[i].table == f.table && out[i].priority == f.priority && out[i].m == f.m {
-                if is_conj(&f) && is_conj(&out[i]) {
-                    let merged = Arc::make_mut(&mut out[i].actions);
-                    for a in f.actions.iter() {
-                        if !merged.contains(a) {
-                            merged.push(a.clone());
-                        }
-                    }
-                } else {
-                    if rank(&f) < rank(&out[i]) {
-                        out[i] = f;
-                    }
-                    dropped += 1;
-                }
-                continue 'flows;
-            }
-            cur = chain[i];
-        }
-        chain.push(heads.insert(h, out.len()));
-        out.push(f);
-    }
-    (out, dropped)
-}
-
 /// OVN's conjunction-id start for (lflow, datapath): `hash_int(uuid_hash(lflow),
 /// uuid_hash(dp))` with OVS's murmur-based `hash_2words`.
 pub fn conj_id_hash(lflow_uuid: &Uuid, dp_uuid: &Uuid) -> u32 {
@@ -506,48 +449,6 @@ pub fn conj_id_hash(lflow_uuid: &Uuid, dp_uuid: &Uuid) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::of::{resubmit, FlowMatch};
-    use super::*;
-    use openflow::text::format_actions;
-
-    fn flow(cookie: u64, actions: Vec<OfAction>) -> OfFlow {
-        let mut m = FlowMatch::new();
-        assert!(m.add(FieldId::METADATA, 1, u128::from(u64::MAX)));
-        OfFlow {
-            table: 8,
-            priority: 10,
-            cookie,
-            m,
-            actions: Arc::new(actions),
-        }
-    }
-
-    #[test]
-    fn duplicates_follow_ofctrl_preference() {
-        let conj = |id| conjunction(id, 0, 2);
-        let (out, dropped) = merge_conjunctions(vec![
-            flow(1, vec![]),
-            flow(2, vec![resubmit(9)]),
-            flow(3, vec![]),
-        ]);
-        assert_eq!(
-            (out.len(), dropped, out[0].cookie),
-            (1, 2, 2),
-            "a flow with actions beats drops"
-        );
-        let (out, dropped) = merge_conjunctions(vec![
-            flow(0, vec![conj(5)]),
-            flow(0, vec![conj(6)]),
-            flow(0, vec![conj(5)]),
-        ]);
-        assert_eq!((out.len(), dropped), (1, 0));
-        assert_eq!(
-            format_actions(&out[0].actions),
-            "conjunction(5,1/2),conjunction(6,1/2)"
-        );
-        let (out, _) = merge_conjunctions(vec![flow(0, vec![conj(5)]), flow(7, vec![])]);
-        assert_eq!(out[0].cookie, 7, "a drop beats a conjunction");
-    }
 
     #[test]
     fn conj_id_hash_matches_ovn() {

@@ -77,7 +77,7 @@ pub fn compile(
 
 /// The flows of the report as `ovs-ofctl` lines without the leading space.
 pub fn lines(r: &CompileReport) -> Vec<String> {
-    r.flows
+    r.flows()
         .iter()
         .map(|f| f.to_string().trim().to_owned())
         .collect()

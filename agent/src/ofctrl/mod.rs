@@ -1,0 +1,6 @@
+//! ofctrl: the flows, groups and meters the chassis wants (desired, keyed by owner) and the
+//! sans-IO diff against what the switch has.
+
+pub mod desired;
+
+pub use desired::{DesiredFlows, EffectiveFlow};
