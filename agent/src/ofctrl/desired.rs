@@ -124,8 +124,10 @@ pub struct DesiredFlows {
     index: HashTable<u32>,
     hasher: FxBuild,
     by_owner: HashMap<Owner, Vec<u32>, FxBuild>,
-    /// Keys whose effective flow may have changed since [`Self::take_changes`].
-    changed: Vec<(u8, u16, FlowMatch)>,
+    /// Entries whose effective flow may have changed since [`Self::take_changes`].
+    changed: Vec<u32>,
+    /// Keys that lost their last owner since then.
+    removed: Vec<(u8, u16, FlowMatch)>,
     /// Contributions that lost to another owner's flow for the same key.
     duplicates: usize,
 }
@@ -209,7 +211,7 @@ impl DesiredFlows {
                 self.duplicates += 1;
             }
             e.remerge();
-            self.changed.push((e.table, e.priority, e.m.clone()));
+            self.changed.push(id);
             ids.push(id);
         }
         if !ids.is_empty() {
@@ -234,16 +236,18 @@ impl DesiredFlows {
             if !e.contribs.is_empty() {
                 self.duplicates = self.duplicates.saturating_sub(1);
             }
-            self.changed.push((e.table, e.priority, e.m.clone()));
             if e.contribs.is_empty() {
                 let h = self.hasher.hash_one((e.table, e.priority, &e.m));
                 if let Ok(slot) = self.index.find_entry(h, |&i| i == id) {
                     slot.remove();
                 }
-                self.entries[id as usize] = None;
+                if let Some(e) = self.entries[id as usize].take() {
+                    self.removed.push((e.table, e.priority, e.m));
+                }
                 self.free.push(id);
             } else {
                 e.remerge();
+                self.changed.push(id);
             }
         }
     }
@@ -305,9 +309,18 @@ impl DesiredFlows {
         self.duplicates
     }
 
-    /// Keys whose effective flow may have changed since the last call (each once).
+    /// Keys whose effective flow may have changed since the last call (each once): look
+    /// each up with [`Self::get`] (`None`: delete it from the switch).
     pub fn take_changes(&mut self) -> Vec<(u8, u16, FlowMatch)> {
-        let mut v = std::mem::take(&mut self.changed);
+        let mut ids = std::mem::take(&mut self.changed);
+        ids.sort_unstable();
+        ids.dedup();
+        let mut v = std::mem::take(&mut self.removed);
+        v.extend(
+            ids.into_iter()
+                .filter_map(|id| self.entries.get(id as usize)?.as_ref())
+                .map(|e| (e.table, e.priority, e.m.clone())),
+        );
         v.sort_unstable();
         v.dedup();
         v
@@ -315,7 +328,8 @@ impl DesiredFlows {
 
     /// Drops the change log (after a full comparison made it moot).
     pub fn clear_changes(&mut self) {
-        self.changed.clear();
+        self.changed = Vec::new();
+        self.removed = Vec::new();
     }
 }
 
