@@ -10,5 +10,6 @@ pub mod neighbor;
 pub mod ofctrl;
 pub mod owner;
 pub mod portsec;
+pub mod runtime;
 pub mod southbound;
 pub mod view;

@@ -1,0 +1,95 @@
+//! Runtime data: what this chassis knows beyond the Southbound rows, computed by the engine
+//! from the SB replica and the local OVS database (ovn-controller's `runtime_data`): which
+//! ports are bound here and on which OpenFlow port, which datapaths are local, the tunnels
+//! to other chassis, the conntrack zones. The logical-flow view and the physical flows both
+//! read it; only the engine writes it.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use sbclient::Uuid;
+
+/// The encapsulation of a tunnel (preferred geneve > stt > vxlan).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum EncapType {
+    Geneve,
+    Stt,
+    Vxlan,
+}
+
+impl EncapType {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "geneve" => Some(Self::Geneve),
+            "stt" => Some(Self::Stt),
+            "vxlan" => Some(Self::Vxlan),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Geneve => "geneve",
+            Self::Stt => "stt",
+            Self::Vxlan => "vxlan",
+        }
+    }
+}
+
+/// A tunnel port on br-int towards another chassis.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tunnel {
+    /// Remote chassis name.
+    pub chassis: String,
+    /// Remote encap IP (`ovn-chassis-id` is `<chassis>@<ip>`).
+    pub remote_ip: String,
+    pub encap: EncapType,
+    pub ofport: u32,
+}
+
+/// A logical datapath with ports of local interest.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LocalDatapath {
+    pub key: u32,
+    pub is_switch: bool,
+    /// The localnet Port_Binding used on this datapath (at most one), if its network is
+    /// mapped on this chassis.
+    pub localnet: Option<Uuid>,
+    /// Patch / l3gateway ports of this datapath whose peers are local: (local PB, peer PB).
+    pub peers: Vec<(Uuid, Uuid)>,
+}
+
+/// How a Port_Binding is bound to this chassis.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BindingKind {
+    /// A VIF (or localport) with an OVS interface on br-int.
+    Vif { ofport: u32, iface: String },
+    /// A nested container: traffic arrives on the parent's ofport with this VLAN tag.
+    Container { parent_ofport: u32, tag: u16 },
+    /// l3gateway, l2gateway, chassisredirect, external: claimed without an interface.
+    Claimed,
+}
+
+/// What the engine decided about the chassis and its ports.
+#[derive(Clone, Debug, Default)]
+pub struct Runtime {
+    pub chassis_name: String,
+    /// This chassis' `Chassis` row, once it exists.
+    pub chassis: Option<Uuid>,
+    /// Port_Binding uuid to how it is bound here (VIFs with ofport, containers, claims).
+    pub bound: HashMap<Uuid, BindingKind>,
+    /// Localports with an interface here (never claimed): PB uuid to ofport.
+    pub localports: HashMap<Uuid, u32>,
+    /// Datapaths of local interest.
+    pub local_datapaths: BTreeMap<Uuid, LocalDatapath>,
+    /// br-int ofport of the patch port to the mapped bridge, by localnet/l2gateway PB.
+    pub patch_ofports: HashMap<Uuid, u32>,
+    /// Tunnels to other chassis, by chassis name.
+    pub tunnels: BTreeMap<String, Vec<Tunnel>>,
+    /// Conntrack zones by name (`<lport>`, `<dp uuid>_dnat`, `<dp uuid>_snat`).
+    pub ct_zones: BTreeMap<String, u16>,
+    /// chassisredirect / external ports whose HA group makes this chassis active.
+    pub active_ha: BTreeSet<Uuid>,
+    /// `tun_metadataN` holding OVN's Geneve option (negotiated with the switch); `None`
+    /// when Geneve is unavailable.
+    pub geneve_field: Option<u8>,
+}
