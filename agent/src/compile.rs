@@ -514,7 +514,6 @@ pub fn compile_all(cx: &Context<'_>, threads: usize) -> CompileReport {
         desired.replace(*owner, std::mem::take(&mut c.flows));
         failures.extend(c.failure.iter().cloned());
     }
-    desired.clear_changes();
     let duplicates = desired.duplicates();
     let too_many_flows = failures
         .iter()

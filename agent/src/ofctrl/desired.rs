@@ -1,23 +1,30 @@
-//! The desired flow table: every flow knows the owners that want it.
+//! The flow table of the chassis: every key (table, priority, match) with the owners that
+//! want it and what the switch has for it.
 //!
-//! Several owners may want a flow with the same (table, priority, match): duplicate ACLs,
-//! conjunction clauses shared by logical flows, a physical flow and a logical one. The
-//! switch gets one flow per key, chosen as ovn-controller's ofctrl chooses: a flow that does
-//! something over a drop over a conjunction-only flow; conjunction-only flows are merged into
-//! one flow carrying every conjunction. Ties go to the smallest owner, so the result is a
-//! function of the set of contributions, not of the order they came in. Removing an owner
-//! removes exactly its contributions; the keys whose effective flow may have changed are
-//! remembered for the next incremental diff.
+//! Several owners may want a flow with the same key: duplicate ACLs, conjunction clauses
+//! shared by logical flows, a physical flow and a logical one. The switch gets one flow per
+//! key, chosen as ovn-controller's ofctrl chooses: a flow that does something over a drop
+//! over a conjunction-only flow; conjunction-only flows are merged into one flow carrying
+//! every conjunction. Ties go to the smallest owner, so the result is a function of the set
+//! of contributions, not of the order they came in. Removing an owner removes exactly its
+//! contributions.
+//!
+//! The installed side lives in the same entries (no second copy of the matches): each entry
+//! remembers the cookie and actions the switch was last told. Entries whose desired and
+//! installed flows may differ are marked dirty; [`FlowTable::pending`] turns them into
+//! flow_mods and [`FlowTable::commit`] records that the switch took them.
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use hashbrown::HashTable;
+use openflow::action::equivalent;
+use openflow::flow::FlowModCommand;
 use smallvec::SmallVec;
 
 use crate::lflow::hash::FxBuild;
-use crate::lflow::of::{Action, Flow, FlowMatch};
+use crate::lflow::of::{Action, Flow, FlowMatch, Slot};
 use crate::owner::Owner;
 
 /// One owner's wish for a key.
@@ -26,6 +33,15 @@ struct Contribution {
     owner: Owner,
     cookie: u64,
     actions: Arc<Vec<Action>>,
+}
+
+/// What the switch has for a key, as far as we know.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Installed {
+    cookie: u64,
+    actions: Arc<Vec<Action>>,
+    /// Read back from a switch dump (compare by meaning, not encoding).
+    dumped: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -38,6 +54,8 @@ struct Entry {
     /// The merged action list when every contribution is conjunction-only and there are
     /// several.
     merged: Option<Arc<Vec<Action>>>,
+    installed: Option<Installed>,
+    dirty: bool,
 }
 
 /// What the switch should have for one key.
@@ -60,6 +78,19 @@ impl EffectiveFlow<'_> {
             actions: self.actions.clone(),
         }
     }
+}
+
+/// One change to send to the switch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlowOp<'a> {
+    pub command: FlowModCommand,
+    pub table: u8,
+    pub priority: u16,
+    pub m: &'a FlowMatch,
+    pub cookie: u64,
+    pub actions: &'a [Action],
+    /// Entry index, to attribute a refusal.
+    pub entry: u32,
 }
 
 fn is_conj(actions: &[Action]) -> bool {
@@ -114,25 +145,81 @@ impl Entry {
             None
         };
     }
+
+    /// The flow_mod that makes the switch match the desired flow, if any.
+    fn op(&self, entry: u32) -> Option<FlowOp<'_>> {
+        fn make<'e>(
+            e: &'e Entry,
+            id: u32,
+            command: FlowModCommand,
+            cookie: u64,
+            actions: &'e [Action],
+        ) -> FlowOp<'e> {
+            FlowOp {
+                command,
+                table: e.table,
+                priority: e.priority,
+                m: &e.m,
+                cookie,
+                actions,
+                entry: id,
+            }
+        }
+        let want = self.effective();
+        let op = |command, cookie, actions| make(self, entry, command, cookie, actions);
+        match (want, &self.installed) {
+            (None, None) => None,
+            (None, Some(i)) => Some(op(FlowModCommand::DeleteStrict, i.cookie, &[])),
+            (Some(w), None) => Some(op(FlowModCommand::Add, w.cookie, w.actions)),
+            (Some(w), Some(i)) => {
+                let same_actions = Arc::ptr_eq(w.actions, &i.actions)
+                    || if i.dumped {
+                        equivalent(w.actions, &i.actions)
+                    } else {
+                        **w.actions == *i.actions
+                    };
+                if w.cookie != i.cookie {
+                    // ADD is the only flow_mod that changes a cookie.
+                    Some(op(FlowModCommand::Add, w.cookie, w.actions))
+                } else if !same_actions {
+                    Some(op(FlowModCommand::ModifyStrict, w.cookie, w.actions))
+                } else {
+                    None
+                }
+            }
+        }
+    }
 }
 
-/// The desired flows of the chassis.
+/// The flow table of the chassis.
 #[derive(Default)]
-pub struct DesiredFlows {
+pub struct FlowTable {
     entries: Vec<Option<Entry>>,
     free: Vec<u32>,
     index: HashTable<u32>,
     hasher: FxBuild,
     by_owner: HashMap<Owner, Vec<u32>, FxBuild>,
-    /// Entries whose effective flow may have changed since [`Self::take_changes`].
-    changed: Vec<u32>,
-    /// Keys that lost their last owner since then.
-    removed: Vec<(u8, u16, FlowMatch)>,
-    /// Contributions that lost to another owner's flow for the same key.
+    /// Entries that may need a flow_mod.
+    dirty: Vec<u32>,
+    /// Contributions currently hidden behind another owner's flow for the same key.
     duplicates: usize,
+    /// Keys with an effective flow.
+    wanted: usize,
 }
 
-impl DesiredFlows {
+/// The desired-flow side is what most callers use.
+pub type DesiredFlows = FlowTable;
+
+/// A flow the switch reported that no owner wants and that the table could not hold
+/// (a match outside [`FlowMatch`]): deleted by its raw match.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ForeignFlow {
+    pub table: u8,
+    pub priority: u16,
+    pub m: openflow::oxm::Match,
+}
+
+impl FlowTable {
     pub fn new() -> Self {
         Self::default()
     }
@@ -161,6 +248,8 @@ impl DesiredFlows {
             m: m.clone(),
             contribs: SmallVec::new(),
             merged: None,
+            installed: None,
+            dirty: false,
         };
         let id = if let Some(id) = self.free.pop() {
             self.entries[id as usize] = Some(e);
@@ -179,6 +268,31 @@ impl DesiredFlows {
         id
     }
 
+    fn mark(&mut self, id: u32) {
+        if let Some(e) = self.entries[id as usize].as_mut() {
+            if !e.dirty {
+                e.dirty = true;
+                self.dirty.push(id);
+            }
+        }
+    }
+
+    /// Drops an entry nobody wants and the switch does not have.
+    fn drop_if_unused(&mut self, id: u32) {
+        let Some(e) = self.entries[id as usize].as_ref() else {
+            return;
+        };
+        if !e.contribs.is_empty() || e.installed.is_some() {
+            return;
+        }
+        let h = self.hasher.hash_one((e.table, e.priority, &e.m));
+        if let Ok(slot) = self.index.find_entry(h, |&i| i == id) {
+            slot.remove();
+        }
+        self.entries[id as usize] = None;
+        self.free.push(id);
+    }
+
     /// Replaces everything `owner` wants with `flows`.
     pub fn replace(&mut self, owner: Owner, flows: Vec<Flow>) {
         self.remove(owner);
@@ -194,11 +308,6 @@ impl DesiredFlows {
             let Some(e) = self.entries[id as usize].as_mut() else {
                 continue;
             };
-            let c = Contribution {
-                owner,
-                cookie: f.cookie,
-                actions: f.actions,
-            };
             // One owner may produce one key twice (two DNF terms with the same match): the
             // first stays, as ofctrl keeps the first.
             if e.contribs.iter().any(|x| x.owner == owner) {
@@ -206,13 +315,22 @@ impl DesiredFlows {
                 continue;
             }
             let at = e.contribs.partition_point(|x| x.owner < owner);
-            e.contribs.insert(at, c);
+            e.contribs.insert(
+                at,
+                Contribution {
+                    owner,
+                    cookie: f.cookie,
+                    actions: f.actions,
+                },
+            );
             if e.contribs.len() > 1 {
                 self.duplicates += 1;
+            } else {
+                self.wanted += 1;
             }
             e.remerge();
-            self.changed.push(id);
             ids.push(id);
+            self.mark(id);
         }
         if !ids.is_empty() {
             self.by_owner.insert(owner, ids);
@@ -233,22 +351,14 @@ impl DesiredFlows {
             if e.contribs.len() == before {
                 continue;
             }
-            if !e.contribs.is_empty() {
+            if e.contribs.is_empty() {
+                self.wanted -= 1;
+            } else {
                 self.duplicates = self.duplicates.saturating_sub(1);
             }
-            if e.contribs.is_empty() {
-                let h = self.hasher.hash_one((e.table, e.priority, &e.m));
-                if let Ok(slot) = self.index.find_entry(h, |&i| i == id) {
-                    slot.remove();
-                }
-                if let Some(e) = self.entries[id as usize].take() {
-                    self.removed.push((e.table, e.priority, e.m));
-                }
-                self.free.push(id);
-            } else {
-                e.remerge();
-                self.changed.push(id);
-            }
+            e.remerge();
+            self.mark(id);
+            self.drop_if_unused(id);
         }
     }
 
@@ -262,6 +372,15 @@ impl DesiredFlows {
     pub fn owners(&self, table: u8, priority: u16, m: &FlowMatch) -> Vec<Owner> {
         self.find(table, priority, m)
             .and_then(|id| self.entries[id as usize].as_ref())
+            .map(|e| e.contribs.iter().map(|c| c.owner).collect())
+            .unwrap_or_default()
+    }
+
+    /// The owners of the flow at entry `id` (from a [`FlowOp`]).
+    pub fn owners_of_entry(&self, id: u32) -> Vec<Owner> {
+        self.entries
+            .get(id as usize)
+            .and_then(Option::as_ref)
             .map(|e| e.contribs.iter().map(|c| c.owner).collect())
             .unwrap_or_default()
     }
@@ -291,17 +410,22 @@ impl DesiredFlows {
             .collect()
     }
 
+    /// Every owner with flows.
+    pub fn owners_all(&self) -> impl Iterator<Item = &Owner> {
+        self.by_owner.keys()
+    }
+
     pub fn owners_count(&self) -> usize {
         self.by_owner.len()
     }
 
-    /// Number of keys (flows the switch gets).
+    /// Number of keys with an effective flow (flows the switch gets).
     pub fn len(&self) -> usize {
-        self.index.len()
+        self.wanted
     }
 
     pub fn is_empty(&self) -> bool {
-        self.index.is_empty()
+        self.wanted == 0
     }
 
     /// Contributions currently hidden behind another owner's flow for the same key.
@@ -309,27 +433,107 @@ impl DesiredFlows {
         self.duplicates
     }
 
-    /// Keys whose effective flow may have changed since the last call (each once): look
-    /// each up with [`Self::get`] (`None`: delete it from the switch).
-    pub fn take_changes(&mut self) -> Vec<(u8, u16, FlowMatch)> {
-        let mut ids = std::mem::take(&mut self.changed);
-        ids.sort_unstable();
-        ids.dedup();
-        let mut v = std::mem::take(&mut self.removed);
-        v.extend(
-            ids.into_iter()
-                .filter_map(|id| self.entries.get(id as usize)?.as_ref())
-                .map(|e| (e.table, e.priority, e.m.clone())),
-        );
-        v.sort_unstable();
-        v.dedup();
-        v
+    /// Whether some flow_mod may be pending.
+    pub fn has_pending(&self) -> bool {
+        !self.dirty.is_empty()
     }
 
-    /// Drops the change log (after a full comparison made it moot).
-    pub fn clear_changes(&mut self) {
-        self.changed = Vec::new();
-        self.removed = Vec::new();
+    /// The flow_mods that bring the switch to the desired table, for the entries changed
+    /// since the last [`Self::commit`] (all of them after [`Self::forget_installed`]).
+    pub fn pending(&self) -> impl Iterator<Item = FlowOp<'_>> {
+        self.dirty.iter().filter_map(|&id| {
+            self.entries
+                .get(id as usize)
+                .and_then(Option::as_ref)
+                .and_then(|e| e.op(id))
+        })
+    }
+
+    /// The switch took every pending flow_mod: installed becomes desired.
+    pub fn commit(&mut self) {
+        for id in std::mem::take(&mut self.dirty) {
+            let Some(e) = self.entries[id as usize].as_mut() else {
+                continue;
+            };
+            e.dirty = false;
+            e.installed = e.effective().map(|w| Installed {
+                cookie: w.cookie,
+                actions: w.actions.clone(),
+                dumped: false,
+            });
+            self.drop_if_unused(id);
+        }
+    }
+
+    /// What the switch has is unknown (a new connection): every wanted flow is pending.
+    pub fn forget_installed(&mut self) {
+        let ids: Vec<u32> = (0..self.entries.len() as u32).collect();
+        for id in ids {
+            if let Some(e) = self.entries[id as usize].as_mut() {
+                e.installed = None;
+            }
+            self.drop_if_unused(id);
+            self.mark(id);
+        }
+    }
+
+    /// Records what a switch dump shows (after [`Self::forget_installed`]): flows for known
+    /// keys become their installed state (compared by meaning), flows for keys nobody wants
+    /// become tombstones to delete, and flows whose match the table cannot hold are returned
+    /// (delete them by their raw match).
+    pub fn record_dump(
+        &mut self,
+        dumped: impl IntoIterator<Item = (u8, u16, u64, openflow::oxm::Match, Vec<Action>)>,
+    ) -> Vec<ForeignFlow> {
+        // Desired keys as the switch stores them (VLAN fields change form after OF1.5).
+        let mut canon: HashMap<u64, SmallVec<[u32; 1]>, FxBuild> = HashMap::default();
+        for (id, e) in self.entries.iter().enumerate() {
+            if let Some(e) = e {
+                let h = if e.m.get(Slot::VlanTci).is_some() {
+                    self.hash(e.table, e.priority, &e.m.canonical_of15())
+                } else {
+                    self.hash(e.table, e.priority, &e.m)
+                };
+                canon.entry(h).or_default().push(id as u32);
+            }
+        }
+        let mut foreign = Vec::new();
+        for (table, priority, cookie, raw, actions) in dumped {
+            let Ok(m) = FlowMatch::from_match(&raw) else {
+                foreign.push(ForeignFlow {
+                    table,
+                    priority,
+                    m: raw,
+                });
+                continue;
+            };
+            let h = self.hash(table, priority, &m);
+            let found = canon.get(&h).and_then(|ids| {
+                ids.iter().copied().find(|&id| {
+                    self.entries[id as usize].as_ref().is_some_and(|e| {
+                        e.table == table && e.priority == priority && e.m.canonical_of15() == m
+                    })
+                })
+            });
+            let id = match found {
+                Some(id) => id,
+                None => {
+                    let mut m = m;
+                    let id = self.insert_key(table, priority, &mut m);
+                    canon.entry(h).or_default().push(id);
+                    id
+                }
+            };
+            if let Some(e) = self.entries[id as usize].as_mut() {
+                e.installed = Some(Installed {
+                    cookie,
+                    actions: Arc::new(actions),
+                    dumped: true,
+                });
+            }
+            self.mark(id);
+        }
+        foreign
     }
 }
 
@@ -355,13 +559,17 @@ mod tests {
         Owner::Lflow(Uuid::from_u128(n))
     }
 
-    fn effective(d: &DesiredFlows) -> Vec<String> {
+    fn effective(d: &FlowTable) -> Vec<String> {
         d.iter().map(|f| f.to_flow().to_string()).collect()
+    }
+
+    fn ops(d: &FlowTable) -> Vec<(FlowModCommand, u64)> {
+        d.pending().map(|o| (o.command, o.cookie)).collect()
     }
 
     #[test]
     fn preference_and_merging_follow_ofctrl() {
-        let mut d = DesiredFlows::new();
+        let mut d = FlowTable::new();
         d.replace(lf(1), vec![flow(1, vec![])]);
         d.replace(lf(2), vec![flow(2, vec![resubmit(9)])]);
         d.replace(lf(3), vec![flow(3, vec![])]);
@@ -378,7 +586,7 @@ mod tests {
             1,
             "then the smallest owner's drop"
         );
-        let mut c = DesiredFlows::new();
+        let mut c = FlowTable::new();
         c.replace(lf(5), vec![flow(0, vec![conjunction(6, 0, 2)])]);
         c.replace(lf(4), vec![flow(0, vec![conjunction(5, 0, 2)])]);
         assert_eq!(
@@ -399,6 +607,75 @@ mod tests {
         );
         c.remove(lf(5));
         assert!(c.is_empty());
-        assert_eq!(c.take_changes().len(), 1, "one key changed, reported once");
+        assert_eq!(ops(&c), [], "never installed, nothing to delete");
+    }
+
+    #[test]
+    fn pending_flow_mods_follow_installed_state() {
+        let mut d = FlowTable::new();
+        d.replace(lf(1), vec![flow(1, vec![resubmit(9)])]);
+        assert_eq!(ops(&d), [(FlowModCommand::Add, 1)]);
+        d.commit();
+        assert_eq!(ops(&d), []);
+        d.replace(lf(1), vec![flow(1, vec![resubmit(10)])]);
+        assert_eq!(ops(&d), [(FlowModCommand::ModifyStrict, 1)]);
+        d.commit();
+        d.replace(lf(1), vec![flow(2, vec![resubmit(10)])]);
+        assert_eq!(
+            ops(&d),
+            [(FlowModCommand::Add, 2)],
+            "a new cookie needs ADD"
+        );
+        d.commit();
+        d.replace(lf(1), vec![flow(2, vec![resubmit(10)])]);
+        assert_eq!(ops(&d), [], "the same flow again is no change");
+        d.remove(lf(1));
+        assert_eq!(ops(&d), [(FlowModCommand::DeleteStrict, 2)]);
+        d.commit();
+        assert_eq!(ops(&d), []);
+        assert!(d.is_empty());
+    }
+
+    #[test]
+    fn a_dump_becomes_the_installed_state() {
+        let mut d = FlowTable::new();
+        d.replace(lf(1), vec![flow(1, vec![resubmit(9)])]);
+        d.replace(
+            lf(2),
+            vec![{
+                let mut f = flow(2, vec![]);
+                f.priority = 20;
+                f
+            }],
+        );
+        d.forget_installed();
+        let f1 = flow(1, vec![resubmit(9)]);
+        let mut stale = flow(9, vec![]);
+        stale.table = 12;
+        let dump = [&f1, &stale].map(|f| {
+            (
+                f.table,
+                f.priority,
+                f.cookie,
+                f.m.to_match(openflow::flow::MatchForm::Of15).unwrap(),
+                f.actions.to_vec(),
+            )
+        });
+        let mut foreign_match = openflow::oxm::Match::new();
+        foreign_match.push(FieldId::tun_metadata(3), vec![0, 0, 0, 1], None);
+        let mut all: Vec<_> = dump.into_iter().collect();
+        all.push((0, 5, 0, foreign_match, vec![]));
+        let foreign = d.record_dump(all);
+        assert_eq!(foreign.len(), 1);
+        let mut got = ops(&d);
+        got.sort_by_key(|o| o.1);
+        // f1 is already there; lf(2)'s flow is missing; the stale one goes.
+        assert_eq!(
+            got,
+            [(FlowModCommand::Add, 2), (FlowModCommand::DeleteStrict, 9)]
+        );
+        d.commit();
+        assert_eq!(ops(&d), []);
+        assert_eq!(d.len(), 2);
     }
 }

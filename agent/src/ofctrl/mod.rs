@@ -3,4 +3,4 @@
 
 pub mod desired;
 
-pub use desired::{DesiredFlows, EffectiveFlow};
+pub use desired::{DesiredFlows, EffectiveFlow, FlowOp, FlowTable, ForeignFlow};
