@@ -515,14 +515,13 @@ impl FlowTable {
                     })
                 })
             });
-            let id = match found {
-                Some(id) => id,
-                None => {
-                    let mut m = m;
-                    let id = self.insert_key(table, priority, &mut m);
-                    canon.entry(h).or_default().push(id);
-                    id
-                }
+            let id = if let Some(id) = found {
+                id
+            } else {
+                let mut m = m;
+                let id = self.insert_key(table, priority, &mut m);
+                canon.entry(h).or_default().push(id);
+                id
             };
             if let Some(e) = self.entries[id as usize].as_mut() {
                 e.installed = Some(Installed {
