@@ -1,4 +1,16 @@
 //! The engine: owns the chassis state and turns database changes into flows, claims and
 //! configuration (sans-IO; the daemon's tasks feed it and carry out what it asks).
 
+pub mod binding;
+pub mod chassis;
+pub mod conditions;
 pub mod config;
+pub mod ovs_config;
+pub mod zones;
+
+/// Milliseconds since the Unix epoch (timestamps OVN writes).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}

@@ -1,0 +1,461 @@
+//! Which port bindings this chassis claims, releases and serves (reference §4.1-§4.2).
+//! Pure: reads the SB and OVS replicas, returns the decision and the SB updates.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use sbclient::ovn_sb::{Chassis, Encap, HaChassis, HaChassisGroup, PortBinding};
+use sbclient::vswitch::{Bridge, Interface, Port};
+use sbclient::{Replica, Uuid};
+
+use crate::runtime::BindingKind;
+
+/// A claim attempt within this long after our own last claim of a port that another
+/// chassis took since waits (ovn-controller's CLAIM_TIME_THRESHOLD_MS): no claim fights.
+pub const CLAIM_THROTTLE: Duration = Duration::from_millis(500);
+
+/// An OVS interface on the integration bridge that names a logical port.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocalIface {
+    pub uuid: Uuid,
+    pub name: String,
+    pub ofport: Option<u32>,
+    pub iface_id_ver: Option<String>,
+    pub encap_ip: Option<String>,
+    /// `external_ids:ovn-installed` is set.
+    pub installed: bool,
+}
+
+/// The interfaces of the integration bridge, by `external_ids:iface-id`.
+#[derive(Clone, Debug, Default)]
+pub struct LocalIfaces {
+    pub by_iface_id: BTreeMap<String, LocalIface>,
+    /// Second and later interfaces claiming an iface-id already taken (ignored, warned).
+    pub duplicates: Vec<(String, String)>,
+}
+
+/// The Bridge row named `name`.
+pub fn bridge<'a>(ovs: &'a Replica, name: &str) -> Option<(&'a Uuid, &'a Bridge)> {
+    ovs.table::<Bridge>()?.iter().find(|(_, b)| b.name == name)
+}
+
+/// Interfaces of bridge `name` that carry an `iface-id`.
+pub fn local_ifaces(ovs: &Replica, bridge_name: &str) -> LocalIfaces {
+    let mut out = LocalIfaces::default();
+    let (Some((_, br)), Some(ports), Some(ifaces)) = (
+        bridge(ovs, bridge_name),
+        ovs.table::<Port>(),
+        ovs.table::<Interface>(),
+    ) else {
+        return out;
+    };
+    // In interface-name order, so that "the second one" is well defined.
+    let mut found: Vec<(&Uuid, &Interface)> = br
+        .ports
+        .iter()
+        .filter_map(|p| ports.get(p))
+        .flat_map(|p| p.interfaces.iter())
+        .filter_map(|i| ifaces.get(i).map(|r| (i, r)))
+        .filter(|(_, i)| i.external_ids.contains_key("iface-id"))
+        .collect();
+    found.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+    for (uuid, i) in found {
+        let Some(id) = i.external_ids.get("iface-id") else {
+            continue;
+        };
+        if out.by_iface_id.contains_key(id) {
+            out.duplicates.push((id.clone(), i.name.clone()));
+            continue;
+        }
+        out.by_iface_id.insert(
+            id.clone(),
+            LocalIface {
+                uuid: *uuid,
+                name: i.name.clone(),
+                ofport: i
+                    .ofport
+                    .and_then(|p| u32::try_from(p).ok())
+                    .filter(|p| *p > 0 && *p < 0xff00),
+                iface_id_ver: i.external_ids.get("iface-id-ver").cloned(),
+                encap_ip: i.external_ids.get("encap-ip").cloned(),
+                installed: i
+                    .external_ids
+                    .get("ovn-installed")
+                    .is_some_and(|v| v == "true"),
+            },
+        );
+    }
+    out
+}
+
+/// This chassis as the binding code sees it.
+#[derive(Clone, Debug)]
+pub struct Me<'a> {
+    pub name: &'a str,
+    pub hostname: &'a str,
+    /// Our Chassis row, once it exists.
+    pub uuid: Option<Uuid>,
+}
+
+/// Where a port may be bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bindable {
+    Main,
+    Additional,
+    No,
+}
+
+/// `lport_can_bind_on_this_chassis` (reference §4.1).
+pub fn can_bind(
+    pb: &PortBinding,
+    me: &Me<'_>,
+    chassis: Option<&sbclient::Table<Chassis>>,
+) -> Bindable {
+    if me.uuid.is_some() && pb.requested_chassis == me.uuid {
+        return Bindable::Main;
+    }
+    if me
+        .uuid
+        .is_some_and(|u| pb.requested_additional_chassis.contains(&u))
+    {
+        return Bindable::Additional;
+    }
+    // northd fills requested_chassis from the option; a named chassis that does not exist
+    // yet still counts by name.
+    let names = pb
+        .options
+        .get("requested-chassis")
+        .map_or("", String::as_str);
+    if names.is_empty() {
+        if let (Some(req), Some(t)) = (pb.requested_chassis, chassis) {
+            if t.get(&req).is_some() {
+                return Bindable::No;
+            }
+        }
+        return Bindable::Main;
+    }
+    for (i, n) in names.split(',').map(str::trim).enumerate() {
+        if n == me.name || n == me.hostname {
+            return if i == 0 {
+                Bindable::Main
+            } else {
+                Bindable::Additional
+            };
+        }
+    }
+    Bindable::No
+}
+
+/// Whether this chassis is the active member of an HA chassis group: the highest priority
+/// member (ties by name, descending) among the members whose chassis exists. Without BFD
+/// every member counts as up (the BFD-driven failover is its own work item).
+pub fn ha_active(sb: &Replica, group: &Uuid, me: &Me<'_>) -> (bool, bool) {
+    let (Some(g), Some(ha), Some(ch)) = (
+        sb.table::<HaChassisGroup>().and_then(|t| t.get(group)),
+        sb.table::<HaChassis>(),
+        sb.table::<Chassis>(),
+    ) else {
+        return (false, false);
+    };
+    let mut members: Vec<(i64, &str)> = g
+        .ha_chassis
+        .iter()
+        .filter_map(|m| ha.get(m))
+        .filter_map(|h| Some((h.priority, ch.get(&h.chassis?)?.name.as_str())))
+        .collect();
+    members.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(a.1)));
+    let member = members.iter().any(|m| m.1 == me.name);
+    (members.first().is_some_and(|m| m.1 == me.name), member)
+}
+
+/// What this chassis holds and what it must write.
+#[derive(Clone, Debug, Default)]
+pub struct BindingPlan {
+    /// Ports bound here (for flows): VIFs and containers with ofports, claimed ports.
+    pub bound: HashMap<Uuid, BindingKind>,
+    /// Localports with an interface here.
+    pub localports: HashMap<Uuid, u32>,
+    /// Ports to claim (set `chassis` to us), with the encap to record.
+    pub claim: Vec<(Uuid, Option<Uuid>)>,
+    /// Ports to add ourselves to as an additional chassis.
+    pub claim_additional: Vec<(Uuid, Option<Uuid>)>,
+    /// Ports to release (they point to us but should not).
+    pub release: Vec<Uuid>,
+    /// Ports to remove ourselves from `additional_chassis`.
+    pub release_additional: Vec<Uuid>,
+    /// Claims held back by the throttle (retry when it expires).
+    pub throttled: Vec<(Uuid, Instant)>,
+    /// HA groups (cr / external ports) in which this chassis is a member, active or not.
+    pub ha_member: HashSet<Uuid>,
+    /// cr / external ports active here.
+    pub active_ha: HashSet<Uuid>,
+    /// Lines worth a (rate-limited) log message: ports we refuse and why.
+    pub notes: Vec<String>,
+}
+
+/// The encap row of our chassis whose ip is `ip`.
+fn encap_for(sb: &Replica, me: &Me<'_>, ip: Option<&str>) -> Option<Uuid> {
+    let ip = ip?;
+    let ch = sb.table::<Chassis>()?.get(&me.uuid?)?;
+    let encaps = sb.table::<Encap>()?;
+    ch.encaps
+        .iter()
+        .filter_map(|e| encaps.get(e).map(|r| (e, r)))
+        .find(|(_, e)| e.ip == ip)
+        .map(|(u, _)| *u)
+}
+
+/// Decides every binding of this chassis. `last_claim` holds when we last claimed a port
+/// (for the throttle).
+pub fn plan(
+    sb: &Replica,
+    ifaces: &LocalIfaces,
+    me: &Me<'_>,
+    last_claim: &HashMap<Uuid, Instant, impl std::hash::BuildHasher>,
+    now: Instant,
+) -> BindingPlan {
+    let mut out = BindingPlan::default();
+    let Some(pbs) = sb.table::<PortBinding>() else {
+        return out;
+    };
+    let chassis_table = sb.table::<Chassis>();
+    let is_me = |c: &Option<Uuid>| c.is_some() && *c == me.uuid;
+    // VIFs first, so containers can find their parents.
+    let mut parents: HashMap<&str, u32> = HashMap::new();
+    let mut order: Vec<(&Uuid, &PortBinding)> = pbs.iter().collect();
+    order.sort_by_key(|(_, p)| (p.parent_port.is_some(), p.logical_port.clone()));
+    for (uuid, pb) in order {
+        let wants = match pb.type_.as_str() {
+            "" | "virtual" if pb.parent_port.is_none() => {
+                let Some(iface) = ifaces.by_iface_id.get(&pb.logical_port) else {
+                    if is_me(&pb.chassis) && pb.type_.is_empty() {
+                        out.release.push(*uuid);
+                    }
+                    continue;
+                };
+                if pb.type_ == "virtual" {
+                    // Bound by pinctrl (bind_vport), not here.
+                    continue;
+                }
+                if let Some(want) = pb.options.get("iface-id-ver") {
+                    if iface.iface_id_ver.as_ref() != Some(want) {
+                        out.notes.push(format!(
+                            "not claiming {}: iface-id-ver {want:?} does not match the interface's {:?}",
+                            pb.logical_port, iface.iface_id_ver
+                        ));
+                        if is_me(&pb.chassis) {
+                            out.release.push(*uuid);
+                        }
+                        continue;
+                    }
+                }
+                let Some(ofport) = iface.ofport else {
+                    continue;
+                };
+                match can_bind(pb, me, chassis_table) {
+                    Bindable::No => {
+                        out.notes.push(format!(
+                            "not claiming lport {}, chassis {} requested-chassis {}",
+                            pb.logical_port,
+                            me.name,
+                            pb.options
+                                .get("requested-chassis")
+                                .map_or("", String::as_str)
+                        ));
+                        if is_me(&pb.chassis) {
+                            out.release.push(*uuid);
+                        }
+                        continue;
+                    }
+                    Bindable::Additional => {
+                        if me.uuid.is_some_and(|u| !pb.additional_chassis.contains(&u)) {
+                            out.claim_additional
+                                .push((*uuid, encap_for(sb, me, iface.encap_ip.as_deref())));
+                        }
+                    }
+                    Bindable::Main => {
+                        claim_main(
+                            &mut out,
+                            uuid,
+                            pb,
+                            me,
+                            last_claim,
+                            now,
+                            encap_for(sb, me, iface.encap_ip.as_deref()),
+                        );
+                    }
+                }
+                parents.insert(pb.logical_port.as_str(), ofport);
+                out.bound.insert(
+                    *uuid,
+                    BindingKind::Vif {
+                        ofport,
+                        iface: iface.name.clone(),
+                    },
+                );
+                continue;
+            }
+            "" => {
+                // A container: on its parent's interface with its VLAN tag.
+                let parent = pb.parent_port.as_deref().unwrap_or_default();
+                let (Some(&ofport), Some(tag)) = (parents.get(parent), pb.tag) else {
+                    if is_me(&pb.chassis) {
+                        out.release.push(*uuid);
+                    }
+                    continue;
+                };
+                let Ok(tag) = u16::try_from(tag) else {
+                    out.notes
+                        .push(format!("{}: bad tag {tag}", pb.logical_port));
+                    continue;
+                };
+                claim_main(&mut out, uuid, pb, me, last_claim, now, None);
+                out.bound.insert(
+                    *uuid,
+                    BindingKind::Container {
+                        parent_ofport: ofport,
+                        tag,
+                    },
+                );
+                continue;
+            }
+            "localport" => {
+                if let Some(ofport) = ifaces
+                    .by_iface_id
+                    .get(&pb.logical_port)
+                    .and_then(|i| i.ofport)
+                {
+                    out.localports.insert(*uuid, ofport);
+                }
+                if is_me(&pb.chassis) {
+                    out.release.push(*uuid);
+                }
+                continue;
+            }
+            "l3gateway" => pb
+                .options
+                .get("l3gateway-chassis")
+                .is_some_and(|c| c == me.name),
+            "l2gateway" => pb
+                .options
+                .get("l2gateway-chassis")
+                .is_some_and(|c| c == me.name),
+            "chassisredirect" | "external" => match pb.ha_chassis_group {
+                Some(g) => {
+                    let (active, member) = ha_active(sb, &g, me);
+                    if member {
+                        out.ha_member.insert(*uuid);
+                    }
+                    if active {
+                        out.active_ha.insert(*uuid);
+                    }
+                    active
+                }
+                // The older form: `options:gateway-chassis` / Port_Binding.chassis pinned.
+                None => pb
+                    .options
+                    .get("redirect-chassis")
+                    .is_some_and(|c| c == me.name),
+            },
+            _ => {
+                // localnet, patch, vtep, remote: never claimed here.
+                if is_me(&pb.chassis) && !matches!(pb.type_.as_str(), "localnet" | "patch") {
+                    out.notes.push(format!(
+                        "{}: type {:?} is not bound by a chassis",
+                        pb.logical_port, pb.type_
+                    ));
+                }
+                continue;
+            }
+        };
+        if wants {
+            claim_main(&mut out, uuid, pb, me, last_claim, now, None);
+            out.bound.insert(*uuid, BindingKind::Claimed);
+        } else if is_me(&pb.chassis) {
+            out.release.push(*uuid);
+        }
+    }
+    // Additional bindings we hold but no longer want.
+    if let Some(u) = me.uuid {
+        for (uuid, pb) in pbs.iter() {
+            if pb.additional_chassis.contains(&u) && !out.bound.contains_key(uuid) {
+                out.release_additional.push(*uuid);
+            }
+        }
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn claim_main(
+    out: &mut BindingPlan,
+    uuid: &Uuid,
+    pb: &PortBinding,
+    me: &Me<'_>,
+    last_claim: &HashMap<Uuid, Instant, impl std::hash::BuildHasher>,
+    now: Instant,
+    encap: Option<Uuid>,
+) {
+    let Some(my) = me.uuid else { return };
+    if pb.chassis == Some(my) {
+        if pb.encap != encap && encap.is_some() {
+            out.claim.push((*uuid, encap));
+        }
+        return;
+    }
+    if pb.chassis.is_some() {
+        if let Some(t) = last_claim.get(uuid) {
+            if now.duration_since(*t) < CLAIM_THROTTLE {
+                out.throttled.push((*uuid, *t + CLAIM_THROTTLE));
+                return;
+            }
+        }
+    }
+    out.claim.push((*uuid, encap));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pb(name: &str, opts: &[(&str, &str)]) -> PortBinding {
+        let mut p = PortBinding {
+            logical_port: name.into(),
+            ..PortBinding::default()
+        };
+        for (k, v) in opts {
+            p.options.insert((*k).into(), (*v).into());
+        }
+        p
+    }
+
+    #[test]
+    fn requested_chassis_by_name_or_hostname() {
+        let me = Me {
+            name: "hv1",
+            hostname: "host1.example",
+            uuid: Some(Uuid::from_u128(1)),
+        };
+        assert_eq!(can_bind(&pb("a", &[]), &me, None), Bindable::Main);
+        assert_eq!(
+            can_bind(&pb("a", &[("requested-chassis", "hv1")]), &me, None),
+            Bindable::Main
+        );
+        assert_eq!(
+            can_bind(
+                &pb("a", &[("requested-chassis", "host1.example")]),
+                &me,
+                None
+            ),
+            Bindable::Main
+        );
+        assert_eq!(
+            can_bind(&pb("a", &[("requested-chassis", "hv2,hv1")]), &me, None),
+            Bindable::Additional
+        );
+        assert_eq!(
+            can_bind(&pb("a", &[("requested-chassis", "hv2")]), &me, None),
+            Bindable::No
+        );
+    }
+}

@@ -1,0 +1,525 @@
+//! What the agent maintains in the local OVS database (reference §5.2-§5.3): the
+//! integration bridge, one tunnel port per remote chassis and encap IP, the patch ports of
+//! mapped localnet networks, `ovn-installed` on interfaces whose flows are in, and the
+//! bridge's `ct-zone-*` / `ovn-nb-cfg` keys. One function computes the operations that make
+//! the database match; nothing is written when it already does.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use sbclient::datum::{Atom, Datum};
+use sbclient::ovn_sb::{Chassis, Encap, PortBinding};
+use sbclient::transaction::{by_uuid, Columns, Mutator};
+use sbclient::vswitch::{Bridge, Interface, OpenVswitch, Port};
+use sbclient::{Replica, Transaction, Uuid};
+
+use super::binding::bridge;
+use super::config::ChassisConfig;
+use crate::runtime::{EncapType, Runtime};
+
+/// A tunnel port the agent wants on br-int.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct WantedTunnel {
+    /// `<chassis>@<ip>`, the Port's `external_ids:ovn-chassis-id`.
+    pub chassis_id: String,
+    pub chassis: String,
+    pub encap: EncapType,
+    pub remote_ip: String,
+    pub csum: Option<String>,
+}
+
+/// Tunnels to every other chassis we share an encap type and a transport zone with.
+pub fn wanted_tunnels(sb: &Replica, cfg: &ChassisConfig) -> Vec<WantedTunnel> {
+    let (Some(chassis), Some(encaps)) = (sb.table::<Chassis>(), sb.table::<Encap>()) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (_, ch) in chassis.iter() {
+        if ch.name == cfg.system_id {
+            continue;
+        }
+        let remote_zones: BTreeSet<&String> = ch.transport_zones.iter().collect();
+        let ours: BTreeSet<&String> = cfg.transport_zones.iter().collect();
+        if !(remote_zones.is_empty() && ours.is_empty()) && remote_zones.is_disjoint(&ours) {
+            continue;
+        }
+        if ch
+            .other_config
+            .get("is-remote")
+            .is_some_and(|v| v == "true")
+            && !cfg.is_interconn
+        {
+            continue;
+        }
+        let theirs: Vec<&Encap> = ch.encaps.iter().filter_map(|e| encaps.get(e)).collect();
+        // Preferred type: the best (geneve > stt > vxlan) that both sides list.
+        let best = [EncapType::Geneve, EncapType::Stt, EncapType::Vxlan]
+            .into_iter()
+            .find(|t| {
+                cfg.encap_types.contains(t)
+                    && theirs
+                        .iter()
+                        .any(|e| EncapType::parse(&e.type_) == Some(*t))
+            });
+        let Some(best) = best else {
+            tracing::warn!(chassis = %ch.name, "chassis_tunnel_add: No supported encaps for '{}'", ch.name);
+            continue;
+        };
+        for e in theirs
+            .iter()
+            .filter(|e| EncapType::parse(&e.type_) == Some(best))
+        {
+            out.push(WantedTunnel {
+                chassis_id: format!("{}@{}", ch.name, e.ip),
+                chassis: ch.name.clone(),
+                encap: best,
+                remote_ip: e.ip.clone(),
+                csum: e.options.get("csum").cloned(),
+            });
+        }
+    }
+    out.sort();
+    out
+}
+
+fn tunnel_options(t: &WantedTunnel) -> BTreeMap<String, String> {
+    let mut o = BTreeMap::from([
+        ("remote_ip".to_owned(), t.remote_ip.clone()),
+        ("key".to_owned(), "flow".to_owned()),
+    ]);
+    if let Some(c) = &t.csum {
+        o.insert("csum".into(), c.clone());
+    }
+    o
+}
+
+fn map_datum<'a>(m: impl IntoIterator<Item = (&'a String, &'a String)>) -> Datum {
+    Datum::Map(
+        m.into_iter()
+            .map(|(k, v)| (Atom::from(k.as_str()), Atom::from(v.as_str())))
+            .collect(),
+    )
+}
+
+/// Tunnel port name: `ovn-<first 6 of the chassis name>-<n>`, the first free n.
+fn tunnel_name(chassis: &str, taken: &BTreeSet<String>) -> String {
+    let short: String = chassis.chars().take(6).collect();
+    (0..=taken.len())
+        .map(|n| format!("ovn-{short}-{n:x}"))
+        .find(|n| !taken.contains(n))
+        .unwrap_or_default()
+}
+
+/// What the bridge's external_ids should hold for zones and nb_cfg.
+#[derive(Clone, Debug, Default)]
+pub struct BridgeKeys {
+    pub ct_zones: BTreeMap<String, u16>,
+    /// `(nb_cfg, timestamp ms)` last acknowledged.
+    pub nb_cfg: Option<(i64, i64)>,
+}
+
+/// Creates the integration bridge (fail-mode secure, a fixed hwaddr so the datapath-id does
+/// not change when ports come, in-band off) with its internal port.
+pub fn create_bridge(ovs: &Replica, cfg: &ChassisConfig, txn: &mut Transaction) {
+    let Some((ovs_uuid, _)) = ovs.table::<OpenVswitch>().and_then(|t| t.iter().next()) else {
+        return;
+    };
+    let name = cfg.bridge.as_str();
+    txn.insert(
+        "Interface",
+        Columns::new()
+            .set("name", Atom::from(name))
+            .set("type", Atom::from("internal")),
+        Some("iface"),
+    );
+    txn.insert(
+        "Port",
+        Columns::new().set("name", Atom::from(name)).set(
+            "interfaces",
+            Datum::Set(vec![Atom::NamedUuid("iface".into())]),
+        ),
+        Some("port"),
+    );
+    let mac = random_mac();
+    let other = BTreeMap::from([
+        ("disable-in-band".to_owned(), "true".to_owned()),
+        ("hwaddr".to_owned(), mac),
+    ]);
+    let mut cols = Columns::new()
+        .set("name", Atom::from(name))
+        .set("fail_mode", Datum::Set(vec![Atom::from("secure")]))
+        .set("other_config", map_datum(&other))
+        .set("ports", Datum::Set(vec![Atom::NamedUuid("port".into())]));
+    if let Some(dt) = cfg.get("ovn-bridge-datapath-type") {
+        cols = cols.set("datapath_type", Atom::from(dt));
+    }
+    txn.insert("Bridge", cols, Some("bridge"));
+    txn.mutate(
+        "Open_vSwitch",
+        &by_uuid(*ovs_uuid),
+        vec![(
+            "bridges".into(),
+            Mutator::Insert,
+            Datum::Set(vec![Atom::NamedUuid("bridge".into())]),
+        )],
+    );
+}
+
+/// A locally administered unicast MAC, random per bridge.
+fn random_mac() -> String {
+    let b = uuid::Uuid::new_v4();
+    let x = b.as_bytes();
+    format!(
+        "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+        (x[0] & 0xfe) | 0x02,
+        x[1],
+        x[2],
+        x[3],
+        x[4],
+        x[5]
+    )
+}
+
+/// Adds to `txn` what makes br-int's ports and keys match; false if nothing to do.
+#[allow(clippy::too_many_lines)]
+pub fn sync(
+    ovs: &Replica,
+    sb: &Replica,
+    cfg: &ChassisConfig,
+    rt: &Runtime,
+    installed: &BTreeSet<Uuid>,
+    keys: &BridgeKeys,
+    txn: &mut Transaction,
+) -> bool {
+    let Some((br_uuid, br)) = bridge(ovs, &cfg.bridge) else {
+        create_bridge(ovs, cfg, txn);
+        return true;
+    };
+    let (Some(ports), Some(ifaces)) = (ovs.table::<Port>(), ovs.table::<Interface>()) else {
+        return false;
+    };
+    let mut changed = false;
+    let mut remove_ports: Vec<Uuid> = Vec::new();
+    let mut add_ports: Vec<Atom> = Vec::new();
+    if br.fail_mode.as_deref() != Some("secure") {
+        tracing::warn!("Integration bridge fail-mode changed to 'secure'");
+        txn.update(
+            "Bridge",
+            &by_uuid(*br_uuid),
+            Columns::new().set("fail_mode", Datum::Set(vec![Atom::from("secure")])),
+        );
+        changed = true;
+    }
+    // Tunnels.
+    let wanted = wanted_tunnels(sb, cfg);
+    let mut have: BTreeMap<String, (Uuid, &Port)> = BTreeMap::new();
+    let mut names: BTreeSet<String> = BTreeSet::new();
+    for p in &br.ports {
+        let Some(port) = ports.get(p) else { continue };
+        names.insert(port.name.clone());
+        if let Some(id) = port.external_ids.get("ovn-chassis-id") {
+            if have.contains_key(id) {
+                remove_ports.push(*p);
+            } else {
+                have.insert(id.clone(), (*p, port));
+            }
+        }
+    }
+    for (id, (p, port)) in &have {
+        let keep = wanted
+            .iter()
+            .find(|w| &w.chassis_id == id)
+            .is_some_and(|w| {
+                port.interfaces
+                    .iter()
+                    .filter_map(|i| ifaces.get(i))
+                    .all(|i| {
+                        let opts: BTreeMap<String, String> = i
+                            .options
+                            .iter()
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect();
+                        i.type_ == w.encap.as_str() && opts == tunnel_options(w)
+                    })
+            });
+        if !keep {
+            remove_ports.push(*p);
+        }
+    }
+    for (n, w) in wanted.iter().enumerate() {
+        let keep = have
+            .get(&w.chassis_id)
+            .is_some_and(|(p, _)| !remove_ports.contains(p));
+        if keep {
+            continue;
+        }
+        // A changed tunnel keeps its name (a new ofport comes with the new interface).
+        let name = have.get(&w.chassis_id).map_or_else(
+            || {
+                let n = tunnel_name(&w.chassis, &names);
+                names.insert(n.clone());
+                n
+            },
+            |(_, port)| port.name.clone(),
+        );
+        let (iface_name, port_name) = (format!("tun_iface{n}"), format!("tun_port{n}"));
+        txn.insert(
+            "Interface",
+            Columns::new()
+                .set("name", Atom::from(name.as_str()))
+                .set("type", Atom::from(w.encap.as_str()))
+                .set("options", map_datum(&tunnel_options(w))),
+            Some(&iface_name),
+        );
+        txn.insert(
+            "Port",
+            Columns::new()
+                .set("name", Atom::from(name.as_str()))
+                .set("interfaces", Datum::Set(vec![Atom::NamedUuid(iface_name)]))
+                .set(
+                    "external_ids",
+                    map_datum(&BTreeMap::from([(
+                        "ovn-chassis-id".to_owned(),
+                        w.chassis_id.clone(),
+                    )])),
+                ),
+            Some(&port_name),
+        );
+        add_ports.push(Atom::NamedUuid(port_name));
+    }
+    // Patch ports for the mapped localnet ports of local datapaths.
+    let pbs = sb.table::<PortBinding>();
+    let mut wanted_patch: BTreeMap<String, (String, String)> = BTreeMap::new();
+    for dp in rt.local_datapaths.values() {
+        let Some(pb) = dp.localnet.and_then(|u| pbs.and_then(|t| t.get(&u))) else {
+            continue;
+        };
+        let Some(net) = pb.options.get("network_name") else {
+            continue;
+        };
+        let Some(phys) = cfg.bridge_mappings.get(net) else {
+            continue;
+        };
+        if bridge(ovs, phys).is_none() {
+            continue;
+        }
+        wanted_patch.insert(pb.logical_port.clone(), (phys.clone(), net.clone()));
+    }
+    let mut have_patch: BTreeMap<String, Uuid> = BTreeMap::new();
+    for p in &br.ports {
+        if let Some(lp) = ports
+            .get(p)
+            .and_then(|x| x.external_ids.get("ovn-localnet-port"))
+        {
+            have_patch.insert(lp.clone(), *p);
+        }
+    }
+    for (lp, p) in &have_patch {
+        if !wanted_patch.contains_key(lp) {
+            remove_ports.push(*p);
+            // The peer on the physical bridge goes too.
+            for (bu, b) in ovs
+                .table::<Bridge>()
+                .into_iter()
+                .flat_map(sbclient::Table::iter)
+            {
+                let peers: Vec<Uuid> = b
+                    .ports
+                    .iter()
+                    .filter(|q| {
+                        ports.get(q).is_some_and(|x| {
+                            x.external_ids.get("ovn-localnet-port") == Some(lp) && *bu != *br_uuid
+                        })
+                    })
+                    .copied()
+                    .collect();
+                if !peers.is_empty() {
+                    txn.mutate(
+                        "Bridge",
+                        &by_uuid(*bu),
+                        vec![(
+                            "ports".into(),
+                            Mutator::Delete,
+                            Datum::Set(peers.into_iter().map(Atom::Uuid).collect()),
+                        )],
+                    );
+                    changed = true;
+                }
+            }
+        }
+    }
+    for (i, (lp, (phys, _))) in wanted_patch.iter().enumerate() {
+        if have_patch.contains_key(lp) {
+            continue;
+        }
+        let here = format!("patch-{}-to-{lp}", cfg.bridge);
+        let there = format!("patch-{lp}-to-{}", cfg.bridge);
+        let ext = BTreeMap::from([("ovn-localnet-port".to_owned(), lp.clone())]);
+        for (side, name, peer) in [("a", &here, &there), ("b", &there, &here)] {
+            txn.insert(
+                "Interface",
+                Columns::new()
+                    .set("name", Atom::from(name.as_str()))
+                    .set("type", Atom::from("patch"))
+                    .set(
+                        "options",
+                        map_datum(&BTreeMap::from([("peer".to_owned(), peer.clone())])),
+                    ),
+                Some(&format!("patch_iface_{side}{i}")),
+            );
+            txn.insert(
+                "Port",
+                Columns::new()
+                    .set("name", Atom::from(name.as_str()))
+                    .set(
+                        "interfaces",
+                        Datum::Set(vec![Atom::NamedUuid(format!("patch_iface_{side}{i}"))]),
+                    )
+                    .set("external_ids", map_datum(&ext)),
+                Some(&format!("patch_port_{side}{i}")),
+            );
+        }
+        add_ports.push(Atom::NamedUuid(format!("patch_port_a{i}")));
+        if let Some((pu, _)) = bridge(ovs, phys) {
+            txn.mutate(
+                "Bridge",
+                &by_uuid(*pu),
+                vec![(
+                    "ports".into(),
+                    Mutator::Insert,
+                    Datum::Set(vec![Atom::NamedUuid(format!("patch_port_b{i}"))]),
+                )],
+            );
+        }
+    }
+    if !remove_ports.is_empty() {
+        remove_ports.sort();
+        remove_ports.dedup();
+        txn.mutate(
+            "Bridge",
+            &by_uuid(*br_uuid),
+            vec![(
+                "ports".into(),
+                Mutator::Delete,
+                Datum::Set(remove_ports.into_iter().map(Atom::Uuid).collect()),
+            )],
+        );
+        changed = true;
+    }
+    if !add_ports.is_empty() {
+        txn.mutate(
+            "Bridge",
+            &by_uuid(*br_uuid),
+            vec![("ports".into(), Mutator::Insert, Datum::Set(add_ports))],
+        );
+        changed = true;
+    }
+    // ovn-installed on the interfaces of ports whose flows are in; off elsewhere.
+    for p in &br.ports {
+        let Some(port) = ports.get(p) else { continue };
+        for iu in &port.interfaces {
+            let Some(i) = ifaces.get(iu) else { continue };
+            if !i.external_ids.contains_key("iface-id") {
+                continue;
+            }
+            let want = installed.contains(iu);
+            let has = i
+                .external_ids
+                .get("ovn-installed")
+                .is_some_and(|v| v == "true");
+            if want && !has {
+                let now = super::now_ms().to_string();
+                txn.mutate(
+                    "Interface",
+                    &by_uuid(*iu),
+                    vec![(
+                        "external_ids".into(),
+                        Mutator::Insert,
+                        map_datum(&BTreeMap::from([
+                            ("ovn-installed".to_owned(), "true".to_owned()),
+                            ("ovn-installed-ts".to_owned(), now),
+                        ])),
+                    )],
+                );
+                changed = true;
+            } else if !want && has {
+                txn.mutate(
+                    "Interface",
+                    &by_uuid(*iu),
+                    vec![(
+                        "external_ids".into(),
+                        Mutator::Delete,
+                        Datum::Set(vec![
+                            Atom::from("ovn-installed"),
+                            Atom::from("ovn-installed-ts"),
+                        ]),
+                    )],
+                );
+                changed = true;
+            }
+        }
+    }
+    // Bridge keys: zones and nb_cfg.
+    let mut set: BTreeMap<String, String> = BTreeMap::new();
+    let mut del: Vec<Atom> = Vec::new();
+    for (k, v) in br.external_ids.iter() {
+        if let Some(name) = k.strip_prefix("ct-zone-") {
+            if keys.ct_zones.get(name).map(ToString::to_string).as_deref() != Some(v.as_str()) {
+                del.push(Atom::from(k.as_str()));
+            }
+        }
+    }
+    for (name, z) in &keys.ct_zones {
+        let k = format!("ct-zone-{name}");
+        if br.external_ids.get(&k).map(String::as_str) != Some(z.to_string().as_str()) {
+            set.insert(k, z.to_string());
+        }
+    }
+    if let Some((cfg_id, ts)) = keys.nb_cfg {
+        if br.external_ids.get("ovn-nb-cfg").map(String::as_str)
+            != Some(cfg_id.to_string().as_str())
+        {
+            set.insert("ovn-nb-cfg".into(), cfg_id.to_string());
+            set.insert("ovn-nb-cfg-ts".into(), ts.to_string());
+        }
+    }
+    if !br.external_ids.contains_key("ovn-startup-ts") {
+        set.insert("ovn-startup-ts".into(), super::now_ms().to_string());
+    }
+    let mut muts = Vec::new();
+    // Keys being set are deleted first (a map insert does not overwrite).
+    let mut del_all = del;
+    del_all.extend(
+        set.keys()
+            .filter(|k| br.external_ids.contains_key(*k))
+            .map(|k| Atom::from(k.as_str())),
+    );
+    if !del_all.is_empty() {
+        muts.push((
+            "external_ids".to_owned(),
+            Mutator::Delete,
+            Datum::Set(del_all),
+        ));
+    }
+    if !set.is_empty() {
+        muts.push(("external_ids".to_owned(), Mutator::Insert, map_datum(&set)));
+    }
+    if !muts.is_empty() {
+        txn.mutate("Bridge", &by_uuid(*br_uuid), muts);
+        changed = true;
+    }
+    changed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tunnel_names_are_short_and_unique() {
+        let mut taken = BTreeSet::new();
+        let a = tunnel_name("hv2-long-name", &taken);
+        assert_eq!(a, "ovn-hv2-lo-0");
+        taken.insert(a);
+        assert_eq!(tunnel_name("hv2-long-name-b", &taken), "ovn-hv2-lo-1");
+    }
+}

@@ -1,0 +1,102 @@
+//! Conntrack zones (reference §2.5): one per local logical port and two per local datapath
+//! (`<dp uuid>_dnat`, `<dp uuid>_snat`), kept in br-int `external_ids:ct-zone-*` so they
+//! survive restarts; a new zone is flushed before flows use it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Zones by name, with the ones assigned since the last flush request.
+#[derive(Clone, Debug, Default)]
+pub struct Zones {
+    pub by_name: BTreeMap<String, u16>,
+    /// Zones to flush (`NXT_CT_FLUSH_ZONE`) before the next flows go in.
+    pub to_flush: BTreeSet<u16>,
+}
+
+impl Zones {
+    /// Restores the zones the bridge recorded (`ct-zone-<name>=<zone>`).
+    pub fn restore<'a>(&mut self, external_ids: impl Iterator<Item = (&'a String, &'a String)>) {
+        for (k, v) in external_ids {
+            if let (Some(name), Ok(z)) = (k.strip_prefix("ct-zone-"), v.parse::<u16>()) {
+                if z != 0 {
+                    self.by_name.entry(name.to_owned()).or_insert(z);
+                }
+            }
+        }
+    }
+
+    /// Makes the zones exactly `wanted` (names, with a requested zone where the datapath
+    /// asks for one): kept names keep their zone, new names take the requested zone if it
+    /// is free or the lowest free one, gone names are freed (and flushed).
+    pub fn update(&mut self, wanted: &BTreeMap<String, Option<u16>>) {
+        let gone: Vec<String> = self
+            .by_name
+            .keys()
+            .filter(|n| !wanted.contains_key(*n))
+            .cloned()
+            .collect();
+        for n in gone {
+            if let Some(z) = self.by_name.remove(&n) {
+                self.to_flush.insert(z);
+            }
+        }
+        let mut used: BTreeSet<u16> = self.by_name.values().copied().collect();
+        // Requested zones first, so that a free-running allocation does not take them.
+        for (n, req) in wanted {
+            let Some(r) = req else { continue };
+            match self.by_name.get(n) {
+                Some(z) if z == r => {}
+                _ if used.contains(r) => {}
+                _ => {
+                    if let Some(old) = self.by_name.insert(n.clone(), *r) {
+                        used.remove(&old);
+                        self.to_flush.insert(old);
+                    }
+                    used.insert(*r);
+                    self.to_flush.insert(*r);
+                }
+            }
+        }
+        let mut next = 1u16;
+        for n in wanted.keys() {
+            if self.by_name.contains_key(n) {
+                continue;
+            }
+            while used.contains(&next) {
+                next = next.wrapping_add(1).max(1);
+            }
+            self.by_name.insert(n.clone(), next);
+            used.insert(next);
+            self.to_flush.insert(next);
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<u16> {
+        self.by_name.get(name).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zones_are_stable_and_requested_ones_honoured() {
+        let mut z = Zones::default();
+        let ids = [("ct-zone-vm1".to_owned(), "3".to_owned())];
+        z.restore(ids.iter().map(|(k, v)| (k, v)));
+        let wanted = BTreeMap::from([
+            ("vm1".to_owned(), None),
+            ("vm2".to_owned(), None),
+            ("d_snat".to_owned(), Some(7)),
+        ]);
+        z.update(&wanted);
+        assert_eq!(z.get("vm1"), Some(3), "restored zone kept");
+        assert_eq!(z.get("d_snat"), Some(7), "requested zone");
+        assert_eq!(z.get("vm2"), Some(1), "lowest free");
+        assert!(!z.to_flush.contains(&3), "a kept zone is not flushed");
+        z.to_flush.clear();
+        z.update(&BTreeMap::from([("vm2".to_owned(), None)]));
+        assert_eq!(z.by_name.len(), 1);
+        assert!(z.to_flush.contains(&3) && z.to_flush.contains(&7));
+    }
+}
