@@ -2,13 +2,13 @@
 //! keys, address sets, port groups filtered to related ports; and the id tables (groups,
 //! meters, conjunctions) the compiled flows refer to.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Mutex;
 
 use openflow::wire::{Group, MeterMod};
 use sbclient::ovn_sb::{
-    AddressSet, Chassis, ChassisTemplateVar, DatapathBinding, DhcpOptions, Dhcpv6Options,
-    HaChassis, HaChassisGroup, Meter, MeterBand, MulticastGroup, PortBinding, PortGroup,
+    AddressSet, Chassis, ChassisTemplateVar, DatapathBinding, DhcpOptions, Dhcpv6Options, Meter,
+    MeterBand, MulticastGroup, PortBinding, PortGroup,
 };
 use sbclient::{Replica, Uuid};
 
@@ -156,13 +156,82 @@ fn key_u32(k: i64) -> u32 {
     u32::try_from(k).unwrap_or(0)
 }
 
+/// What this chassis holds, as the view needs it: from the engine's runtime data, or (for
+/// `ovn-agent compile`) from the Southbound rows alone.
+#[derive(Clone, Debug, Default)]
+pub struct LocalFacts {
+    pub chassis: Option<Uuid>,
+    /// Port bindings bound here (VIFs, containers, claimed gateway ports).
+    pub bound: HashSet<Uuid>,
+    /// Localports with an interface here (related, never resident).
+    pub localports: HashSet<Uuid>,
+    /// chassisredirect / external ports active here.
+    pub active_ha: HashSet<Uuid>,
+    pub local_datapaths: BTreeSet<Uuid>,
+}
+
+impl LocalFacts {
+    /// The facts the Southbound rows tell: ports whose `chassis` is us, HA groups as the
+    /// binding code decides them, and the local datapaths they reach.
+    pub fn from_southbound(replica: &Replica, chassis: &str) -> Self {
+        use crate::engine::binding::{ha_active, Me};
+        let uuid = rows::<Chassis>(replica)
+            .find(|(_, c)| c.name == chassis)
+            .map(|(u, _)| *u);
+        let hostname = rows::<Chassis>(replica)
+            .find(|(_, c)| c.name == chassis)
+            .map_or("", |(_, c)| c.hostname.as_str());
+        let me = Me {
+            name: chassis,
+            hostname,
+            uuid,
+        };
+        let mut facts = Self {
+            chassis: uuid,
+            ..Self::default()
+        };
+        let mut members = HashSet::new();
+        for (u, p) in rows::<PortBinding>(replica) {
+            if p.chassis.is_some() && p.chassis == uuid {
+                facts.bound.insert(*u);
+            }
+            if let ("chassisredirect" | "external", Some(g)) =
+                (p.type_.as_str(), &p.ha_chassis_group)
+            {
+                let (active, member) = ha_active(replica, g, &me);
+                if active {
+                    facts.active_ha.insert(*u);
+                }
+                if member {
+                    members.insert(*u);
+                }
+            }
+        }
+        let seeds: Vec<Uuid> = facts.bound.iter().chain(members.iter()).copied().collect();
+        facts.local_datapaths = crate::engine::local::local_datapaths(
+            replica,
+            seeds,
+            uuid,
+            &|u| members.contains(u),
+            &|_| true,
+        )
+        .into_keys()
+        .collect();
+        facts
+    }
+}
+
 impl<'a> SbView<'a> {
+    /// The view of chassis `chassis` from the Southbound rows alone.
     pub fn new(sb: &'a Southbound, chassis: &str, ids: &'a Ids) -> Self {
+        let facts = LocalFacts::from_southbound(&sb.replica, chassis);
+        Self::with_facts(sb, chassis, ids, &facts)
+    }
+
+    /// The view with what this chassis holds given by the caller (the engine).
+    pub fn with_facts(sb: &'a Southbound, chassis: &str, ids: &'a Ids, facts: &LocalFacts) -> Self {
         let replica = &sb.replica;
-        let chassis_uuid = replica
-            .table::<Chassis>()
-            .and_then(|t| t.iter().find(|(_, c)| c.name == chassis).map(|(u, _)| *u));
-        let here = |c: &Option<Uuid>| c.is_some() && *c == chassis_uuid;
+        let chassis_uuid = facts.chassis;
         let datapaths: HashMap<Uuid, DatapathInfo> = rows::<DatapathBinding>(replica)
             .map(|(u, d)| {
                 (
@@ -182,60 +251,29 @@ impl<'a> SbView<'a> {
                 .or_default()
                 .insert(m.name.clone(), key_u32(m.tunnel_key));
         }
-        let pbs: Vec<&PortBinding> = replica
-            .table::<PortBinding>()
-            .into_iter()
-            .flat_map(|t| t.iter().map(|(_, p)| p))
-            .collect();
         let mut resident = HashSet::new();
         let mut related = HashSet::new();
         let mut related_names = HashSet::new();
-        for p in &pbs {
+        for (u, p) in rows::<PortBinding>(replica) {
             let key = key_u32(p.tunnel_key);
             ports
                 .entry(p.datapath)
                 .or_default()
                 .insert(p.logical_port.clone(), key);
-            let active_here = match (p.type_.as_str(), &p.ha_chassis_group) {
-                ("chassisredirect", Some(g)) => {
-                    chassis_uuid.is_some_and(|me| ha_active(replica, g) == Some(me))
-                }
-                _ => here(&p.chassis),
-            };
-            if active_here {
+            if facts.bound.contains(u) || facts.active_ha.contains(u) {
                 resident.insert(p.logical_port.clone());
             }
-            if here(&p.chassis) || ALWAYS_RELATED.contains(&p.type_.as_str()) {
+            if facts.bound.contains(u)
+                || facts.localports.contains(u)
+                || ALWAYS_RELATED.contains(&p.type_.as_str())
+            {
                 if let Some(d) = datapaths.get(&p.datapath) {
                     related.insert((d.key, key));
                 }
                 related_names.insert(p.logical_port.clone());
             }
         }
-        // Local datapaths: those with a port here, plus everything reachable over patch peers.
-        let by_name: HashMap<&str, &PortBinding> =
-            pbs.iter().map(|p| (p.logical_port.as_str(), *p)).collect();
-        let mut local = BTreeSet::new();
-        let mut queue: VecDeque<Uuid> = pbs
-            .iter()
-            .filter(|p| here(&p.chassis))
-            .map(|p| p.datapath)
-            .collect();
-        while let Some(dp) = queue.pop_front() {
-            if !local.insert(dp) {
-                continue;
-            }
-            for p in pbs
-                .iter()
-                .filter(|p| p.datapath == dp && (p.type_ == "patch" || p.type_ == "l3gateway"))
-            {
-                if let Some(peer) = p.options.get("peer").and_then(|n| by_name.get(n.as_str())) {
-                    if p.type_ == "patch" || here(&peer.chassis) {
-                        queue.push_back(peer.datapath);
-                    }
-                }
-            }
-        }
+        let local = facts.local_datapaths.clone();
         let port_groups = rows::<PortGroup>(replica)
             .map(|(_, g)| {
                 (
@@ -352,29 +390,6 @@ impl<'a> SbView<'a> {
             ..MeterMod::default()
         }
     }
-}
-
-/// The active chassis of an HA chassis group: highest priority first, ties by chassis name.
-/// (BFD tunnel state is not known here, so every member with a chassis counts as up.)
-fn ha_active(replica: &Replica, group: &Uuid) -> Option<Uuid> {
-    let g = replica.table::<HaChassisGroup>()?.get(group)?;
-    let ha = replica.table::<HaChassis>()?;
-    let chassis = replica.table::<Chassis>()?;
-    let mut candidates: Vec<(i64, &str, Uuid)> = g
-        .ha_chassis
-        .iter()
-        .filter_map(|m| {
-            let h = ha.get(m)?;
-            let c = h.chassis?;
-            Some((
-                h.priority,
-                chassis.get(&c).map_or("", |c| c.name.as_str()),
-                c,
-            ))
-        })
-        .collect();
-    candidates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
-    candidates.first().map(|c| c.2)
 }
 
 impl ChassisView for SbView<'_> {

@@ -1,5 +1,5 @@
 //! `is_chassis_resident()` for chassisredirect ports follows the HA chassis group: the
-//! highest-priority member with a chassis is active (ties by chassis name).
+//! highest-priority member with a chassis is active (ties by chassis name, descending).
 
 mod common;
 
@@ -32,9 +32,11 @@ fn chassisredirect_follows_ha_priority() {
     let s = sb(10, 20);
     assert!(!resident(&s, "hv1", "cr-lrp"));
     assert!(resident(&s, "hv2", "cr-lrp"));
-    // Equal priorities: the chassis name breaks the tie.
+    // Equal priorities: the chassis name breaks the tie, the greater name first (as
+    // ovn-controller's ha-chassis ordering compares names in descending order).
     let s = sb(10, 10);
-    assert!(resident(&s, "hv1", "cr-lrp"));
+    assert!(resident(&s, "hv2", "cr-lrp"));
+    assert!(!resident(&s, "hv1", "cr-lrp"));
     // Other ports: bound here.
     assert!(resident(&s, "hv1", "vif"));
     assert!(!resident(&s, "hv2", "vif"));

@@ -5,6 +5,7 @@ pub mod binding;
 pub mod chassis;
 pub mod conditions;
 pub mod config;
+pub mod local;
 pub mod ovs_config;
 pub mod zones;
 
