@@ -451,6 +451,57 @@ pub struct CompileReport {
 /// Compiles every owner of the replica for the local datapaths of the view, logical flows
 /// on `threads` threads (chunks of lflows; the match cache is shared).
 pub fn compile_all(cx: &Context<'_>, threads: usize) -> CompileReport {
+    let (mut per_owner, n_lflows) = compile_owners(cx, threads);
+    let mut desired = DesiredFlows::new();
+    let mut failures = Vec::new();
+    for (owner, c) in &mut per_owner {
+        desired.replace(*owner, std::mem::take(&mut c.flows));
+        failures.extend(c.failure.iter().cloned());
+    }
+    let duplicates = desired.duplicates();
+    let too_many_flows = failures
+        .iter()
+        .filter(|f| matches!(f.error, LflowError::TooManyFlows { .. }))
+        .count();
+    CompileReport {
+        desired,
+        failures,
+        per_owner,
+        lflows: n_lflows,
+        cache_hits: cx.cache.hits.load(Relaxed),
+        cache_misses: cx.cache.misses.load(Relaxed),
+        cache_entries: cx.cache.len(),
+        duplicates,
+        too_many_flows,
+    }
+}
+
+/// Every owner's flows (logical flows first, in uuid order, then the other rows in uuid
+/// order), and how many logical flows there were.
+pub fn compile_owners(cx: &Context<'_>, threads: usize) -> (Vec<(Owner, Compiled)>, usize) {
+    let replica = cx.view.replica();
+    let mut per_owner = compile_lflows(cx, threads);
+    let n_lflows = per_owner.len();
+    for_each_row::<MacBinding>(replica, &mut per_owner, |u, r| {
+        (Owner::MacBinding(*u), mac_binding(u, r, cx))
+    });
+    for_each_row::<StaticMacBinding>(replica, &mut per_owner, |u, r| {
+        (Owner::StaticMacBinding(*u), static_mac_binding(u, r, cx))
+    });
+    for_each_row::<Fdb>(replica, &mut per_owner, |u, r| {
+        (Owner::Fdb(*u), fdb(u, r, cx))
+    });
+    for_each_row::<PortBinding>(replica, &mut per_owner, |u, r| {
+        (Owner::PortSecurity(*u), port_security(u, r, cx))
+    });
+    for_each_row::<LoadBalancer>(replica, &mut per_owner, |u, r| {
+        (Owner::LbHairpin(*u), lb_hairpin(u, r, cx))
+    });
+    (per_owner, n_lflows)
+}
+
+/// Every logical flow's flows, in uuid order, compiled on `threads` threads.
+pub fn compile_lflows(cx: &Context<'_>, threads: usize) -> Vec<(Owner, Compiled)> {
     let replica = cx.view.replica();
     // In uuid order: the merged table must not depend on hash order.
     let mut lflows: Vec<(&Uuid, &LogicalFlow)> = replica
@@ -491,45 +542,7 @@ pub fn compile_all(cx: &Context<'_>, threads: usize) -> CompileReport {
             .collect()
     });
     parts.sort_unstable_by_key(|(start, _)| *start);
-    let mut per_owner: Vec<(Owner, Compiled)> = parts.into_iter().flat_map(|(_, v)| v).collect();
-    let n_lflows = per_owner.len();
-    for_each_row::<MacBinding>(replica, &mut per_owner, |u, r| {
-        (Owner::MacBinding(*u), mac_binding(u, r, cx))
-    });
-    for_each_row::<StaticMacBinding>(replica, &mut per_owner, |u, r| {
-        (Owner::StaticMacBinding(*u), static_mac_binding(u, r, cx))
-    });
-    for_each_row::<Fdb>(replica, &mut per_owner, |u, r| {
-        (Owner::Fdb(*u), fdb(u, r, cx))
-    });
-    for_each_row::<PortBinding>(replica, &mut per_owner, |u, r| {
-        (Owner::PortSecurity(*u), port_security(u, r, cx))
-    });
-    for_each_row::<LoadBalancer>(replica, &mut per_owner, |u, r| {
-        (Owner::LbHairpin(*u), lb_hairpin(u, r, cx))
-    });
-    let mut desired = DesiredFlows::new();
-    let mut failures = Vec::new();
-    for (owner, c) in &mut per_owner {
-        desired.replace(*owner, std::mem::take(&mut c.flows));
-        failures.extend(c.failure.iter().cloned());
-    }
-    let duplicates = desired.duplicates();
-    let too_many_flows = failures
-        .iter()
-        .filter(|f| matches!(f.error, LflowError::TooManyFlows { .. }))
-        .count();
-    CompileReport {
-        desired,
-        failures,
-        per_owner,
-        lflows: n_lflows,
-        cache_hits: cx.cache.hits.load(Relaxed),
-        cache_misses: cx.cache.misses.load(Relaxed),
-        cache_entries: cx.cache.len(),
-        duplicates,
-        too_many_flows,
-    }
+    parts.into_iter().flat_map(|(_, v)| v).collect()
 }
 
 impl CompileReport {

@@ -1,6 +1,7 @@
 //! ofctrl: the flows, groups and meters the chassis wants (desired, keyed by owner) and the
 //! sans-IO diff against what the switch has.
 
+pub mod conn;
 pub mod desired;
 
 pub use desired::{DesiredFlows, EffectiveFlow, FlowOp, FlowTable, ForeignFlow};
