@@ -3,6 +3,7 @@
 
 pub mod compile;
 pub mod compile_cmd;
+pub mod daemon;
 pub mod engine;
 pub mod hairpin;
 pub mod ids;

@@ -4,6 +4,7 @@
 pub mod binding;
 pub mod chassis;
 pub mod conditions;
+pub mod core;
 pub mod config;
 pub mod local;
 pub mod ovs_config;

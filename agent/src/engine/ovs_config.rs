@@ -523,3 +523,23 @@ mod tests {
         assert_eq!(tunnel_name("hv2-long-name-b", &taken), "ovn-hv2-lo-1");
     }
 }
+
+/// `exit` cleanup: every tunnel port goes from the bridge.
+pub fn remove_tunnels(ovs: &Replica, cfg: &ChassisConfig, txn: &mut Transaction) {
+    let (Some((br_uuid, br)), Some(ports)) = (bridge(ovs, &cfg.bridge), ovs.table::<Port>()) else {
+        return;
+    };
+    let tunnels: Vec<Atom> = br
+        .ports
+        .iter()
+        .filter(|p| ports.get(p).is_some_and(|x| x.external_ids.contains_key("ovn-chassis-id")))
+        .map(|p| Atom::Uuid(*p))
+        .collect();
+    if !tunnels.is_empty() {
+        txn.mutate(
+            "Bridge",
+            &by_uuid(*br_uuid),
+            vec![("ports".into(), Mutator::Delete, Datum::Set(tunnels))],
+        );
+    }
+}

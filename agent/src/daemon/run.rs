@@ -1,0 +1,337 @@
+//! The daemon's main loop: one task owns the [`Engine`]; the database clients, the OpenFlow
+//! connection and the control socket talk to it over channels. Each turn applies whatever
+//! arrived, runs the engine once, and starts what it asks for (at most one transaction per
+//! database and one put to the switch in flight).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use sbclient::{spawn as spawn_db, Client, ClientConfig, Condition, Event, Remote, Transaction};
+use tokio::sync::{mpsc, oneshot};
+
+use super::commands;
+use crate::engine::core::{Engine, EngineOptions};
+use crate::ofctrl::conn::{self, OfControl, OfEvent};
+
+/// The Open_vSwitch columns the agent reads (as ovn-controller's OVS IDL registers them):
+/// statistics and other busy columns stay unmonitored.
+const OVS_COLUMNS: [(&str, &[&str]); 5] = [
+    ("Open_vSwitch", &["external_ids", "other_config", "bridges", "datapaths", "iface_types"]),
+    ("Bridge", &["name", "ports", "fail_mode", "other_config", "external_ids", "datapath_type"]),
+    ("Port", &["name", "interfaces", "external_ids"]),
+    (
+        "Interface",
+        &["name", "type", "options", "ofport", "external_ids", "mtu", "mtu_request", "bfd", "bfd_status"],
+    ),
+    ("Datapath", &["capabilities"]),
+];
+
+/// What the daemon was started with.
+#[derive(Clone, Debug)]
+pub struct DaemonConfig {
+    /// The local OVS database (`unix:/var/run/openvswitch/db.sock`).
+    pub ovs_remote: String,
+    /// `OVS_RUNDIR`, where `<bridge>.mgmt` is.
+    pub ovs_rundir: PathBuf,
+    pub engine: EngineOptions,
+    /// Program name (`ovn-controller` or `ovn-agent`) for `version`.
+    pub program: String,
+}
+
+/// A request from the control socket.
+#[derive(Debug)]
+pub struct Request {
+    pub command: String,
+    pub args: Vec<String>,
+    pub reply: oneshot::Sender<Result<String, String>>,
+}
+
+/// How the daemon ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// `exit`: the chassis was removed from the Southbound database.
+    Cleaned,
+    /// `exit --restart`, SIGTERM: everything left as it is for the next start.
+    Restart,
+}
+
+/// Why the daemon could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error("bad OVS database remote {0:?}: {1}")]
+    OvsRemote(String, String),
+}
+
+/// Results of the work the loop started.
+enum Done {
+    SbTxn(Result<(), String>),
+    OvsTxn(Result<(), String>),
+    ConditionSeq(u64),
+    Cleanup,
+}
+
+struct Sb {
+    client: Client,
+    events: mpsc::Receiver<Event>,
+    remote: String,
+}
+
+/// Runs until `exit` or `shutdown`; `ready` is called once the agent serves requests and
+/// has started connecting (for `--detach`).
+pub async fn run(
+    cfg: DaemonConfig,
+    mut requests: mpsc::Receiver<Request>,
+    mut shutdown: mpsc::Receiver<()>,
+    ready: impl FnOnce(),
+) -> Result<Exit, DaemonError> {
+    let mut engine = Engine::new(cfg.engine.clone());
+    let remotes = Remote::parse_list(&cfg.ovs_remote)
+        .map_err(|e| DaemonError::OvsRemote(cfg.ovs_remote.clone(), e.to_string()))?;
+    let mut ovs_cfg = ClientConfig::new(remotes, sbclient::vswitch::DATABASE);
+    ovs_cfg.probe_interval = None;
+    for (t, cols) in OVS_COLUMNS {
+        ovs_cfg = ovs_cfg.monitor_columns(t, cols);
+    }
+    let (ovs_client, mut ovs_events) = spawn_db(ovs_cfg);
+    let mut sb: Option<Sb> = None;
+    let mut of: Option<(String, OfControl)> = None;
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
+    let (mut sb_busy, mut ovs_busy) = (false, false);
+    let mut exit: Option<Exit> = None;
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    ready();
+    loop {
+        let mut changed = false;
+        tokio::select! {
+            ev = ovs_events.recv() => {
+                let Some(ev) = ev else { break };
+                changed |= on_ovs_event(&mut engine, &ev);
+            }
+            ev = async { match sb.as_mut() { Some(s) => s.events.recv().await, None => std::future::pending().await } } => {
+                match ev {
+                    Some(ev) => changed |= on_sb_event(&mut engine, &ev),
+                    None => { sb = None; engine.sb_disconnected(); changed = true; }
+                }
+            }
+            ev = async { match of.as_mut() { Some((_, c)) => c.events.recv().await, None => std::future::pending().await } } => {
+                match ev {
+                    Some(OfEvent::Connected { session, geneve_field, dump }) => engine.of_connected(session, geneve_field, dump),
+                    Some(OfEvent::Disconnected) => engine.of_disconnected(),
+                    Some(OfEvent::PutDone { seq, result }) => {
+                        if let Err(e) = &result {
+                            tracing::warn!(target: "ofctrl", "put {seq}: {e}");
+                        }
+                        engine.put_done(seq, result);
+                    }
+                    None => { of = None; engine.of_disconnected(); }
+                }
+                changed = true;
+            }
+            d = done_rx.recv() => {
+                match d {
+                    Some(Done::SbTxn(r)) => { sb_busy = false; if let Err(e) = r { tracing::info!(target: "main", "southbound transaction: {e}"); } }
+                    Some(Done::OvsTxn(r)) => { ovs_busy = false; if let Err(e) = r { tracing::info!(target: "main", "OVS transaction: {e}"); } }
+                    Some(Done::ConditionSeq(n)) => engine.conditions_requested(n),
+                    Some(Done::Cleanup) | None => break,
+                }
+                changed = true;
+            }
+            req = requests.recv() => {
+                let Some(req) = req else { break };
+                match commands::handle(&mut engine, &cfg.program, &req.command, &req.args) {
+                    commands::Outcome::Reply(r) => { let _ = req.reply.send(r); }
+                    commands::Outcome::Exit { restart } => {
+                        let _ = req.reply.send(Ok(String::new()));
+                        if restart {
+                            exit = Some(Exit::Restart);
+                            break;
+                        }
+                        exit = Some(Exit::Cleaned);
+                        start_cleanup(&engine, sb.as_ref().map(|s| s.client.clone()), ovs_client.clone(), done_tx.clone());
+                        continue;
+                    }
+                    commands::Outcome::Recompute => { changed = true; }
+                }
+            }
+            _ = shutdown.recv() => { exit = Some(Exit::Restart); break; }
+            _ = tick.tick() => { changed = true; }
+        }
+        if exit.is_some() || !changed {
+            continue;
+        }
+        // The Southbound client follows external_ids:ovn-remote.
+        if let Some(c) = engine.cfg.clone() {
+            let want = c.remote.clone();
+            if sb.as_ref().is_none_or(|s| s.remote != want) {
+                if let Some(old) = sb.take() {
+                    old.client.shutdown().await;
+                    engine.sb_disconnected();
+                }
+                sb = start_sb(&engine, &want, c.sb_probe_ms());
+            }
+            // The OpenFlow connection follows the bridge name.
+            let target = format!("unix:{}/{}.mgmt", cfg.ovs_rundir.display(), c.bridge);
+            let bridge_exists = crate::engine::binding::bridge(&engine.ovs, &c.bridge).is_some();
+            if bridge_exists && of.as_ref().is_none_or(|(t, _)| *t != target) {
+                let probe = (c.openflow_probe_s > 0).then(|| Duration::from_secs(c.openflow_probe_s.max(5)));
+                match conn::spawn(&target, probe) {
+                    Ok(c) => of = Some((target, c)),
+                    Err(e) => tracing::warn!(target: "ofctrl", "{target}: {e}"),
+                }
+            }
+        }
+        let now = Instant::now();
+        let actions = tokio::task::block_in_place(|| engine.run(now));
+        if let (Some(txn), false, Some(s)) = (actions.sb_txn, sb_busy, sb.as_ref()) {
+            sb_busy = true;
+            spawn_txn(s.client.clone(), txn, done_tx.clone(), Done::SbTxn);
+        }
+        if let (Some(txn), false) = (actions.ovs_txn, ovs_busy) {
+            ovs_busy = true;
+            spawn_txn(ovs_client.clone(), txn, done_tx.clone(), Done::OvsTxn);
+        }
+        if let Some(s) = sb.as_ref() {
+            for (table, cond) in actions.conditions {
+                spawn_condition(s.client.clone(), table, cond, done_tx.clone());
+            }
+        }
+        if let (Some(put), Some((_, c))) = (actions.put, of.as_ref()) {
+            if c.puts.send(put).await.is_err() {
+                engine.of_disconnected();
+            }
+        }
+    }
+    if let Some(s) = sb.take() {
+        s.client.shutdown().await;
+    }
+    ovs_client.shutdown().await;
+    Ok(exit.unwrap_or(Exit::Restart))
+}
+
+fn start_sb(engine: &Engine, remote: &str, probe_ms: u64) -> Option<Sb> {
+    let remotes = match Remote::parse_list(remote) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(target: "main", "ovn-remote {remote:?}: {e}");
+            return None;
+        }
+    };
+    let mut c = ClientConfig::new(remotes, sbclient::ovn_sb::DATABASE).monitor_replica(&engine.sb.replica);
+    c.set_probe_interval_ms(probe_ms);
+    // The first conditions go with the monitor request (before our chassis exists:
+    // gateway ports and every Chassis_Private, so we never create a duplicate).
+    let initial = crate::engine::conditions::conditions(&crate::engine::conditions::Interest {
+        chassis_name: engine.cfg.as_ref().map_or("", |c| c.system_id.as_str()),
+        chassis: None,
+        local_datapaths: &[],
+        local_iface_ids: &[],
+        monitor_all: engine.cfg.as_ref().is_some_and(|c| c.monitor_all),
+    });
+    for (t, cond) in initial {
+        c.conditions.insert(t.to_owned(), cond);
+    }
+    let (client, events) = spawn_db(c);
+    tracing::info!(target: "main", "connecting to the southbound database {remote}");
+    Some(Sb {
+        client,
+        events,
+        remote: remote.to_owned(),
+    })
+}
+
+fn on_ovs_event(engine: &mut Engine, ev: &Event) -> bool {
+    match ev {
+        Event::Connected { .. } => engine.ovs_connected = true,
+        Event::Disconnected { remote, reason } => {
+            tracing::info!(target: "main", "{remote}: OVS database connection lost: {reason}");
+            engine.ovs_connected = false;
+        }
+        _ => {}
+    }
+    match ev.apply(&mut engine.ovs) {
+        Ok(true) => engine.ovs_changed(),
+        Ok(false) => {}
+        Err(e) => tracing::warn!(target: "main", "OVS update not applied: {e}"),
+    }
+    true
+}
+
+fn on_sb_event(engine: &mut Engine, ev: &Event) -> bool {
+    match ev {
+        Event::Connected { remote, .. } => {
+            tracing::info!(target: "main", "{remote}: connected to the southbound database");
+            engine.sb_connected(Instant::now());
+        }
+        Event::Disconnected { remote, reason } => {
+            tracing::info!(target: "main", "{remote}: southbound connection lost: {reason}");
+            engine.sb_disconnected();
+        }
+        Event::ConditionsAcked(n) => engine.conditions_acked(*n),
+        Event::ConditionsRefused { seqno, error } => {
+            tracing::warn!(target: "main", "monitor condition {seqno} refused: {error}");
+            engine.conditions_acked(*seqno);
+        }
+        _ => {}
+    }
+    match ev.apply(&mut engine.sb.replica) {
+        Ok(true) => engine.sb_changed(),
+        Ok(false) => {}
+        Err(e) => tracing::warn!(target: "main", "southbound update not applied: {e}"),
+    }
+    true
+}
+
+fn spawn_txn(
+    client: Client,
+    txn: Transaction,
+    done: mpsc::UnboundedSender<Done>,
+    wrap: fn(Result<(), String>) -> Done,
+) {
+    tokio::spawn(async move {
+        let r = client.transact(txn).await.map(|_| ()).map_err(|e| e.to_string());
+        let _ = done.send(wrap(r));
+    });
+}
+
+fn spawn_condition(client: Client, table: &'static str, cond: Condition, done: mpsc::UnboundedSender<Done>) {
+    tokio::spawn(async move {
+        match client.set_condition(table, cond).await {
+            Ok(seq) => {
+                let _ = done.send(Done::ConditionSeq(seq));
+            }
+            Err(e) => tracing::warn!(target: "main", "condition for {table}: {e}"),
+        }
+    });
+}
+
+/// `exit` without `--restart`: the chassis goes from the Southbound database, tunnels from
+/// the bridge; then the loop ends.
+fn start_cleanup(
+    engine: &Engine,
+    sb: Option<Client>,
+    ovs: Client,
+    done: mpsc::UnboundedSender<Done>,
+) {
+    let name = engine.cfg.as_ref().map(|c| c.system_id.clone()).unwrap_or_default();
+    let mut sb_txn = Transaction::new(sbclient::ovn_sb::DATABASE);
+    crate::engine::chassis::cleanup(&engine.sb.replica, &name, &mut sb_txn);
+    let mut ovs_txn = Transaction::new(sbclient::vswitch::DATABASE);
+    if let Some(c) = &engine.cfg {
+        crate::engine::ovs_config::remove_tunnels(&engine.ovs, c, &mut ovs_txn);
+    }
+    tokio::spawn(async move {
+        if let Some(sb) = sb {
+            if !sb_txn.is_empty() {
+                if let Err(e) = sb.transact(sb_txn).await {
+                    tracing::warn!(target: "main", "cleanup of the southbound database: {e}");
+                }
+            }
+        }
+        if !ovs_txn.is_empty() {
+            if let Err(e) = ovs.transact(ovs_txn).await {
+                tracing::warn!(target: "main", "cleanup of the OVS database: {e}");
+            }
+        }
+        let _ = done.send(Done::Cleanup);
+    });
+}

@@ -1,0 +1,1038 @@
+//! The engine proper: state, and one `run` that turns what changed into what to do.
+//!
+//! Inputs are the two replicas (Southbound, local OVS) with their change sets, and the
+//! OpenFlow connection's reports; outputs are SB and OVS transactions, monitor-condition
+//! changes and puts for the switch ([`Actions`]). Nothing here does I/O; the daemon's loop
+//! applies events, calls [`Engine::run`] and carries the actions out, one transaction per
+//! database and one put in flight at a time.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use openflow::conn::SessionId;
+use openflow::wire::bundle::BundleBuilder;
+use openflow::wire::group_mod::{OFPGC_ADD, OFPGC_DELETE};
+use openflow::wire::meter_mod::OFPMF_STATS;
+use openflow::wire::{Group, GroupMod, Message, MeterMod};
+use sbclient::datum::{Atom, Datum};
+use sbclient::ovn_sb::{self, LogicalFlow, PortBinding, SbGlobal};
+use sbclient::transaction::{by_uuid, Columns, Mutator};
+use sbclient::vswitch::{Bridge, Interface, OpenVswitch, Port};
+use sbclient::{Condition, Replica, Transaction, Uuid};
+
+use super::binding::{self, LocalIfaces, Me};
+use super::conditions::{conditions, Interest};
+use super::config::{ChassisConfig, ConfigError};
+use super::ovs_config::{self, BridgeKeys};
+use super::zones::Zones;
+use crate::compile::{compile_logical_flow, compile_owners, Compiled, Context, Owner};
+use crate::lflow::flows::{IdUse, MatchCache};
+use crate::ofctrl::conn::{Dump, Put, PutError};
+use crate::ofctrl::{FlowTable, ForeignFlow};
+use crate::runtime::{BindingKind, EncapType, Runtime, Tunnel};
+use crate::southbound::Southbound;
+use crate::view::{Ids, LocalFacts, SbView};
+
+/// `OFPBF_ATOMIC | OFPBF_ORDERED`.
+const BUNDLE_FLAGS: u16 = 0x3;
+/// How long the first put waits for the Southbound view to settle (conditions acked and
+/// stable) before it goes anyway.
+const INITIAL_SETTLE: Duration = Duration::from_secs(10);
+
+/// What the engine was started with.
+#[derive(Clone, Debug, Default)]
+pub struct EngineOptions {
+    /// `-n/--chassis`.
+    pub chassis: Option<String>,
+    /// `--table-layout`.
+    pub table_layout: Option<String>,
+    /// This host's name (Chassis.hostname unless external_ids:hostname says otherwise).
+    pub hostname: String,
+    /// Compile threads (0: one per core).
+    pub threads: usize,
+}
+
+/// Counters shown by the control socket.
+#[derive(Clone, Debug, Default)]
+pub struct EngineStats {
+    pub runs: u64,
+    pub full_recomputes: u64,
+    /// Why full recomputes happened (the change not handled incrementally).
+    pub recompute_reasons: BTreeMap<String, u64>,
+    pub incremental_lflows: u64,
+    pub puts: u64,
+    pub put_failures: u64,
+    pub rejected_flows: u64,
+    pub bad_rows: u64,
+}
+
+/// What the daemon must do after a run.
+#[derive(Debug, Default)]
+pub struct Actions {
+    pub sb_txn: Option<Transaction>,
+    pub ovs_txn: Option<Transaction>,
+    pub conditions: Vec<(&'static str, Condition)>,
+    pub put: Option<Put>,
+}
+
+/// What a put in flight carries, to finish it when the switch confirms.
+#[derive(Debug)]
+struct InFlight {
+    seq: u64,
+    nb_cfg: Option<i64>,
+    /// Flow-table entries by bundle index (to name refused flows).
+    entries: Vec<Option<u32>>,
+    groups_added: Vec<(u32, String)>,
+    groups_deleted: Vec<u32>,
+    meters_added: Vec<u32>,
+    meters_deleted: Vec<u32>,
+}
+
+/// The chassis state.
+pub struct Engine {
+    pub opts: EngineOptions,
+    pub cfg: Option<ChassisConfig>,
+    pub cfg_error: Option<ConfigError>,
+    pub sb: Southbound,
+    pub ovs: Replica,
+    pub sb_connected: bool,
+    pub ovs_connected: bool,
+    pub runtime: Runtime,
+    pub ids: Ids,
+    cache: MatchCache,
+    pub flows: FlowTable,
+    uses: HashMap<Owner, Vec<IdUse>>,
+    /// The latest failure per owner (bad rows, refused flows).
+    pub failures: BTreeMap<Owner, String>,
+    pub stats: EngineStats,
+    last_claim: HashMap<Uuid, Instant>,
+    pub zones: Zones,
+    zones_restored: bool,
+    /// Local interfaces by iface-id (from the last run).
+    pub ifaces: LocalIfaces,
+    // OpenFlow.
+    pub of_session: Option<SessionId>,
+    /// Flows the switch has in a form the table cannot hold (deleted at the next put).
+    foreign: Vec<ForeignFlow>,
+    installed_groups: BTreeMap<u32, String>,
+    installed_meters: BTreeSet<u32>,
+    put_seq: u64,
+    in_flight: Option<InFlight>,
+    acked_seq: u64,
+    pub initial_sync_done: bool,
+    sb_connected_at: Option<Instant>,
+    /// Bound VIF ports (PB uuid) waiting for the put that carries their flows.
+    waiting_install: HashMap<Uuid, u64>,
+    /// Bound ports whose flows are in.
+    pub installed_ports: BTreeSet<Uuid>,
+    pub nb_cfg_acked: Option<(i64, i64)>,
+    // Conditions.
+    cond_requested: BTreeMap<&'static str, Condition>,
+    cond_requested_seq: u64,
+    cond_acked_seq: u64,
+    // What needs doing.
+    need_full: Option<String>,
+    dirty_lflows: BTreeSet<Uuid>,
+    deleted_lflows: BTreeSet<Uuid>,
+    /// A change the engine cannot yet attribute (first run, reconnect): recompute all.
+    runtime_changed: bool,
+}
+
+impl Engine {
+    pub fn new(opts: EngineOptions) -> Self {
+        let mut ovs = Replica::new(sbclient::vswitch::DATABASE);
+        sbclient::vswitch::register_all(&mut ovs);
+        Self {
+            opts,
+            cfg: None,
+            cfg_error: None,
+            sb: Southbound::default(),
+            ovs,
+            sb_connected: false,
+            ovs_connected: false,
+            runtime: Runtime::default(),
+            ids: Ids::default(),
+            cache: MatchCache::default(),
+            flows: FlowTable::new(),
+            uses: HashMap::new(),
+            failures: BTreeMap::new(),
+            stats: EngineStats::default(),
+            last_claim: HashMap::new(),
+            zones: Zones::default(),
+            zones_restored: false,
+            ifaces: LocalIfaces::default(),
+            of_session: None,
+            foreign: Vec::new(),
+            installed_groups: BTreeMap::new(),
+            installed_meters: BTreeSet::new(),
+            put_seq: 0,
+            in_flight: None,
+            acked_seq: 0,
+            initial_sync_done: false,
+            sb_connected_at: None,
+            waiting_install: HashMap::new(),
+            installed_ports: BTreeSet::new(),
+            nb_cfg_acked: None,
+            cond_requested: BTreeMap::new(),
+            cond_requested_seq: 0,
+            cond_acked_seq: 0,
+            need_full: Some("start".into()),
+            dirty_lflows: BTreeSet::new(),
+            deleted_lflows: BTreeSet::new(),
+            runtime_changed: true,
+        }
+    }
+
+    /// The layout in use.
+    pub fn layout(&self) -> crate::lflow::layout::TableLayout {
+        self.cfg
+            .as_ref()
+            .map_or(crate::lflow::layout::TableLayout::CLASSIC, |c| c.layout)
+    }
+
+    // ---- inputs ----------------------------------------------------------------------
+
+    /// The SB client connected (a new connection: its snapshot follows).
+    pub fn sb_connected(&mut self, now: Instant) {
+        self.sb_connected = true;
+        self.sb_connected_at = Some(now);
+        // Conditions start over on a new connection.
+        self.cond_requested.clear();
+        self.cond_requested_seq = 0;
+        self.cond_acked_seq = 0;
+        self.need_full = Some("southbound reconnected".into());
+    }
+
+    pub fn sb_disconnected(&mut self) {
+        self.sb_connected = false;
+    }
+
+    /// The SB server applied conditions up to `seq`.
+    pub fn conditions_acked(&mut self, seq: u64) {
+        self.cond_acked_seq = self.cond_acked_seq.max(seq);
+    }
+
+    /// Our condition requests got these sequence numbers.
+    pub fn conditions_requested(&mut self, seq: u64) {
+        self.cond_requested_seq = self.cond_requested_seq.max(seq);
+    }
+
+    /// The SB replica changed: note what needs recomputing, then forget the change sets.
+    pub fn sb_changed(&mut self) {
+        let changed = self.sb.replica.changed_tables();
+        for t in changed {
+            match t {
+                "Logical_Flow" => {
+                    if let Some(tab) = self.sb.replica.table::<LogicalFlow>() {
+                        let c = tab.changes();
+                        self.dirty_lflows.extend(c.inserted.iter().copied());
+                        self.dirty_lflows.extend(c.modified.keys().copied());
+                        for u in c.deleted.keys() {
+                            self.dirty_lflows.remove(u);
+                            self.deleted_lflows.insert(*u);
+                        }
+                    }
+                }
+                // Rows whose changes only show up through the tables above, or that
+                // nothing compiles: nothing to redo.
+                "Chassis_Private" | "Controller_Event" | "Connection" | "SSL" | "RBAC_Role"
+                | "RBAC_Permission" | "Service_Monitor" | "BFD" | "Mirror" | "IGMP_Group"
+                | "Gateway_Chassis" => {}
+                "SB_Global" => {}
+                other => {
+                    self.need_full.get_or_insert_with(|| format!("{other} changed"));
+                }
+            }
+        }
+        self.sb.replica.clear_changes();
+    }
+
+    /// The OVS replica changed.
+    pub fn ovs_changed(&mut self) {
+        if !self.ovs.changed_tables().is_empty() {
+            self.runtime_changed = true;
+        }
+        self.ovs.clear_changes();
+    }
+
+    /// A new OpenFlow session with what the switch has.
+    pub fn of_connected(&mut self, session: SessionId, geneve_field: Option<u8>, dump: Dump) {
+        self.of_session = Some(session);
+        self.in_flight = None;
+        if self.runtime.geneve_field != geneve_field {
+            self.runtime.geneve_field = geneve_field;
+            self.runtime_changed = true;
+        }
+        self.flows.forget_installed();
+        let foreign = self.flows.record_dump(dump.flows);
+        if !foreign.is_empty() {
+            tracing::info!(target: "ofctrl", "{} flows of unknown form will be replaced", foreign.len());
+        }
+        self.foreign = foreign;
+        self.installed_groups = dump
+            .groups
+            .iter()
+            .map(|g| (g.group_id, crate::view::group_key(g)))
+            .collect();
+        self.installed_meters = dump.meters.iter().map(|m| m.meter_id).collect();
+        // Zones were flushed before; the switch's conntrack survives a reconnect.
+    }
+
+    pub fn of_disconnected(&mut self) {
+        self.of_session = None;
+        self.in_flight = None;
+    }
+
+    // ---- the run ---------------------------------------------------------------------
+
+    /// Computes what to do now.
+    pub fn run(&mut self, now: Instant) -> Actions {
+        self.stats.runs += 1;
+        let mut actions = Actions::default();
+        let host = self.opts.hostname.clone();
+        let ovs_row = self.ovs.table::<OpenVswitch>().and_then(|t| t.iter().next().map(|(_, r)| r.clone()));
+        match ChassisConfig::from_ovs(
+            ovs_row.as_ref(),
+            self.opts.chassis.as_deref(),
+            self.opts.table_layout.as_deref(),
+            &host,
+        ) {
+            Ok(c) => {
+                if self.cfg.as_ref().is_some_and(|old| old.layout != c.layout) {
+                    self.need_full = Some("table layout changed".into());
+                }
+                self.cfg = Some(c);
+                self.cfg_error = None;
+            }
+            Err(e) => {
+                if self.cfg_error.as_ref() != Some(&e) {
+                    tracing::warn!(target: "main", "{e}");
+                }
+                self.cfg_error = Some(e);
+                self.cfg = None;
+                return actions;
+            }
+        }
+        let Some(cfg) = self.cfg.clone() else { return actions };
+        if !self.ovs_connected {
+            return actions;
+        }
+        self.restore_zones(&cfg);
+        // The local OVS configuration (bridge first: nothing else works without it).
+        let bridge = binding::bridge(&self.ovs, &cfg.bridge).map(|(u, b)| (*u, b.clone()));
+        let datapath_type = bridge.as_ref().map_or("system", |(_, b)| b.datapath_type.as_str()).to_owned();
+        let datapath_type = if datapath_type.is_empty() { "system".to_owned() } else { datapath_type };
+        if !self.sb_connected {
+            if bridge.is_none() {
+                let mut txn = Transaction::new(sbclient::vswitch::DATABASE);
+                ovs_config::create_bridge(&self.ovs, &cfg, &mut txn);
+                actions.ovs_txn = Some(txn);
+            }
+            return actions;
+        }
+        // Chassis registration.
+        let mut sb_txn = Transaction::new(ovn_sb::DATABASE);
+        let other = super::chassis::other_config(&cfg, ovs_row.as_ref(), &datapath_type);
+        let mut sb_dirty = super::chassis::sync(&self.sb.replica, &cfg, &other, &mut sb_txn);
+        let chassis_uuid = super::chassis::find_chassis(&self.sb.replica, &cfg.system_id).map(|(u, _)| *u);
+        if self.runtime.chassis != chassis_uuid {
+            self.runtime.chassis = chassis_uuid;
+            self.runtime_changed = true;
+        }
+        self.runtime.chassis_name.clone_from(&cfg.system_id);
+        // Bindings.
+        self.ifaces = binding::local_ifaces(&self.ovs, &cfg.bridge);
+        for (id, name) in &self.ifaces.duplicates {
+            tracing::warn!(target: "binding", "interface {name} has iface-id {id} already used by another interface: ignored");
+        }
+        let me = Me {
+            name: &cfg.system_id,
+            hostname: &cfg.hostname,
+            uuid: chassis_uuid,
+        };
+        let plan = binding::plan(&self.sb.replica, &self.ifaces, &me, &self.last_claim, now);
+        for n in &plan.notes {
+            tracing::debug!(target: "binding", "{n}");
+        }
+        sb_dirty |= self.write_claims(&plan, chassis_uuid, &mut sb_txn, now);
+        let ha_members = plan.ha_member.clone();
+        // Runtime: what is bound where, local datapaths, tunnels, patch ports, zones.
+        let mut rt = self.runtime.clone();
+        rt.bound.clone_from(&plan.bound);
+        rt.localports.clone_from(&plan.localports);
+        rt.active_ha = plan.active_ha.iter().copied().collect();
+        let seeds: Vec<Uuid> = plan.bound.keys().chain(ha_members.iter()).copied().collect();
+        rt.local_datapaths = super::local::local_datapaths(
+            &self.sb.replica,
+            seeds,
+            chassis_uuid,
+            &|u| ha_members.contains(u),
+            &|net| cfg.bridge_mappings.contains_key(net),
+        );
+        rt.tunnels = tunnels_of(&self.ovs, &cfg.bridge);
+        rt.patch_ofports = patch_ofports(&self.ovs, &cfg.bridge, &self.sb.replica);
+        let wanted_zones = wanted_zones(&self.sb.replica, &rt);
+        self.zones.update(&wanted_zones);
+        rt.ct_zones.clone_from(&self.zones.by_name);
+        if !same_runtime(&rt, &self.runtime) {
+            self.runtime_changed = true;
+        }
+        self.runtime = rt;
+        // Conditions.
+        let local_dps: Vec<Uuid> = self.runtime.local_datapaths.keys().copied().collect();
+        let iface_ids: Vec<String> = self.ifaces.by_iface_id.keys().cloned().collect();
+        let wanted = conditions(&Interest {
+            chassis_name: &cfg.system_id,
+            chassis: chassis_uuid,
+            local_datapaths: &local_dps,
+            local_iface_ids: &iface_ids,
+            monitor_all: cfg.monitor_all,
+        });
+        for (t, c) in wanted {
+            if self.cond_requested.get(t) != Some(&c) {
+                self.cond_requested.insert(t, c.clone());
+                actions.conditions.push((t, c));
+            }
+        }
+        // Flows.
+        self.recompute_flows(&cfg);
+        // nb_cfg and ports whose flows are in.
+        sb_dirty |= self.write_port_up(&mut sb_txn);
+        if sb_dirty && !sb_txn.is_empty() {
+            actions.sb_txn = Some(sb_txn);
+        }
+        // Local OVS.
+        let installed_ifaces: BTreeSet<Uuid> = self.installed_iface_uuids();
+        let keys = BridgeKeys {
+            ct_zones: self.zones.by_name.clone(),
+            nb_cfg: self.nb_cfg_acked,
+        };
+        let mut ovs_txn = Transaction::new(sbclient::vswitch::DATABASE);
+        if ovs_config::sync(&self.ovs, &self.sb.replica, &cfg, &self.runtime, &installed_ifaces, &keys, &mut ovs_txn) {
+            actions.ovs_txn = Some(ovs_txn);
+        }
+        // The switch.
+        actions.put = self.build_put(now, actions.conditions.is_empty());
+        actions
+    }
+
+    fn restore_zones(&mut self, cfg: &ChassisConfig) {
+        if self.zones_restored {
+            return;
+        }
+        if let Some((_, br)) = binding::bridge(&self.ovs, &cfg.bridge) {
+            self.zones.restore(br.external_ids.iter());
+            // Zones read back were in use before: no flush for them.
+            self.zones.to_flush.clear();
+            self.zones_restored = true;
+        }
+    }
+
+    /// Claims, releases and encaps into `txn`; true if it wrote something.
+    fn write_claims(
+        &mut self,
+        plan: &binding::BindingPlan,
+        me: Option<Uuid>,
+        txn: &mut Transaction,
+        now: Instant,
+    ) -> bool {
+        let Some(me) = me else { return false };
+        let pbs = self.sb.replica.table::<PortBinding>();
+        let name_of = |u: &Uuid| pbs.and_then(|t| t.get(u)).map_or_else(|| u.to_string(), |p| p.logical_port.clone());
+        let mut wrote = false;
+        for (u, encap) in &plan.claim {
+            let pb = pbs.and_then(|t| t.get(u));
+            if pb.is_some_and(|p| p.chassis != Some(me)) {
+                tracing::info!(target: "binding", "Claiming lport {} for this chassis.", name_of(u));
+                self.last_claim.insert(*u, now);
+            }
+            let mut cols = Columns::new()
+                .set("chassis", Datum::Set(vec![Atom::Uuid(me)]))
+                .set("encap", Datum::Set(encap.iter().map(|e| Atom::Uuid(*e)).collect()));
+            if pb.is_some_and(|p| p.up.is_some() && p.chassis != Some(me)) {
+                cols = cols.set("up", Datum::Set(vec![Atom::Boolean(false)]));
+            }
+            txn.update("Port_Binding", &by_uuid(*u), cols);
+            // Gateway-type claims have no interface to install: up at once.
+            if matches!(plan.bound.get(u), Some(BindingKind::Claimed)) && pb.is_some_and(|p| p.up.is_some()) {
+                txn.update(
+                    "Port_Binding",
+                    &by_uuid(*u),
+                    Columns::new().set("up", Datum::Set(vec![Atom::Boolean(true)])),
+                );
+            }
+            self.installed_ports.remove(u);
+            wrote = true;
+        }
+        for (u, encap) in &plan.claim_additional {
+            txn.mutate(
+                "Port_Binding",
+                &by_uuid(*u),
+                vec![("additional_chassis".into(), Mutator::Insert, Datum::Set(vec![Atom::Uuid(me)]))],
+            );
+            if let Some(e) = encap {
+                txn.mutate(
+                    "Port_Binding",
+                    &by_uuid(*u),
+                    vec![("additional_encap".into(), Mutator::Insert, Datum::Set(vec![Atom::Uuid(*e)]))],
+                );
+            }
+            wrote = true;
+        }
+        for u in &plan.release {
+            tracing::info!(target: "binding", "Releasing lport {} from this chassis.", name_of(u));
+            let pb = pbs.and_then(|t| t.get(u));
+            let mut cols = Columns::new()
+                .set("chassis", Datum::Set(vec![]))
+                .set("encap", Datum::Set(vec![]))
+                .set("virtual_parent", Datum::Set(vec![]));
+            if pb.is_some_and(|p| p.up.is_some()) {
+                cols = cols.set("up", Datum::Set(vec![Atom::Boolean(false)]));
+            }
+            txn.update("Port_Binding", &by_uuid(*u), cols);
+            self.installed_ports.remove(u);
+            self.waiting_install.remove(u);
+            wrote = true;
+        }
+        for u in &plan.release_additional {
+            txn.mutate(
+                "Port_Binding",
+                &by_uuid(*u),
+                vec![("additional_chassis".into(), Mutator::Delete, Datum::Set(vec![Atom::Uuid(me)]))],
+            );
+            wrote = true;
+        }
+        // Ports bound here whose flows are not known to be in wait for the next put.
+        let next = self.put_seq + 1;
+        for u in plan.bound.keys() {
+            if !self.installed_ports.contains(u) {
+                self.waiting_install.entry(*u).or_insert(next);
+            }
+        }
+        self.waiting_install.retain(|u, _| plan.bound.contains_key(u));
+        self.installed_ports.retain(|u| plan.bound.contains_key(u));
+        wrote
+    }
+
+    /// `up=true` for bound ports whose flows are in; true if it wrote something.
+    fn write_port_up(&self, txn: &mut Transaction) -> bool {
+        let Some(pbs) = self.sb.replica.table::<PortBinding>() else {
+            return false;
+        };
+        let mut wrote = false;
+        for u in &self.installed_ports {
+            let Some(pb) = pbs.get(u) else { continue };
+            if pb.up == Some(false) && pb.chassis == self.runtime.chassis {
+                tracing::info!(target: "binding", "Setting lport {} up in Southbound", pb.logical_port);
+                txn.update(
+                    "Port_Binding",
+                    &by_uuid(*u),
+                    Columns::new().set("up", Datum::Set(vec![Atom::Boolean(true)])),
+                );
+                wrote = true;
+            }
+        }
+        if let (Some(cfg), Some((nb, ts))) = (&self.cfg, self.nb_cfg_acked) {
+            wrote |= super::chassis::ack_nb_cfg(&self.sb.replica, &cfg.system_id, nb, ts, txn);
+        }
+        wrote
+    }
+
+    /// OVS interfaces of ports whose flows are in (they get `ovn-installed`).
+    fn installed_iface_uuids(&self) -> BTreeSet<Uuid> {
+        let mut out = BTreeSet::new();
+        let Some(pbs) = self.sb.replica.table::<PortBinding>() else {
+            return out;
+        };
+        for u in &self.installed_ports {
+            if let (Some(pb), Some(BindingKind::Vif { .. })) = (pbs.get(u), self.runtime.bound.get(u)) {
+                if let Some(i) = self.ifaces.by_iface_id.get(&pb.logical_port) {
+                    out.insert(i.uuid);
+                }
+            }
+        }
+        out
+    }
+
+    // ---- flows -----------------------------------------------------------------------
+
+    fn recompute_flows(&mut self, cfg: &ChassisConfig) {
+        let layout = cfg.layout;
+        let facts = LocalFacts {
+            chassis: self.runtime.chassis,
+            bound: self.runtime.bound.keys().copied().collect(),
+            localports: self.runtime.localports.keys().copied().collect(),
+            active_ha: self.runtime.active_ha.iter().copied().collect(),
+            local_datapaths: self.runtime.local_datapaths.keys().copied().collect(),
+        };
+        let full = self.need_full.take().or_else(|| self.runtime_changed.then(|| "local state changed".to_owned()));
+        self.runtime_changed = false;
+        let view = SbView::with_facts(&self.sb, &cfg.system_id, &self.ids, &facts);
+        let cx = Context {
+            view: &view,
+            layout: &layout,
+            cache: &self.cache,
+            only_dp: None,
+            limit: crate::lflow::DEFAULT_FLOW_LIMIT,
+        };
+        let threads = if self.opts.threads == 0 {
+            std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+        } else {
+            self.opts.threads
+        };
+        let mut results: Vec<(Owner, Compiled)> = Vec::new();
+        let mut gone: Vec<Owner> = Vec::new();
+        if let Some(reason) = full {
+            self.stats.full_recomputes += 1;
+            *self.stats.recompute_reasons.entry(reason).or_default() += 1;
+            let (owners, _) = compile_owners(&cx, threads);
+            let keep: HashSet<Owner> = owners.iter().map(|(o, _)| *o).collect();
+            gone.extend(
+                self.flows
+                    .owners_all()
+                    .copied()
+                    .filter(|o| !keep.contains(o) && !is_physical(o)),
+            );
+            results = owners;
+            self.dirty_lflows.clear();
+            self.deleted_lflows.clear();
+            results.extend(physical_owners(&self.sb.replica, &self.runtime, &layout));
+            let keep_phys: HashSet<Owner> =
+                results.iter().filter(|(o, _)| is_physical(o)).map(|(o, _)| *o).collect();
+            gone.extend(self.flows.owners_all().copied().filter(|o| is_physical(o) && !keep_phys.contains(o)));
+        } else {
+            let lflows = self.sb.replica.table::<LogicalFlow>();
+            for u in std::mem::take(&mut self.dirty_lflows) {
+                if let Some(lf) = lflows.and_then(|t| t.get(&u)) {
+                    results.push((Owner::Lflow(u), compile_logical_flow(&u, lf, &cx)));
+                    self.stats.incremental_lflows += 1;
+                }
+            }
+            gone.extend(std::mem::take(&mut self.deleted_lflows).into_iter().map(Owner::Lflow));
+        }
+        drop(view);
+        for o in gone {
+            self.flows.remove(o);
+            if let Some(u) = self.uses.remove(&o) {
+                self.ids.release(&u);
+            }
+            self.failures.remove(&o);
+        }
+        for (o, mut c) in results {
+            let flows = std::mem::take(&mut c.flows);
+            self.flows.replace(o, flows);
+            let old = self.uses.insert(o, std::mem::take(&mut c.uses));
+            if let Some(u) = old {
+                self.ids.release(&u);
+            }
+            match c.failure {
+                Some(f) => {
+                    if self.failures.get(&o).is_none_or(|old| *old != f.to_string()) {
+                        tracing::warn!(target: "lflow", "{f}");
+                        self.stats.bad_rows += 1;
+                    }
+                    self.failures.insert(o, f.to_string());
+                }
+                None => {
+                    self.failures.remove(&o);
+                }
+            }
+        }
+    }
+
+    // ---- the switch ------------------------------------------------------------------
+
+    fn build_put(&mut self, now: Instant, conditions_stable: bool) -> Option<Put> {
+        let session = self.of_session?;
+        if self.in_flight.is_some() {
+            return None;
+        }
+        if !self.initial_sync_done {
+            let settled = self.runtime.chassis.is_some()
+                && conditions_stable
+                && self.cond_acked_seq >= self.cond_requested_seq;
+            let waited = self.sb_connected_at.is_some_and(|t| now.duration_since(t) >= INITIAL_SETTLE);
+            if !(settled || waited) {
+                return None;
+            }
+        }
+        let sb_nb_cfg = self
+            .sb
+            .replica
+            .table::<SbGlobal>()
+            .and_then(|t| t.iter().next().map(|(_, g)| g.nb_cfg));
+        let nb_cfg_pending = sb_nb_cfg.is_some_and(|n| self.nb_cfg_acked.map(|a| a.0) != Some(n));
+        let groups_wanted: BTreeMap<u32, (String, Group)> = self
+            .ids
+            .groups
+            .lock()
+            .map(|t| t.iter().map(|(id, k, g)| (id, (k.clone(), g.clone()))).collect())
+            .unwrap_or_default();
+        let meters_wanted: BTreeMap<u32, MeterMod> = self
+            .ids
+            .meters
+            .lock()
+            .map(|t| t.iter().map(|(id, _, m)| (id, m.clone())).collect())
+            .unwrap_or_default();
+        let groups_add: Vec<(u32, String, Group)> = groups_wanted
+            .iter()
+            .filter(|(id, (k, _))| self.installed_groups.get(id) != Some(k))
+            .map(|(id, (k, g))| (*id, k.clone(), g.clone()))
+            .collect();
+        let groups_del: Vec<u32> = self
+            .installed_groups
+            .keys()
+            .filter(|id| !groups_wanted.contains_key(id))
+            .copied()
+            .collect();
+        let meters_add: Vec<u32> = meters_wanted
+            .iter()
+            .filter(|(id, m)| !self.installed_meters.contains(id) && !m.bands.is_empty())
+            .map(|(id, _)| *id)
+            .collect();
+        let meters_del: Vec<u32> = self
+            .installed_meters
+            .iter()
+            .filter(|id| !meters_wanted.contains_key(id))
+            .copied()
+            .collect();
+        let flush: Vec<u16> = self.zones.to_flush.iter().copied().collect();
+        let work = self.flows.has_pending()
+            || !groups_add.is_empty()
+            || !groups_del.is_empty()
+            || !meters_add.is_empty()
+            || !meters_del.is_empty()
+            || !flush.is_empty()
+            || !self.foreign.is_empty()
+            || !self.initial_sync_done
+            || nb_cfg_pending
+            || !self.waiting_install.is_empty();
+        if !work {
+            return None;
+        }
+        let mut bundle = BundleBuilder::new(BUNDLE_FLAGS);
+        let mut entries: Vec<Option<u32>> = Vec::new();
+        for (id, _, g) in &groups_add {
+            let mut g = g.clone();
+            g.group_id = *id;
+            // A group id whose content changed is replaced: delete, then add.
+            if self.installed_groups.contains_key(id) {
+                let _ = bundle.push_message(&Message::GroupMod(GroupMod {
+                    command: OFPGC_DELETE,
+                    command_bucket_id: 0xffff_ffff,
+                    group: Group {
+                        group_id: *id,
+                        ..Group::default()
+                    },
+                }));
+                entries.push(None);
+            }
+            match bundle.push_message(&Message::GroupMod(GroupMod {
+                command: OFPGC_ADD,
+                command_bucket_id: 0xffff_ffff,
+                group: g,
+            })) {
+                Ok(_) => entries.push(None),
+                Err(e) => tracing::warn!(target: "ofctrl", "group {id} not encodable: {e}"),
+            }
+        }
+        for f in std::mem::take(&mut self.foreign) {
+            let fm = openflow::wire::FlowMod {
+                table_id: f.table,
+                priority: f.priority,
+                command: openflow::wire::flow_mod::OFPFC_DELETE_STRICT,
+                r#match: f.m,
+                ..openflow::wire::FlowMod::default()
+            };
+            if bundle.push_message(&Message::FlowMod(fm)).is_ok() {
+                entries.push(None);
+            }
+        }
+        for op in self.flows.pending() {
+            let r = bundle.try_push_raw(14, |out| {
+                openflow::flow::encode_flow_mod_body(
+                    out,
+                    op.command,
+                    op.table,
+                    op.priority,
+                    op.cookie,
+                    op.m,
+                    op.actions,
+                )
+            });
+            match r {
+                Ok(_) => entries.push(Some(op.entry)),
+                Err(e) => {
+                    tracing::warn!(target: "ofctrl", "flow not encodable ({e}): table={} priority={} {}", op.table, op.priority, op.m);
+                    self.stats.rejected_flows += 1;
+                }
+            }
+        }
+        for id in &groups_del {
+            if bundle
+                .push_message(&Message::GroupMod(GroupMod {
+                    command: OFPGC_DELETE,
+                    command_bucket_id: 0xffff_ffff,
+                    group: Group {
+                        group_id: *id,
+                        ..Group::default()
+                    },
+                }))
+                .is_ok()
+            {
+                entries.push(None);
+            }
+        }
+        self.put_seq += 1;
+        let seq = self.put_seq;
+        self.stats.puts += 1;
+        self.zones.to_flush.clear();
+        let meter_mod = |id: u32, command: u16| {
+            let mut m = meters_wanted.get(&id).cloned().unwrap_or_default();
+            m.command = command;
+            m.meter_id = id;
+            if command == 2 {
+                m.bands.clear();
+                m.flags = 0;
+            } else {
+                m.flags |= OFPMF_STATS;
+            }
+            m
+        };
+        self.in_flight = Some(InFlight {
+            seq,
+            nb_cfg: sb_nb_cfg,
+            entries,
+            groups_added: groups_add.iter().map(|(id, k, _)| (*id, k.clone())).collect(),
+            groups_deleted: groups_del,
+            meters_added: meters_add.clone(),
+            meters_deleted: meters_del.clone(),
+        });
+        Some(Put {
+            session,
+            seq,
+            flush_zones: flush,
+            meters_add: meters_add.into_iter().map(|id| meter_mod(id, 0)).collect(),
+            bundle,
+            meters_del: meters_del.into_iter().map(|id| meter_mod(id, 2)).collect(),
+        })
+    }
+
+    /// A put finished.
+    pub fn put_done(&mut self, seq: u64, result: Result<(), PutError>) {
+        let Some(f) = self.in_flight.take() else { return };
+        if f.seq != seq {
+            return;
+        }
+        match result {
+            Ok(()) => {
+                self.flows.commit();
+                for (id, k) in f.groups_added {
+                    self.installed_groups.insert(id, k);
+                }
+                for id in f.groups_deleted {
+                    self.installed_groups.remove(&id);
+                }
+                self.installed_meters.extend(f.meters_added);
+                for id in f.meters_deleted {
+                    self.installed_meters.remove(&id);
+                }
+                self.acked_seq = seq;
+                self.initial_sync_done = true;
+                let done: Vec<Uuid> = self
+                    .waiting_install
+                    .iter()
+                    .filter(|(_, s)| **s <= seq)
+                    .map(|(u, _)| *u)
+                    .collect();
+                for u in done {
+                    self.waiting_install.remove(&u);
+                    self.installed_ports.insert(u);
+                }
+                if let Some(n) = f.nb_cfg {
+                    // Exact only when no condition change was in flight (the flows then
+                    // reflect every row the configuration needs).
+                    if self.cond_acked_seq >= self.cond_requested_seq {
+                        self.nb_cfg_acked = Some((n, super::now_ms()));
+                    }
+                }
+            }
+            Err(PutError::Rejected(rejected)) => {
+                self.stats.put_failures += 1;
+                // Nothing of the bundle was applied. Drop the owners of the refused flows
+                // (counted, logged) and try the rest again.
+                for (i, err) in rejected {
+                    let Some(Some(entry)) = f.entries.get(i) else {
+                        tracing::warn!(target: "ofctrl", "switch refused bundle message {i}: {err}");
+                        continue;
+                    };
+                    for o in self.flows.owners_of_entry(*entry) {
+                        tracing::warn!(target: "ofctrl", "switch refused a flow of {o}: {err}; its flows are left out");
+                        self.flows.remove(o);
+                        if let Some(u) = self.uses.remove(&o) {
+                            self.ids.release(&u);
+                        }
+                        self.failures.insert(o, format!("refused by the switch: {err}"));
+                        self.stats.rejected_flows += 1;
+                    }
+                }
+            }
+            Err(PutError::Connection(e)) => {
+                self.stats.put_failures += 1;
+                tracing::info!(target: "ofctrl", "put {seq} lost with the connection: {e}");
+            }
+        }
+    }
+
+    /// `recompute`: everything is compiled again on the next run.
+    pub fn force_recompute(&mut self, why: &str) {
+        self.need_full = Some(why.to_owned());
+    }
+
+    /// A short status line for `connection-status`-like commands.
+    pub fn sb_status(&self) -> &'static str {
+        if self.sb_connected {
+            "connected"
+        } else {
+            "not connected"
+        }
+    }
+}
+
+/// The owners of physical flows.
+fn is_physical(o: &Owner) -> bool {
+    !matches!(
+        o,
+        Owner::Lflow(_)
+            | Owner::MacBinding(_)
+            | Owner::StaticMacBinding(_)
+            | Owner::Fdb(_)
+            | Owner::PortSecurity(_)
+            | Owner::LbHairpin(_)
+    )
+}
+
+/// The physical flows by owner.
+fn physical_owners(sb: &Replica, rt: &Runtime, layout: &crate::lflow::layout::TableLayout) -> Vec<(Owner, Compiled)> {
+    let p = crate::physical::all(sb, rt, layout);
+    for e in &p.errors {
+        tracing::warn!(target: "physical", "{e}");
+    }
+    p.per_owner
+        .into_iter()
+        .map(|(o, flows)| {
+            (
+                o,
+                Compiled {
+                    flows,
+                    ..Compiled::default()
+                },
+            )
+        })
+        .collect()
+}
+
+/// Tunnels on the bridge: ports with `external_ids:ovn-chassis-id` and an ofport.
+fn tunnels_of(ovs: &Replica, bridge_name: &str) -> BTreeMap<String, Vec<Tunnel>> {
+    let mut out: BTreeMap<String, Vec<Tunnel>> = BTreeMap::new();
+    let (Some((_, br)), Some(ports), Some(ifaces)) =
+        (binding::bridge(ovs, bridge_name), ovs.table::<Port>(), ovs.table::<Interface>())
+    else {
+        return out;
+    };
+    for p in br.ports.iter().filter_map(|p| ports.get(p)) {
+        let Some(id) = p.external_ids.get("ovn-chassis-id") else { continue };
+        let (chassis, ip) = id.split_once('@').unwrap_or((id.as_str(), ""));
+        for i in p.interfaces.iter().filter_map(|i| ifaces.get(i)) {
+            let (Some(ofport), Some(encap)) = (
+                i.ofport.and_then(|o| u32::try_from(o).ok()).filter(|o| *o > 0 && *o < 0xff00),
+                EncapType::parse(&i.type_),
+            ) else {
+                continue;
+            };
+            out.entry(chassis.to_owned()).or_default().push(Tunnel {
+                chassis: chassis.to_owned(),
+                remote_ip: ip.to_owned(),
+                encap,
+                ofport,
+            });
+        }
+    }
+    out
+}
+
+/// br-int ofports of the patch ports to mapped bridges, by localnet/l2gateway PB.
+fn patch_ofports(ovs: &Replica, bridge_name: &str, sb: &Replica) -> HashMap<Uuid, u32> {
+    let mut out = HashMap::new();
+    let (Some((_, br)), Some(ports), Some(ifaces), Some(pbs)) = (
+        binding::bridge(ovs, bridge_name),
+        ovs.table::<Port>(),
+        ovs.table::<Interface>(),
+        sb.table::<PortBinding>(),
+    ) else {
+        return out;
+    };
+    let by_name: HashMap<&str, &Uuid> = pbs.iter().map(|(u, p)| (p.logical_port.as_str(), u)).collect();
+    for p in br.ports.iter().filter_map(|p| ports.get(p)) {
+        let Some(lp) = p
+            .external_ids
+            .get("ovn-localnet-port")
+            .or_else(|| p.external_ids.get("ovn-l2gateway-port"))
+        else {
+            continue;
+        };
+        let Some(pb) = by_name.get(lp.as_str()) else { continue };
+        if let Some(ofport) = p
+            .interfaces
+            .iter()
+            .filter_map(|i| ifaces.get(i))
+            .find_map(|i| i.ofport.and_then(|o| u32::try_from(o).ok()).filter(|o| *o > 0 && *o < 0xff00))
+        {
+            out.insert(**pb, ofport);
+        }
+    }
+    out
+}
+
+/// Zone names this chassis needs: local ports and two per local datapath (with the SNAT
+/// zone a router asks for).
+fn wanted_zones(sb: &Replica, rt: &Runtime) -> BTreeMap<String, Option<u16>> {
+    let mut out = BTreeMap::new();
+    let pbs = sb.table::<PortBinding>();
+    let name = |u: &Uuid| pbs.and_then(|t| t.get(u)).map(|p| p.logical_port.clone());
+    for u in rt.bound.keys().chain(rt.localports.keys()).chain(rt.patch_ofports.keys()) {
+        if let Some(n) = name(u) {
+            out.insert(n, None);
+        }
+    }
+    let dps = sb.table::<ovn_sb::DatapathBinding>();
+    for (dp, local) in &rt.local_datapaths {
+        out.insert(format!("{dp}_dnat"), None);
+        let requested = dps
+            .and_then(|t| t.get(dp))
+            .and_then(|d| d.external_ids.get("snat-ct-zone"))
+            .and_then(|z| z.parse::<u16>().ok());
+        out.insert(format!("{dp}_snat"), requested);
+        if let Some(ln) = local.localnet.and_then(|u| name(&u)) {
+            out.insert(ln, None);
+        }
+    }
+    out
+}
+
+/// Whether two runtimes give the same flows.
+fn same_runtime(a: &Runtime, b: &Runtime) -> bool {
+    a.chassis == b.chassis
+        && a.bound == b.bound
+        && a.localports == b.localports
+        && a.local_datapaths == b.local_datapaths
+        && a.patch_ofports == b.patch_ofports
+        && a.tunnels == b.tunnels
+        && a.ct_zones == b.ct_zones
+        && a.active_ha == b.active_ha
+        && a.geneve_field == b.geneve_field
+}
+
+/// Unused OVS types kept for documentation of what the engine reads.
+#[allow(dead_code)]
+type _Reads = (Bridge, Interface, Port);
