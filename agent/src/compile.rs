@@ -581,6 +581,11 @@ pub fn owner_counts(report: &CompileReport) -> HashMap<&'static str, usize> {
             Owner::Fdb(_) => "fdb",
             Owner::PortSecurity(_) => "port_security",
             Owner::LbHairpin(_) => "lb_hairpin",
+            Owner::PhysicalPort(_)
+            | Owner::PhysicalMcGroup(_)
+            | Owner::TunnelIn(_)
+            | Owner::ChassisMac(_)
+            | Owner::PhysicalDefaults => "physical",
         };
         *m.entry(k).or_default() += 1;
     }

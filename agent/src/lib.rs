@@ -11,6 +11,7 @@ pub mod lflow;
 pub mod neighbor;
 pub mod ofctrl;
 pub mod owner;
+pub mod physical;
 pub mod portsec;
 pub mod runtime;
 pub mod southbound;

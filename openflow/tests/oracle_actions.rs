@@ -35,6 +35,8 @@ const CASES: &[&str] = &[
     "ip actions=write_actions(output:1,group:2),goto_table:5",
     "ip actions=clear_actions",
     "ip actions=conjunction(7,1/2),conjunction(8,2/2)",
+    "reg15=0x3,metadata=0x2 actions=set_field:0x2/0xffffff->tun_id,bundle(eth_src,0,active_backup,ofport,members:1,2)",
+    "ip actions=bundle(symmetric_l4,7,hrw,ofport,members:5),bundle(nw_dst,0,active_backup,ofport,members:3,LOCAL,9)",
     // (Without a TLV map, ovs-ofctl drops a tun_metadata match mask: no masked case here.)
     "tun_metadata0=0x5 actions=move:NXM_NX_TUN_METADATA0[16..30]->NXM_NX_REG14[0..14],set_field:0x10002->tun_metadata0,load:0x3->NXM_NX_TUN_METADATA0[0..15]",
     "tun_id=0x5,tun_src=1.2.3.4,in_port=7 actions=move:NXM_NX_TUN_ID[0..23]->OXM_OF_METADATA[0..23],output:NXM_NX_REG15[]",

@@ -9,8 +9,12 @@ pub struct TableLayout {
     pub ingress_len: u8,
     pub egress: u8,
     pub egress_len: u8,
-    /// Where an ingress `output;` goes.
+    /// Where an ingress `output;` goes (the large-packet detection table: its default sends
+    /// everything on to `remote_output`).
     pub output_entry: u8,
+    /// Large-packet processing (ICMP "too big" replies for multichassis ports); its defaults
+    /// send loopback traffic to `local_output` and the rest to `remote_output`.
+    pub large_pkt_process: u8,
     pub remote_output: u8,
     pub local_output: u8,
     pub check_loopback: u8,
@@ -37,6 +41,7 @@ const TAIL: TableLayout = TableLayout {
     egress: 0,
     egress_len: 0,
     output_entry: 0,
+    large_pkt_process: 0,
     remote_output: 0,
     local_output: 0,
     check_loopback: 0,
@@ -65,6 +70,7 @@ impl TableLayout {
         egress: 37,
         egress_len: 27,
         output_entry: 35,
+        large_pkt_process: 36,
         remote_output: 32,
         local_output: 33,
         check_loopback: 34,
@@ -78,6 +84,7 @@ impl TableLayout {
         egress: 42,
         egress_len: 22,
         output_entry: 37,
+        large_pkt_process: 38,
         remote_output: 39,
         local_output: 40,
         check_loopback: 41,

@@ -15,7 +15,10 @@ use bytes::{BufMut, BytesMut};
 pub use canon::{canonical, equivalent};
 pub use ct::{Ct, Nat, NatRange};
 pub use learn::{Learn, LearnDst, LearnSpec, LearnSrc};
-pub use nx::Controller;
+pub use nx::{
+    Bundle, Controller, NX_BD_ALG_ACTIVE_BACKUP, NX_BD_ALG_HRW, NX_HASH_FIELDS_ETH_SRC,
+    NX_HASH_FIELDS_NAMES,
+};
 pub use subfield::{HeaderRef, SubField};
 
 use crate::oxm::MatchField;
@@ -85,6 +88,9 @@ pub enum Action {
     Learn(Learn),
     Controller(Controller),
     Clone(Vec<Action>),
+    /// `NXAST_BUNDLE`: output to one member port chosen by `algorithm` (ovn-controller's
+    /// active/backup output to the tunnels of an HA chassis group).
+    Bundle(Bundle),
     CheckPktLarger {
         pkt_len: u16,
         dst: SubField,
@@ -145,6 +151,7 @@ pub(crate) mod nxast {
     pub const CT: u16 = 35;
     pub const NAT: u16 = 36;
     pub const CONTROLLER2: u16 = 37;
+    pub const BUNDLE: u16 = 12;
     pub const CLONE: u16 = 42;
     pub const CT_CLEAR: u16 = 43;
     pub const RESUBMIT_TABLE_CT: u16 = 44;
@@ -359,6 +366,12 @@ mod tests {
             },
             Action::Note(vec![1, 2, 3, 4, 5, 6]),
             Action::Clone(vec![Action::CtClear, Action::Group(1)]),
+            Action::Bundle(Bundle {
+                algorithm: nx::NX_BD_ALG_ACTIVE_BACKUP,
+                fields: nx::NX_HASH_FIELDS_ETH_SRC,
+                basis: 0,
+                members: vec![1, 2, 3],
+            }),
             Action::Unknown {
                 ty: 0xffff,
                 body: vec![0, 0, 0x12, 0x34, 0, 1, 0, 0, 0, 0, 0, 0],

@@ -33,6 +33,36 @@ impl Default for Controller {
     }
 }
 
+/// `bundle(...)` (`NXAST_BUNDLE`, without a load destination): the member ports in order,
+/// how one is chosen and what is hashed (OVS ignores the hash for active/backup).
+#[derive(Clone, Debug, Eq, PartialEq, Hash)]
+pub struct Bundle {
+    /// `NX_BD_ALG_*`.
+    pub algorithm: u16,
+    /// `NX_HASH_FIELDS_*`.
+    pub fields: u16,
+    pub basis: u16,
+    pub members: Vec<u16>,
+}
+
+/// The first live member, in order.
+pub const NX_BD_ALG_ACTIVE_BACKUP: u16 = 0;
+/// Highest random weight.
+pub const NX_BD_ALG_HRW: u16 = 1;
+pub const NX_HASH_FIELDS_ETH_SRC: u16 = 0;
+/// The `NX_HASH_FIELDS_*` names `ovs-ofctl` prints, by value.
+pub const NX_HASH_FIELDS_NAMES: [&str; 7] = [
+    "eth_src",
+    "symmetric_l4",
+    "symmetric_l3l4",
+    "symmetric_l3l4+udp",
+    "nw_src",
+    "nw_dst",
+    "symmetric_l3",
+];
+/// `member_type` of every bundle: the members are OpenFlow ports (`NXM_OF_IN_PORT`).
+const NXM_OF_IN_PORT_HEADER: u32 = 0x0000_0002;
+
 pub const OFPR_ACTION: u8 = 1;
 pub const NX_CTLR_NO_METER: u32 = u32::MAX;
 
@@ -140,6 +170,10 @@ pub(super) fn decode(subtype: u16, b: &mut Reader<'_>) -> Result<Option<Action>,
             b.skip(6, "nx_action_clone")?;
             Action::Clone(Action::decode_list(b.take_rest())?)
         }
+        nxast::BUNDLE => match decode_bundle(b)? {
+            Some(bundle) => Action::Bundle(bundle),
+            None => return Ok(None),
+        },
         nxast::CHECK_PKT_LARGER => {
             let pkt_len = b.u16("nx_action_check_pkt_larger")?;
             let ofs = b.u16("nx_action_check_pkt_larger")?;
@@ -179,6 +213,32 @@ pub(super) fn decode(subtype: u16, b: &mut Reader<'_>) -> Result<Option<Action>,
         _ => return Ok(None),
     };
     Ok(Some(a))
+}
+
+/// A bundle this model describes, or `None` (kept raw): a load destination (that is
+/// `NXAST_BUNDLE_LOAD`'s job), members that are not OpenFlow ports, unknown algorithms or
+/// hash fields.
+fn decode_bundle(b: &mut Reader<'_>) -> Result<Option<Bundle>, DecodeError> {
+    let algorithm = b.u16("nx_action_bundle")?;
+    let fields = b.u16("nx_action_bundle")?;
+    let basis = b.u16("nx_action_bundle")?;
+    let member_type = b.u32("nx_action_bundle")?;
+    let n_members = b.u16("nx_action_bundle")?;
+    let ofs_nbits = b.u16("nx_action_bundle")?;
+    let dst = b.u32("nx_action_bundle")?;
+    b.skip(4, "nx_action_bundle")?;
+    let mut members = Vec::with_capacity(usize::from(n_members));
+    for _ in 0..n_members {
+        members.push(b.u16("nx_action_bundle members")?);
+    }
+    let plain = member_type == NXM_OF_IN_PORT_HEADER && ofs_nbits == 0 && dst == 0;
+    let known = algorithm <= NX_BD_ALG_HRW && usize::from(fields) < NX_HASH_FIELDS_NAMES.len();
+    Ok((plain && known).then_some(Bundle {
+        algorithm,
+        fields,
+        basis,
+        members,
+    }))
 }
 
 fn decode_controller2(b: &mut Reader<'_>) -> Result<Controller, DecodeError> {
@@ -315,6 +375,20 @@ pub(super) fn encode(a: &Action, out: &mut BytesMut) -> Result<(), EncodeError> 
             nx_header(out, nxast::CLONE);
             out.put_slice(&[0; 6]);
             Action::encode_list_partial(list, out)?;
+        }
+        Action::Bundle(bundle) => {
+            nx_header(out, nxast::BUNDLE);
+            out.put_u16(bundle.algorithm);
+            out.put_u16(bundle.fields);
+            out.put_u16(bundle.basis);
+            out.put_u32(NXM_OF_IN_PORT_HEADER);
+            out.put_u16(len16(bundle.members.len(), "nx_action_bundle n_members")?);
+            out.put_u16(0); // ofs_nbits: no load destination
+            out.put_u32(0); // dst
+            out.put_u32(0); // zero
+            for m in &bundle.members {
+                out.put_u16(*m);
+            }
         }
         Action::CheckPktLarger { pkt_len, dst } => {
             nx_header(out, nxast::CHECK_PKT_LARGER);

@@ -10,7 +10,10 @@ use crate::action::ct::{
 use crate::action::learn::{
     NX_LEARN_F_DELETE_LEARNED, NX_LEARN_F_SEND_FLOW_REM, NX_LEARN_F_WRITE_RESULT,
 };
-use crate::action::{Action, Controller, Ct, Learn, LearnDst, LearnSrc, Nat, NatRange, SubField};
+use crate::action::{
+    Action, Bundle, Controller, Ct, Learn, LearnDst, LearnSrc, Nat, NatRange, SubField,
+    NX_BD_ALG_ACTIVE_BACKUP, NX_BD_ALG_HRW, NX_HASH_FIELDS_NAMES,
+};
 use crate::oxm::FieldRef;
 
 /// `NXM_NX_REG0[0..15]`.
@@ -393,6 +396,7 @@ fn put_action(s: &mut String, a: &Action) {
             put_actions(s, list);
             s.push(')');
         }
+        Action::Bundle(b) => put_bundle(s, b),
         Action::CheckPktLarger { pkt_len, dst } => {
             let _ = write!(s, "check_pkt_larger({pkt_len})->");
             fmt_subfield(s, *dst);
@@ -429,6 +433,33 @@ fn put_action(s: &mut String, a: &Action) {
             s.push(')');
         }
     }
+}
+
+/// `bundle(eth_src,0,active_backup,ofport,members:1,2)` (OVS `bundle_format`).
+fn put_bundle(s: &mut String, b: &Bundle) {
+    let fields = NX_HASH_FIELDS_NAMES
+        .get(usize::from(b.fields))
+        .copied()
+        .unwrap_or("<unknown>");
+    let algorithm = match b.algorithm {
+        NX_BD_ALG_ACTIVE_BACKUP => "active_backup",
+        NX_BD_ALG_HRW => "hrw",
+        _ => "<unknown>",
+    };
+    let _ = write!(s, "bundle({fields},{},{algorithm},ofport,members:", b.basis);
+    for (i, m) in b.members.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        // Members are 16-bit ports; reserved ones print by name like any port.
+        let port = if *m >= 0xff00 {
+            u32::from(*m) + 0xffff_0000
+        } else {
+            u32::from(*m)
+        };
+        fmt_port(s, port);
+    }
+    s.push(')');
 }
 
 impl fmt::Display for Action {

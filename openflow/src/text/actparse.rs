@@ -12,8 +12,8 @@ use crate::action::learn::{
     NX_LEARN_F_DELETE_LEARNED, NX_LEARN_F_SEND_FLOW_REM, NX_LEARN_F_WRITE_RESULT,
 };
 use crate::action::{
-    Action, Controller, Ct, HeaderRef, Learn, LearnDst, LearnSpec, LearnSrc, Nat, NatRange,
-    SubField, OFPP_CONTROLLER,
+    Action, Bundle, Controller, Ct, HeaderRef, Learn, LearnDst, LearnSpec, LearnSrc, Nat, NatRange,
+    SubField, NX_BD_ALG_ACTIVE_BACKUP, NX_BD_ALG_HRW, NX_HASH_FIELDS_NAMES, OFPP_CONTROLLER,
 };
 use crate::oxm::{FieldId, MatchField};
 use crate::wire::Instruction;
@@ -480,6 +480,9 @@ fn parse_call(t: &str) -> Result<Action, ParseError> {
     if let Some(x) = call(t, "controller") {
         return Ok(Action::Controller(parse_controller(x)?));
     }
+    if let Some(x) = call(t, "bundle") {
+        return parse_bundle(x).map(Action::Bundle);
+    }
     if let Some(x) = call(t, "clone") {
         return Ok(Action::Clone(parse_actions(x)?));
     }
@@ -540,6 +543,41 @@ fn parse_call(t: &str) -> Result<Action, ParseError> {
         });
     }
     Err(ParseError::UnknownAction(t.to_owned()))
+}
+
+/// `fields,basis,algorithm,ofport,members:P[,P...]` (the inside of `bundle(...)`).
+fn parse_bundle(x: &str) -> Result<Bundle, ParseError> {
+    let parts = split_top(x);
+    let [fields, basis, algorithm, member_type, first, more @ ..] = parts.as_slice() else {
+        return Err(bad(x));
+    };
+    let fields = NX_HASH_FIELDS_NAMES
+        .iter()
+        .position(|n| *n == fields.trim())
+        .ok_or_else(|| bad(fields))?;
+    let algorithm = match algorithm.trim() {
+        "active_backup" => NX_BD_ALG_ACTIVE_BACKUP,
+        "hrw" => NX_BD_ALG_HRW,
+        other => return Err(bad(other)),
+    };
+    if member_type.trim() != "ofport" {
+        return Err(bad(member_type));
+    }
+    let first = first
+        .trim()
+        .strip_prefix("members:")
+        .or_else(|| first.trim().strip_prefix("slaves:"))
+        .ok_or_else(|| bad(first))?;
+    let members = std::iter::once(first)
+        .chain(more.iter().copied())
+        .map(|p| parse_port16(p.trim()))
+        .collect::<Result<Vec<u16>, _>>()?;
+    Ok(Bundle {
+        algorithm,
+        fields: fields as u16,
+        basis: num(basis)?,
+        members,
+    })
 }
 
 /// Parse an action list (`drop` or empty = no actions).
