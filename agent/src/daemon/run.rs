@@ -108,9 +108,12 @@ pub async fn run(
                 changed |= on_ovs_event(&mut engine, &ev);
             }
             ev = async { match sb.as_mut() { Some(s) => s.events.recv().await, None => std::future::pending().await } } => {
-                match ev {
-                    Some(ev) => changed |= on_sb_event(&mut engine, &ev),
-                    None => { sb = None; engine.sb_disconnected(); changed = true; }
+                if let Some(ev) = ev {
+                    changed |= on_sb_event(&mut engine, &ev);
+                } else {
+                    sb = None;
+                    engine.sb_disconnected();
+                    changed = true;
                 }
             }
             ev = async { match of.as_mut() { Some((_, c)) => c.events.recv().await, None => std::future::pending().await } } => {

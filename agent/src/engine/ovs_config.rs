@@ -510,20 +510,6 @@ pub fn sync(
     changed
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tunnel_names_are_short_and_unique() {
-        let mut taken = BTreeSet::new();
-        let a = tunnel_name("hv2-long-name", &taken);
-        assert_eq!(a, "ovn-hv2-lo-0");
-        taken.insert(a);
-        assert_eq!(tunnel_name("hv2-long-name-b", &taken), "ovn-hv2-lo-1");
-    }
-}
-
 /// `exit` cleanup: every tunnel port goes from the bridge.
 pub fn remove_tunnels(ovs: &Replica, cfg: &ChassisConfig, txn: &mut Transaction) {
     let (Some((br_uuid, br)), Some(ports)) = (bridge(ovs, &cfg.bridge), ovs.table::<Port>()) else {
@@ -543,3 +529,18 @@ pub fn remove_tunnels(ovs: &Replica, cfg: &ChassisConfig, txn: &mut Transaction)
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tunnel_names_are_short_and_unique() {
+        let mut taken = BTreeSet::new();
+        let a = tunnel_name("hv2-long-name", &taken);
+        assert_eq!(a, "ovn-hv2-lo-0");
+        taken.insert(a);
+        assert_eq!(tunnel_name("hv2-long-name-b", &taken), "ovn-hv2-lo-1");
+    }
+}
+

@@ -109,9 +109,8 @@ pub fn spawn(target: &str, probe: Option<Duration>) -> Result<OfControl, ConnErr
 async fn run(handle: Handle, mut puts: mpsc::Receiver<Put>, events: mpsc::Sender<OfEvent>) {
     let mut state = handle.state();
     loop {
-        let session = match handle.wait_connected().await {
-            Ok(s) => s,
-            Err(_) => return,
+        let Ok(session) = handle.wait_connected().await else {
+            return;
         };
         match handshake(&handle, session).await {
             Ok((geneve_field, dump)) => {
@@ -235,7 +234,7 @@ async fn multipart(
 async fn tlv_map(h: &Handle, s: SessionId) -> Result<Option<u8>, ConnError> {
     for _attempt in 0..3 {
         let reply = h
-            .request(s, &Message::TlvTableRequest(Empty::default()))
+            .request(s, &Message::TlvTableRequest(Empty))
             .await?;
         let Some(t) = reply.into_iter().find_map(|m| match m.body {
             Message::TlvTableReply(t) => Some(t),
