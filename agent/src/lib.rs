@@ -1,8 +1,10 @@
 //! ovn-agent: a Rust replacement for ovn-controller.
 #![forbid(unsafe_code)]
 
+pub mod appctl;
 pub mod compile;
 pub mod compile_cmd;
+pub mod daemon;
 pub mod hairpin;
 pub mod ids;
 pub mod lflow;
@@ -13,3 +15,4 @@ pub mod portsec;
 pub mod runtime;
 pub mod southbound;
 pub mod view;
+pub mod vlog;

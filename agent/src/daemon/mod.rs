@@ -1,0 +1,13 @@
+//! Process plumbing of the daemon: command line, pidfile, `--detach`, signals.
+
+pub mod args;
+pub mod pidfile;
+pub mod process;
+pub mod program;
+pub mod signals;
+
+pub use args::{parse_invocation, DaemonArgs, DaemonConfig, Invocation, SslOptions};
+pub use pidfile::{Pidfile, PidfileError};
+pub use process::{run_detach_parent, DaemonProcess, ProcessError};
+pub use program::{Dirs, Program};
+pub use signals::{ShutdownSignals, TerminatingSignal};
