@@ -44,7 +44,10 @@ pub struct ServerConfig {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AppctlError {
-    #[error("{path}: could not initialize control socket ({source})")]
+    #[error(
+        "{path}: could not initialize control socket ({})",
+        crate::daemon::os_error::Strerror(source)
+    )]
     Bind {
         path: String,
         source: std::io::Error,

@@ -1,6 +1,7 @@
 //! Process plumbing of the daemon: command line, pidfile, `--detach`, signals.
 
 pub mod args;
+pub mod os_error;
 pub mod pidfile;
 pub mod process;
 pub mod program;

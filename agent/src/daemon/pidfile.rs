@@ -14,21 +14,23 @@ use std::path::{Path, PathBuf};
 use nix::fcntl::{fcntl, FcntlArg};
 use nix::libc;
 
+use super::os_error::Strerror;
+
 /// Why the pidfile could not be created. Texts follow OVS's fatal messages.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PidfileError {
-    #[error("{path}: create failed ({source})")]
+    #[error("{path}: create failed ({})", Strerror(source))]
     Create { path: String, source: io::Error },
-    #[error("{path}: fcntl(F_SETLK) failed ({source})")]
+    #[error("{path}: fcntl(F_SETLK) failed ({})", Strerror(source))]
     Lock { path: String, source: io::Error },
     #[error("{path}: already running as pid {pid}, aborting")]
     AlreadyRunning { path: String, pid: i32 },
-    #[error("{path}: pidfile check failed ({source}), aborting")]
+    #[error("{path}: pidfile check failed ({}), aborting", Strerror(source))]
     Check { path: String, source: io::Error },
-    #[error("{path}: write failed ({source})")]
+    #[error("{path}: write failed ({})", Strerror(source))]
     Write { path: String, source: io::Error },
-    #[error("failed to rename \"{from}\" to \"{to}\" ({source})")]
+    #[error("failed to rename \"{from}\" to \"{to}\" ({})", Strerror(source))]
     Rename {
         from: String,
         to: String,
@@ -275,7 +277,7 @@ mod tests {
         let error = Pidfile::create(Path::new("/nonexistent-dir/a.pid"), false).unwrap_err();
         assert_eq!(
             error.to_string(),
-            "/nonexistent-dir/a.pid.tmp: create failed (No such file or directory (os error 2))"
+            "/nonexistent-dir/a.pid.tmp: create failed (No such file or directory)"
         );
     }
 

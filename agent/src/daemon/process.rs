@@ -15,6 +15,7 @@ use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 
 use super::args::{DaemonConfig, DETACHED_CHILD_FLAG};
+use super::os_error::Strerror;
 use super::pidfile::{Pidfile, PidfileError};
 
 /// The line the child writes to the parent when it is ready.
@@ -24,7 +25,7 @@ const READY_LINE: &[u8] = b"ovn-agent: daemon ready\n";
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProcessError {
-    #[error("could not detach from foreground session ({0})")]
+    #[error("could not detach from foreground session ({})", Strerror(.0))]
     Spawn(io::Error),
     #[error("fork child died before signaling startup ({0})")]
     ChildDied(String),
@@ -32,9 +33,9 @@ pub enum ProcessError {
     Pidfile(#[from] PidfileError),
     #[error("setsid failed ({0})")]
     Setsid(nix::Error),
-    #[error("cannot report readiness to the parent ({0})")]
+    #[error("cannot report readiness to the parent ({})", Strerror(.0))]
     Notify(io::Error),
-    #[error("cannot put standard streams on /dev/null ({0})")]
+    #[error("cannot put standard streams on /dev/null ({})", Strerror(.0))]
     DevNull(io::Error),
 }
 

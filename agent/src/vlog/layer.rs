@@ -4,7 +4,11 @@
 //! event with the field `emer = true` is logged at emer. The message is the event's
 //! `message` followed by its other fields as ` name=value`.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::sync::{Arc, RwLock};
+
+use tracing::callsite::Identifier;
 
 use tracing::field::{Field, Visit};
 use tracing::subscriber::Interest;
@@ -20,11 +24,25 @@ use super::state::Vlog;
 #[derive(Clone, Debug)]
 pub struct VlogLayer {
     vlog: Vlog,
+    /// Module of each callsite, worked out once when tracing registers it.
+    modules: Arc<RwLock<HashMap<Identifier, usize>>>,
 }
 
 impl VlogLayer {
     pub fn new(vlog: Vlog) -> VlogLayer {
-        VlogLayer { vlog }
+        VlogLayer {
+            vlog,
+            modules: Arc::default(),
+        }
+    }
+
+    fn module(&self, metadata: &Metadata<'_>) -> usize {
+        let cached = self
+            .modules
+            .read()
+            .ok()
+            .and_then(|modules| modules.get(&metadata.callsite()).copied());
+        cached.unwrap_or_else(|| module_for_target(metadata.target()))
     }
 }
 
@@ -71,7 +89,10 @@ impl Visit for MessageVisitor {
 }
 
 impl<S: Subscriber> Layer<S> for VlogLayer {
-    fn register_callsite(&self, _metadata: &'static Metadata<'static>) -> Interest {
+    fn register_callsite(&self, metadata: &'static Metadata<'static>) -> Interest {
+        if let Ok(mut modules) = self.modules.write() {
+            modules.insert(metadata.callsite(), module_for_target(metadata.target()));
+        }
         // Levels change at run time (`vlog/set`), so tracing must ask `enabled` every time
         // instead of caching today's answer for the callsite.
         Interest::sometimes()
@@ -82,7 +103,7 @@ impl<S: Subscriber> Layer<S> for VlogLayer {
             // Spans carry nothing vlog prints; not creating them saves their cost.
             return false;
         }
-        let module = module_for_target(metadata.target());
+        let module = self.module(metadata);
         let level = vlog_level(*metadata.level());
         // An ERROR event may be an emer one, which more restrictive settings still show.
         let least = if level == Level::Err {
@@ -101,7 +122,7 @@ impl<S: Subscriber> Layer<S> for VlogLayer {
         if visitor.emer && level == Level::Err {
             level = Level::Emer;
         }
-        let module = module_for_target(metadata.target());
+        let module = self.module(metadata);
         visitor.message.push_str(&visitor.fields);
         self.vlog.log(module, level, &visitor.message);
     }

@@ -15,12 +15,13 @@ use super::modules::{module_index, MODULES};
 use super::pattern::{format_record, Record};
 use super::spec::{parse_spec, Spec};
 use super::syslog::{SyslogMethod, SyslogSink};
+use crate::daemon::os_error::Strerror;
 
 /// Why logging could not be set up.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum VlogError {
-    #[error("failed to open {path} for logging: {source}")]
+    #[error("failed to open {path} for logging: {}", Strerror(source))]
     OpenLogFile {
         path: String,
         source: std::io::Error,
@@ -410,7 +411,7 @@ impl Vlog {
             return Err("Logging to file not configured".into());
         };
         self.set_log_file(&path).map_err(|error| match error {
-            VlogError::OpenLogFile { source, .. } => source.to_string(),
+            VlogError::OpenLogFile { source, .. } => Strerror(&source).to_string(),
             other => other.to_string(),
         })
     }
