@@ -313,3 +313,80 @@ fn version_option_and_bad_options() {
         text(&out.stderr)
     );
 }
+
+/// The whole drop-in path: Debian's ovn-ctl starts us as `ovn-controller`, reports us
+/// running, and stops us through `exit` (not SIGTERM), which it only sends when our
+/// `version` line passes its version check.
+#[test]
+fn ovn_ctl_starts_reports_and_stops_us() {
+    const OVN_CTL: &str = "/usr/share/ovn/scripts/ovn-ctl";
+    assert!(
+        Path::new(OVN_CTL).exists(),
+        "the ovn-host package (test oracle) is installed"
+    );
+    // ovn-ctl runs the daemon under `nice -n -10`, which needs root.
+    let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap());
+    if uid != 0 {
+        eprintln!("skipped: ovn-ctl needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for sub in ["bin", "run", "log", "ovs"] {
+        std::fs::create_dir(d.join(sub)).unwrap();
+    }
+    std::os::unix::fs::symlink(AGENT, d.join("bin/ovn-controller")).unwrap();
+    let path = format!(
+        "{}:{}",
+        d.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let ovn_ctl = |action: &str| {
+        Command::new(OVN_CTL)
+            .args([action, "--no-monitor", "--ovn-manage-ovsdb=no"])
+            .env("PATH", &path)
+            .env("OVN_RUNDIR", d.join("run"))
+            .env("OVN_LOGDIR", d.join("log"))
+            .env("OVS_RUNDIR", d.join("ovs"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = ovn_ctl("start_controller");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let pid = read_pid(&d.join("run/ovn-controller.pid"));
+    let _guard = Guard(pid);
+    assert!(d.join(format!("run/ovn-controller.{pid}.ctl")).exists());
+    let out = ovn_ctl("status_controller");
+    assert!(out.status.success());
+    assert_eq!(
+        text(&out.stdout),
+        format!("ovn-controller is running with pid {pid}\n")
+    );
+
+    let out = ovn_ctl("stop_controller");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stdout).contains(&format!("Exiting ovn-controller ({pid})")),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(!alive(pid));
+    assert!(!d.join("run/ovn-controller.pid").exists());
+    let log = std::fs::read_to_string(d.join("log/ovn-controller.log")).unwrap();
+    assert!(log.contains("|vlog|INFO|opened log file"), "{log}");
+    assert!(
+        !log.contains("terminating with signal"),
+        "stopped by `exit`, not SIGTERM: {log}"
+    );
+}
