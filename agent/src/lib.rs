@@ -1,6 +1,7 @@
 //! ovn-agent: a Rust replacement for ovn-controller.
 #![forbid(unsafe_code)]
 
+pub mod appctl;
 pub mod compile;
 pub mod compile_cmd;
 pub mod daemon;
@@ -16,3 +17,4 @@ pub mod portsec;
 pub mod runtime;
 pub mod southbound;
 pub mod view;
+pub mod vlog;

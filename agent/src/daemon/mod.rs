@@ -1,4 +1,17 @@
-//! The ovn-agent daemon: the main loop around the engine, and the commands it answers.
+//! The ovn-agent daemon: process plumbing (command line, pidfile, `--detach`, signals), the
+//! main loop around the engine, and the control commands it answers.
 
+pub mod args;
 pub mod commands;
+pub mod os_error;
+pub mod pidfile;
+pub mod process;
+pub mod program;
 pub mod run;
+pub mod signals;
+
+pub use args::{parse_invocation, DaemonArgs, DaemonConfig, Invocation, SslOptions};
+pub use pidfile::{Pidfile, PidfileError};
+pub use process::{run_detach_parent, DaemonProcess, ProcessError};
+pub use program::{Dirs, Program};
+pub use signals::{ShutdownSignals, TerminatingSignal};

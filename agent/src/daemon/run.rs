@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use sbclient::{spawn as spawn_db, Client, ClientConfig, Condition, Event, Remote, Transaction};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 use super::commands;
 use crate::engine::core::{Engine, EngineOptions};
@@ -28,7 +28,7 @@ const OVS_COLUMNS: [(&str, &[&str]); 5] = [
 
 /// What the daemon was started with.
 #[derive(Clone, Debug)]
-pub struct DaemonConfig {
+pub struct LoopConfig {
     /// The local OVS database (`unix:/var/run/openvswitch/db.sock`).
     pub ovs_remote: String,
     /// `OVS_RUNDIR`, where `<bridge>.mgmt` is.
@@ -38,13 +38,7 @@ pub struct DaemonConfig {
     pub program: String,
 }
 
-/// A request from the control socket.
-#[derive(Debug)]
-pub struct Request {
-    pub command: String,
-    pub args: Vec<String>,
-    pub reply: oneshot::Sender<Result<String, String>>,
-}
+pub use crate::appctl::AppctlRequest as Request;
 
 /// How the daemon ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,7 +73,7 @@ struct Sb {
 /// Runs until `exit` or `shutdown`; `ready` is called once the agent serves requests and
 /// has started connecting (for `--detach`).
 pub async fn run(
-    cfg: DaemonConfig,
+    cfg: LoopConfig,
     mut requests: mpsc::Receiver<Request>,
     mut shutdown: mpsc::Receiver<()>,
     ready: impl FnOnce(),

@@ -91,6 +91,15 @@ impl TableLayout {
         ..TAIL
     };
 
+    /// The name [`Self::by_name`] takes.
+    pub fn name(&self) -> &'static str {
+        if *self == Self::OVN_23_03 {
+            "ovn-23.03"
+        } else {
+            "classic"
+        }
+    }
+
     pub fn by_name(name: &str) -> Option<Self> {
         match name {
             "classic" => Some(Self::CLASSIC),

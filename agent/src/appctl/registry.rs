@@ -1,0 +1,242 @@
+//! The unixctl command table: names, usage texts and argument counts, for
+//! `list-commands` and for checking requests before anything runs them.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::vlog::VLOG_COMMANDS;
+
+/// Who answers a command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handler {
+    /// `list-commands`, answered by the server.
+    ListCommands,
+    /// `version`, answered by the server.
+    Version,
+    /// A `vlog/*` command, answered by the server from the logging state.
+    Vlog,
+    /// Everything else: sent to the main loop as an [`super::AppctlRequest`].
+    Forward,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Entry {
+    /// `None`: hidden from `list-commands` (OVS registers such commands with a NULL usage).
+    usage: Option<String>,
+    min_args: usize,
+    max_args: usize,
+    handler: Handler,
+}
+
+/// A command name registered twice.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unixctl command {0:?} is already registered")]
+pub struct DuplicateCommand(pub String);
+
+/// The commands a server answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommandRegistry {
+    commands: BTreeMap<String, Entry>,
+}
+
+impl Default for CommandRegistry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl CommandRegistry {
+    /// `list-commands` and `version`, which every unixctl server has.
+    pub fn new() -> CommandRegistry {
+        let mut registry = CommandRegistry {
+            commands: BTreeMap::new(),
+        };
+        registry.insert("list-commands", Some(""), 0, 0, Handler::ListCommands);
+        registry.insert("version", Some(""), 0, 0, Handler::Version);
+        registry
+    }
+
+    /// Adds the `vlog/*` commands (the server answers them from its [`crate::vlog::Vlog`]).
+    pub fn with_vlog_commands(mut self) -> CommandRegistry {
+        for command in VLOG_COMMANDS {
+            self.insert(
+                command.name,
+                Some(command.usage),
+                command.min_args,
+                command.max_args,
+                Handler::Vlog,
+            );
+        }
+        self
+    }
+
+    fn insert(
+        &mut self,
+        name: &str,
+        usage: Option<&str>,
+        min_args: usize,
+        max_args: usize,
+        handler: Handler,
+    ) {
+        self.commands.insert(
+            name.to_string(),
+            Entry {
+                usage: usage.map(str::to_string),
+                min_args,
+                max_args,
+                handler,
+            },
+        );
+    }
+
+    /// Registers a command the main loop answers. `usage` is what `list-commands` shows
+    /// after the name (e.g. `"[NAME]"`, or `""`).
+    pub fn register(
+        &mut self,
+        name: &str,
+        usage: &str,
+        min_args: usize,
+        max_args: usize,
+    ) -> Result<(), DuplicateCommand> {
+        self.register_with_usage(name, Some(usage), min_args, max_args)
+    }
+
+    /// Like [`CommandRegistry::register`] but not shown by `list-commands`.
+    pub fn register_hidden(
+        &mut self,
+        name: &str,
+        min_args: usize,
+        max_args: usize,
+    ) -> Result<(), DuplicateCommand> {
+        self.register_with_usage(name, None, min_args, max_args)
+    }
+
+    fn register_with_usage(
+        &mut self,
+        name: &str,
+        usage: Option<&str>,
+        min_args: usize,
+        max_args: usize,
+    ) -> Result<(), DuplicateCommand> {
+        if self.commands.contains_key(name) {
+            return Err(DuplicateCommand(name.to_string()));
+        }
+        self.insert(name, usage, min_args, max_args, Handler::Forward);
+        Ok(())
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.commands.contains_key(name)
+    }
+
+    /// The `list-commands` reply, byte for byte as OVS formats it.
+    pub fn list_commands(&self) -> String {
+        let mut out = String::from("The available commands are:\n");
+        for (name, entry) in &self.commands {
+            if let Some(usage) = &entry.usage {
+                let _ = writeln!(out, "  {name:<23} {usage}");
+            }
+        }
+        out
+    }
+
+    /// Checks a request as OVS's `process_command()` does, in the same order, with the same
+    /// error texts. `params_are_strings` is false if any parameter is not a JSON string.
+    pub fn check(
+        &self,
+        method: &str,
+        n_params: usize,
+        params_are_strings: bool,
+    ) -> Result<Handler, String> {
+        let Some(entry) = self.commands.get(method) else {
+            return Err(format!(
+                "\"{method}\" is not a valid command (use \"list-commands\" to see a list of valid commands)"
+            ));
+        };
+        if n_params < entry.min_args {
+            return Err(format!(
+                "\"{method}\" command requires at least {} arguments",
+                entry.min_args
+            ));
+        }
+        if n_params > entry.max_args {
+            return Err(format!(
+                "\"{method}\" command takes at most {} arguments",
+                entry.max_args
+            ));
+        }
+        if !params_are_strings {
+            return Err(format!("\"{method}\" command has non-string argument"));
+        }
+        Ok(entry.handler)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_commands_matches_ovn_controller_layout() {
+        let mut registry = CommandRegistry::new().with_vlog_commands();
+        registry.register("exit", "", 0, 1).unwrap();
+        registry
+            .register("debug/delay-nb-cfg-report", "SECONDS", 1, 1)
+            .unwrap();
+        registry.register("stopwatch/show", "[NAME]", 0, 1).unwrap();
+        registry.register_hidden("debug/secret", 0, 0).unwrap();
+        assert_eq!(
+            registry.list_commands(),
+            "The available commands are:\n\
+             \x20 debug/delay-nb-cfg-report SECONDS\n\
+             \x20 exit                    \n\
+             \x20 list-commands           \n\
+             \x20 stopwatch/show          [NAME]\n\
+             \x20 version                 \n\
+             \x20 vlog/close              \n\
+             \x20 vlog/disable-rate-limit [module]...\n\
+             \x20 vlog/enable-rate-limit  [module]...\n\
+             \x20 vlog/list               \n\
+             \x20 vlog/list-pattern       \n\
+             \x20 vlog/reopen             \n\
+             \x20 vlog/set                {spec | PATTERN:destination:pattern}\n"
+        );
+        assert!(registry.contains("debug/secret"));
+        assert_eq!(
+            registry.register("exit", "", 0, 0),
+            Err(DuplicateCommand("exit".into()))
+        );
+    }
+
+    #[test]
+    fn checks_in_ovs_order_with_ovs_texts() {
+        let mut registry = CommandRegistry::new();
+        registry
+            .register("coverage/read-counter", "COUNTER", 1, 1)
+            .unwrap();
+        assert_eq!(
+            registry.check("bogus", 2, true),
+            Err("\"bogus\" is not a valid command (use \"list-commands\" to see a list of valid commands)".into())
+        );
+        assert_eq!(
+            registry.check("coverage/read-counter", 0, true),
+            Err("\"coverage/read-counter\" command requires at least 1 arguments".into())
+        );
+        assert_eq!(
+            registry.check("version", 1, false),
+            Err("\"version\" command takes at most 0 arguments".into())
+        );
+        assert_eq!(
+            registry.check("coverage/read-counter", 1, false),
+            Err("\"coverage/read-counter\" command has non-string argument".into())
+        );
+        assert_eq!(
+            registry.check("coverage/read-counter", 1, true),
+            Ok(Handler::Forward)
+        );
+        assert_eq!(
+            registry.check("list-commands", 0, true),
+            Ok(Handler::ListCommands)
+        );
+    }
+}
