@@ -69,6 +69,15 @@ pub enum BindingKind {
     Claimed,
 }
 
+/// Where the physical stage's drops are sampled (ovn-controller's `physical_debug`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DropSampling {
+    /// `Flow_Sample_Collector_Set` id the samples go to.
+    pub collector_set_id: u32,
+    /// Observation domain; samples carry it in the top 8 bits of `obs_domain_id`.
+    pub obs_domain_id: u32,
+}
+
 /// What the engine decided about the chassis and its ports.
 #[derive(Clone, Debug, Default)]
 pub struct Runtime {
@@ -92,4 +101,9 @@ pub struct Runtime {
     /// `tun_metadataN` holding OVN's Geneve option (negotiated with the switch); `None`
     /// when Geneve is unavailable.
     pub geneve_field: Option<u8>,
+    /// Debug drop sampling: `Some` when `SB_Global options:debug_drop_collector_set` is a
+    /// nonzero id and br-int has a `Flow_Sample_Collector_Set` row with that `id` (and
+    /// `bridge` br-int); `obs_domain_id` is `SB_Global options:debug_drop_domain_id`
+    /// (0 when unset). The drops of tables 0, 40, 41 and 65 then sample first.
+    pub drop_sampling: Option<DropSampling>,
 }

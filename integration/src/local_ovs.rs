@@ -152,3 +152,24 @@ pub fn geneve_tlv_field(chassis: &Chassis) -> Result<Option<u8>> {
         }
     }))
 }
+
+/// The ids of the `Flow_Sample_Collector_Set` rows of `br-int`.
+pub fn br_int_sample_collector_sets(chassis: &Chassis) -> Result<std::collections::BTreeSet<u32>> {
+    let br_int = chassis.vsctl(&["get", "Bridge", "br-int", "_uuid"])?;
+    let text = chassis.vsctl(&[
+        "--format=json",
+        "--columns=id,bridge",
+        "list",
+        "Flow_Sample_Collector_Set",
+    ])?;
+    Ok(rows(&text, "Flow_Sample_Collector_Set")?
+        .into_iter()
+        .filter(|r| {
+            r.get("bridge")
+                .and_then(|b| b.get(1))
+                .and_then(Value::as_str)
+                == Some(br_int.trim())
+        })
+        .filter_map(|r| u32::try_from(r.get("id")?.as_i64()?).ok())
+        .collect())
+}

@@ -20,7 +20,9 @@ use agent::lflow::layout::TableLayout;
 use agent::ofctrl::DesiredFlows;
 use agent::southbound::Southbound;
 use integration::host::wait_for;
-use integration::local_ovs::{br_int_interfaces, ct_zones, geneve_tlv_field};
+use integration::local_ovs::{
+    br_int_interfaces, br_int_sample_collector_sets, ct_zones, geneve_tlv_field,
+};
 use integration::scenario::{attach_router_port, wait_port_up};
 use integration::{Central, Controller, Lab};
 use openflow::flow::{Flow, FlowModCommand};
@@ -255,6 +257,32 @@ fn start_lab() -> Lab {
         lab.start_controller(name, &Controller::OvnController)
             .expect("ovn-controller");
     }
+    // Debug drop sampling: the SB_Global options (copied by northd from NB_Global) and a
+    // collector set with that id on hv1's br-int.
+    lab.central()
+        .nbctl(&[
+            "set",
+            "NB_Global",
+            ".",
+            "options:debug_drop_collector_set=5",
+            "options:debug_drop_domain_id=2",
+        ])
+        .unwrap();
+    lab.chassis("hv1")
+        .unwrap()
+        .vsctl(&[
+            "--",
+            "--id=@br",
+            "get",
+            "Bridge",
+            "br-int",
+            "--",
+            "create",
+            "Flow_Sample_Collector_Set",
+            "id=5",
+            "bridge=@br",
+        ])
+        .unwrap();
     // hv1 also speaks VXLAN, so that it makes a tunnel to the VXLAN-only chassis.
     lab.chassis("hv1")
         .unwrap()
@@ -392,6 +420,7 @@ fn physical_flows_equal_what_ovn_controller_installs() {
         ct_zones: ct_zones(hv1).unwrap(),
         geneve_field: geneve_tlv_field(hv1).unwrap(),
         mapped_networks: ["phys".to_owned()].into_iter().collect(),
+        sample_collector_sets: br_int_sample_collector_sets(hv1).unwrap(),
     };
     let sb = tokio::runtime::Runtime::new()
         .unwrap()
@@ -482,6 +511,7 @@ fn physical_flows_equal_what_ovn_controller_installs() {
         "set_field:0x400/0x400->reg10",
         "priority=170,reg10=0x400/0x400",
         "actions=clone(ct_clear,",
+        "sample(probability=65535,collector_set_id=5,obs_domain_id=33554432,obs_point_id=41)",
     ] {
         assert!(
             ours.iter().any(|l| l.contains(needle)),

@@ -4,10 +4,12 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
-use agent::runtime::{BindingKind, EncapType, LocalDatapath, Runtime, Tunnel};
+use agent::runtime::{BindingKind, DropSampling, EncapType, LocalDatapath, Runtime, Tunnel};
 use agent::southbound::Southbound;
 use integration::local_ovs::OvsInterface;
-use sbclient::ovn_sb::{Chassis, DatapathBinding, HaChassis, HaChassisGroup, PortBinding};
+use sbclient::ovn_sb::{
+    Chassis, DatapathBinding, HaChassis, HaChassisGroup, PortBinding, SbGlobal,
+};
 use sbclient::Uuid;
 
 /// What the chassis' OVS holds.
@@ -17,6 +19,22 @@ pub struct OvsState {
     pub geneve_field: Option<u8>,
     /// `ovn-bridge-mappings`: physical network names mapped to a bridge here.
     pub mapped_networks: BTreeSet<String>,
+    /// Ids of the `Flow_Sample_Collector_Set` rows of br-int.
+    pub sample_collector_sets: BTreeSet<u32>,
+}
+
+/// `SB_Global options:debug_drop_collector_set` / `debug_drop_domain_id`, if the collector
+/// set exists on br-int.
+fn drop_sampling(sb: &Southbound, ovs: &OvsState) -> Option<DropSampling> {
+    let global = sb.replica.table::<SbGlobal>()?.iter().next()?.1;
+    let option = |k: &str| global.options.get(k).and_then(|v| v.parse::<u32>().ok());
+    let collector_set_id = option("debug_drop_collector_set").filter(|id| *id != 0)?;
+    ovs.sample_collector_sets
+        .contains(&collector_set_id)
+        .then(|| DropSampling {
+            collector_set_id,
+            obs_domain_id: option("debug_drop_domain_id").unwrap_or(0),
+        })
 }
 
 struct Sb<'a> {
@@ -113,6 +131,7 @@ pub fn build(sb: &Southbound, chassis_name: &str, ovs: &OvsState) -> Runtime {
         chassis: Some(me),
         ct_zones: ovs.ct_zones.clone(),
         geneve_field: ovs.geneve_field,
+        drop_sampling: drop_sampling(sb, ovs),
         ..Runtime::default()
     };
 
