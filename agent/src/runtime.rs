@@ -56,6 +56,11 @@ pub struct LocalDatapath {
     pub localnet: Option<Uuid>,
     /// Patch / l3gateway ports of this datapath whose peers are local: (local PB, peer PB).
     pub peers: Vec<(Uuid, Uuid)>,
+    /// Multichassis ports of this datapath (ovn-controller's `ld->multichassis_ports`): its
+    /// VIF Port_Bindings (type "", no `parent_port`) whose `additional_chassis` is not
+    /// empty, as the engine sees them in the SB. Traffic from them to remote ports is
+    /// tunnelled even on a switch with a localnet port.
+    pub multichassis_ports: Vec<Uuid>,
 }
 
 /// How a Port_Binding is bound to this chassis.

@@ -229,6 +229,7 @@ pub fn build(sb: &Southbound, chassis_name: &str, ovs: &OvsState) -> Runtime {
                 is_switch: row.external_ids.contains_key("logical-switch"),
                 localnet: None,
                 peers: Vec::new(),
+                multichassis_ports: Vec::new(),
             },
         );
         for (u, pb) in rows.of_datapath(&dp) {
@@ -262,6 +263,15 @@ pub fn build(sb: &Southbound, chassis_name: &str, ovs: &OvsState) -> Runtime {
                         .is_some_and(|n| ovs.mapped_networks.contains(n))
             })
             .map(|(u, _)| *u);
+        ld.multichassis_ports = rows
+            .of_datapath(dp)
+            .filter(|(_, pb)| {
+                pb.type_.is_empty()
+                    && pb.parent_port.as_deref().is_none_or(str::is_empty)
+                    && !pb.additional_chassis.is_empty()
+            })
+            .map(|(u, _)| *u)
+            .collect();
     }
     rt
 }
