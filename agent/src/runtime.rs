@@ -56,6 +56,11 @@ pub struct LocalDatapath {
     pub localnet: Option<Uuid>,
     /// Patch / l3gateway ports of this datapath whose peers are local: (local PB, peer PB).
     pub peers: Vec<(Uuid, Uuid)>,
+    /// Multichassis ports of this datapath (ovn-controller's `ld->multichassis_ports`): its
+    /// VIF Port_Bindings (type "", no `parent_port`) whose `additional_chassis` is not
+    /// empty, as the engine sees them in the SB. Traffic from them to remote ports is
+    /// tunnelled even on a switch with a localnet port.
+    pub multichassis_ports: Vec<Uuid>,
 }
 
 /// How a Port_Binding is bound to this chassis.
@@ -67,6 +72,15 @@ pub enum BindingKind {
     Container { parent_ofport: u32, tag: u16 },
     /// l3gateway, l2gateway, chassisredirect, external: claimed without an interface.
     Claimed,
+}
+
+/// Where the physical stage's drops are sampled (ovn-controller's `physical_debug`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DropSampling {
+    /// `Flow_Sample_Collector_Set` id the samples go to.
+    pub collector_set_id: u32,
+    /// Observation domain; samples carry it in the top 8 bits of `obs_domain_id`.
+    pub obs_domain_id: u32,
 }
 
 /// What the engine decided about the chassis and its ports.
@@ -92,4 +106,9 @@ pub struct Runtime {
     /// `tun_metadataN` holding OVN's Geneve option (negotiated with the switch); `None`
     /// when Geneve is unavailable.
     pub geneve_field: Option<u8>,
+    /// Debug drop sampling: `Some` when `SB_Global options:debug_drop_collector_set` is a
+    /// nonzero id and br-int has a `Flow_Sample_Collector_Set` row with that `id` (and
+    /// `bridge` br-int); `obs_domain_id` is `SB_Global options:debug_drop_domain_id`
+    /// (0 when unset). The drops of tables 0, 40, 41 and 65 then sample first.
+    pub drop_sampling: Option<DropSampling>,
 }

@@ -17,6 +17,7 @@ pub mod error;
 pub mod flows;
 pub mod host;
 pub mod lab;
+pub mod local_ovs;
 pub mod network;
 pub mod oracle;
 pub mod ovsdb_cluster;

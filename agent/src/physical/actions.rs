@@ -7,7 +7,7 @@ use std::sync::Arc;
 use openflow::oxm::MatchField;
 
 use crate::lflow::of::{resubmit, set_field, sub, Action, FieldId, Flow, FlowMatch};
-use crate::runtime::EncapType;
+use crate::runtime::{DropSampling, EncapType};
 
 use super::error::Problem;
 
@@ -48,6 +48,21 @@ const ETH_TYPE_8021Q: u16 = 0x8100;
 const ETH_TYPE_8021AD: u16 = 0x88a8;
 const VLAN_CFI: u128 = 0x1000;
 const VLAN_VID_PRESENT: u16 = 0x1000;
+
+/// The actions of a drop in `table`: none, or a sample of every packet to the debug
+/// collector (observation point: the table number).
+pub fn drop_actions(sampling: Option<DropSampling>, table: u8) -> Vec<Action> {
+    sampling
+        .map(|s| Action::Sample {
+            probability: u16::MAX,
+            collector_set_id: s.collector_set_id,
+            // Only 8 bits of domain fit, as in ovn-controller.
+            obs_domain_id: s.obs_domain_id << 24,
+            obs_point_id: u32::from(table),
+        })
+        .into_iter()
+        .collect()
+}
 
 /// `set_field:value->field` over the whole field.
 pub fn load(field: FieldId, value: u128) -> Action {

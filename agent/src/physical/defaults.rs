@@ -2,6 +2,7 @@
 
 use crate::lflow::layout::TableLayout;
 use crate::lflow::of::{Flow, FlowMatch};
+use crate::runtime::DropSampling;
 
 use super::actions::*;
 
@@ -11,14 +12,14 @@ fn flags(value: u32, mask: u32) -> FlowMatch {
     m
 }
 
-pub fn default_flows(l: &TableLayout) -> Vec<Flow> {
+pub fn default_flows(l: &TableLayout, sampling: Option<DropSampling>) -> Vec<Flow> {
     let any = FlowMatch::new;
     let mut clear_and_egress = Vec::new();
     put_clear_log_regs(&mut clear_and_egress);
     clear_and_egress.push(goto(l.egress));
     vec![
         // Nothing arrives but on a known port.
-        flow(0, 0, 0, any(), Vec::new()),
+        flow(0, 0, 0, any(), drop_actions(sampling, 0)),
         // Output: no size check unless a port asks for one.
         flow(l.output_entry, 0, 0, any(), vec![goto(l.remote_output)]),
         // A packet marked too big (and answered) locally goes to local delivery.
@@ -53,10 +54,22 @@ pub fn default_flows(l: &TableLayout) -> Vec<Flow> {
             vec![goto(l.local_output)],
         ),
         flow(l.remote_output, 0, 0, any(), vec![goto(l.local_output)]),
-        flow(l.local_output, 0, 0, any(), Vec::new()),
+        flow(
+            l.local_output,
+            0,
+            0,
+            any(),
+            drop_actions(sampling, l.local_output),
+        ),
         // Into the egress pipeline with clean registers, as a tunnelled packet would be.
         flow(l.check_loopback, 0, 0, any(), clear_and_egress),
         flow(l.save_inport, 0, 0, any(), vec![goto(l.log_to_phy)]),
-        flow(l.log_to_phy, 0, 0, any(), Vec::new()),
+        flow(
+            l.log_to_phy,
+            0,
+            0,
+            any(),
+            drop_actions(sampling, l.log_to_phy),
+        ),
     ]
 }

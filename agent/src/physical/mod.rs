@@ -10,6 +10,9 @@
 //! | `check_loopback` | inport == outport drops, localnet guards |
 //! | `save_inport`, `log_to_phy` | hairpin, output, VLAN push/pop, patch-port crossings |
 //!
+//! With debug drop sampling on (`Runtime::drop_sampling`), the drops of tables 0, 40, 41
+//! and 65 sample each packet first.
+//!
 //! Registers, flags, zones and tunnel encodings are OVN's (`actions.rs`); cookies are the
 //! first 32 bits of the owning Port_Binding / Multicast_Group / Chassis uuid, 0 for
 //! chassis-wide flows.
@@ -25,7 +28,7 @@
 //!   the tunnels to them, whether the datapath has a localnet port.
 //! - [`Owner::TunnelIn`]: the tunnel, the negotiated Geneve field, the `vtep` ports.
 //! - [`Owner::ChassisMac`]: that Chassis row.
-//! - [`Owner::PhysicalDefaults`]: the layout only.
+//! - [`Owner::PhysicalDefaults`]: the layout and the drop sampling.
 
 mod actions;
 mod chassis_mac;
@@ -87,9 +90,9 @@ pub fn chassis_mac_flows(
     chassis_mac::chassis_mac_flows(&Cx { sb, rt, l }, chassis)
 }
 
-/// The chassis-wide defaults.
-pub fn default_flows(l: &TableLayout) -> Vec<Flow> {
-    defaults::default_flows(l)
+/// The chassis-wide defaults (their drops sample when `rt.drop_sampling` says so).
+pub fn default_flows(rt: &Runtime, l: &TableLayout) -> Vec<Flow> {
+    defaults::default_flows(l, rt.drop_sampling)
 }
 
 /// Every owner's physical flows.
@@ -136,7 +139,7 @@ pub fn all(sb: &Replica, rt: &Runtime, l: &TableLayout) -> PhysicalFlows {
     out.push(
         Owner::PhysicalDefaults,
         OwnerFlows {
-            flows: default_flows(l),
+            flows: default_flows(rt, l),
             problems: Vec::new(),
         },
     );

@@ -181,8 +181,9 @@ fn local_common_flows(
     let mut m = match_outport(p.dp_key, p.port_key);
     match_flags(&mut m, 0, MLF_ALLOW_LOOPBACK);
     m.add(LOG_INPORT, u128::from(p.port_key), 0xffff_ffff);
+    let drop = drop_actions(cx.rt.drop_sampling, l.check_loopback);
     out.flows
-        .push(flow(l.check_loopback, 100, p.cookie, m, Vec::new()));
+        .push(flow(l.check_loopback, 100, p.cookie, m, drop));
 
     let mut m = match_outport(p.dp_key, p.port_key);
     if parent.is_none() {
@@ -398,8 +399,9 @@ fn localnet_loopback_flows(cx: &Cx<'_>, p: &PortCx<'_>, out: &mut OwnerFlows) {
     for flag in [MLF_LOCALPORT, MLF_LOCAL_ONLY] {
         let mut m = match_outport(p.dp_key, p.port_key);
         match_flags(&mut m, flag, flag);
+        let drop = drop_actions(cx.rt.drop_sampling, l.check_loopback);
         out.flows
-            .push(flow(l.check_loopback, 160, p.cookie, m, Vec::new()));
+            .push(flow(l.check_loopback, 160, p.cookie, m, drop));
     }
     let mut to_egress = Vec::new();
     put_clear_log_regs(&mut to_egress);

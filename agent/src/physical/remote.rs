@@ -259,15 +259,14 @@ fn enforce_tunneling_for_multichassis(
     out: &mut OwnerFlows,
 ) -> Result<(), Problem> {
     let multichassis: Vec<&PortBinding> = cx
-        .pbs_of_datapath(&p.pb.datapath)
-        .into_iter()
-        .map(|(_, pb)| pb)
-        .filter(|pb| {
-            pb.type_.is_empty()
-                && pb.parent_port.as_deref().is_none_or(str::is_empty)
-                && !pb.additional_chassis.is_empty()
+        .local_dp(&p.pb.datapath)
+        .map(|ld| {
+            ld.multichassis_ports
+                .iter()
+                .filter_map(|u| cx.pb(u))
+                .collect()
         })
-        .collect();
+        .unwrap_or_default();
     if multichassis.is_empty() {
         return Ok(());
     }

@@ -9,7 +9,10 @@ const HV1: &str = "19d7aa79-edef-5a8a-857f-5403be3f6300";
 /// §1.1: the defaults of a chassis with no ports (hv1 right after start).
 #[test]
 fn defaults_equal_the_reference() {
-    let flows: BTreeSet<String> = default_flows(&L).iter().map(text).collect();
+    let flows: BTreeSet<String> = default_flows(&Runtime::default(), &L)
+        .iter()
+        .map(text)
+        .collect();
     let expected: BTreeSet<String> = [
         "cookie=0x0, table=0, priority=0 actions=drop".to_owned(),
         "cookie=0x0, table=37, priority=0 actions=resubmit(,39)".into(),
@@ -29,7 +32,7 @@ fn defaults_equal_the_reference() {
     .into_iter()
     .collect();
     assert_eq!(flows, expected);
-    assert_encodable(default_flows(&L).iter());
+    assert_encodable(default_flows(&Runtime::default(), &L).iter());
 }
 
 /// Every table number comes from the layout: the classic layout moves the output section
@@ -37,12 +40,18 @@ fn defaults_equal_the_reference() {
 #[test]
 fn the_classic_layout_renumbers_every_table() {
     let classic = TableLayout::CLASSIC;
-    let tables: BTreeSet<u8> = default_flows(&classic).iter().map(|f| f.table).collect();
+    let tables: BTreeSet<u8> = default_flows(&Runtime::default(), &classic)
+        .iter()
+        .map(|f| f.table)
+        .collect();
     assert_eq!(
         tables,
         [0, 32, 33, 34, 35, 36, 64, 65].into_iter().collect()
     );
-    let flows: Vec<String> = default_flows(&classic).iter().map(text).collect();
+    let flows: Vec<String> = default_flows(&Runtime::default(), &classic)
+        .iter()
+        .map(text)
+        .collect();
     assert!(flows.contains(&format!(
         "cookie=0x0, table=34, priority=0 actions={},resubmit(,37)",
         clear_regs()
@@ -125,6 +134,44 @@ fn chassis_macs() {
     assert!(
         !flows.iter().any(|f| f.contains("dl_src=0a:00:00:00:00:01")),
         "not our own MAC"
+    );
+}
+
+/// §1.1: with debug drop sampling, the drops of tables 0, 40, 41 and 65 sample first (the
+/// observation point is the table, the domain goes in the top 8 bits).
+#[test]
+fn drops_sample_when_debug_sampling_is_on() {
+    let ls = u(0xd1, 1);
+    let (vif, ln) = (u(0x2fe3_c0c9, 1), u(0xe231_bb28, 2));
+    let mut w = World::default();
+    w.dp(&ls, 1).chassis(HV1, "hv1");
+    w.pb(Pb::new(&vif, "vif", &ls, 1, "").on(HV1));
+    w.pb(Pb::new(&ln, "ln", &ls, 2, "localnet"));
+    let mut rt = Rt::new("hv1", HV1);
+    rt.local_dp(&ls, 1, Some(&ln)).vif(&vif, 2).patch(&ln, 3);
+    rt.0.drop_sampling = Some(crate::runtime::DropSampling {
+        collector_set_id: 5,
+        obs_domain_id: 2,
+    });
+    let (flows, _) = run(&w.load(), &rt.0);
+    let sample = |t: u8| {
+        format!(
+            "sample(probability=65535,collector_set_id=5,obs_domain_id=33554432,obs_point_id={t})"
+        )
+    };
+    assert_has(
+        &flows,
+        &[
+            &format!("cookie=0x0, table=0, priority=0 actions={}", sample(0)),
+            &format!("cookie=0x0, table=40, priority=0 actions={}", sample(40)),
+            &format!("cookie=0x0, table=65, priority=0 actions={}", sample(65)),
+            &format!("cookie=0x2fe3c0c9, table=41, priority=100,reg10=0/0x1,reg14=0x1,reg15=0x1,metadata=0x1 actions={}", sample(41)),
+            &format!("cookie=0xe231bb28, table=41, priority=160,reg10=0x10/0x10,reg15=0x2,metadata=0x1 actions={}", sample(41)),
+        ],
+    );
+    assert!(
+        !flows.iter().any(|f| f.ends_with("actions=drop")),
+        "every drop samples"
     );
 }
 

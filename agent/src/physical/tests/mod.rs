@@ -241,6 +241,7 @@ impl Rt {
                 is_switch: true,
                 localnet: localnet.map(id),
                 peers: Vec::new(),
+                multichassis_ports: Vec::new(),
             },
         );
         self

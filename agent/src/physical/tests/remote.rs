@@ -309,6 +309,10 @@ fn multichassis_ports_are_tunnelled_to_every_chassis() {
     let mut w2 = w;
     w2.pb(Pb::new(&ln, "ln", &ls, 3, "localnet"));
     rt.local_dp(&ls, 1, Some(&ln)).patch(&ln, 9);
+    rt.0.local_datapaths
+        .get_mut(&id(&ls))
+        .unwrap()
+        .multichassis_ports = vec![id(&mcp)];
     let (flows, _) = run(&w2.load(), &rt.0);
     assert_has(&flows, &[
         "cookie=0x33330002, table=40, priority=100,reg15=0x2,metadata=0x1 actions=set_field:0x3->reg15,resubmit(,40)",
