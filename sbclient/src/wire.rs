@@ -199,27 +199,21 @@ pub trait Row: Clone + Default + PartialEq + fmt::Debug + Send + Sync + 'static 
     fn to_datums(&self) -> Vec<(&'static str, Datum)>;
 }
 
-/// Applies a set diff to an optional scalar (min 0, max 1): toggle each element.
+/// Applies the "diff" of an optional column (min 0, max 1): ovsdb-server sends the new
+/// value itself, not a symmetric difference (observed with OVS 3.1: `up` going from false
+/// to true arrives as `"up":true`, cleared as `"up":["set",[]]`).
 pub fn apply_optional_diff<T: AtomValue + PartialEq>(
     current: &mut Option<T>,
     diff: Vec<T>,
     column: &'static str,
 ) -> Result<(), RowError> {
-    let mut values: Vec<T> = current.take().into_iter().collect();
-    for item in diff {
-        if let Some(pos) = values.iter().position(|v| *v == item) {
-            values.remove(pos);
-        } else {
-            values.push(item);
-        }
-    }
-    if values.len() > 1 {
+    if diff.len() > 1 {
         return Err(RowError::Column {
             column,
-            reason: "diff leaves more than one value in an optional column",
+            reason: "more than one value for an optional column",
         });
     }
-    *current = values.pop();
+    *current = diff.into_iter().next();
     Ok(())
 }
 
@@ -340,12 +334,12 @@ mod tests {
             [("b".into(), "9".into()), ("c".into(), "3".into())].into()
         );
 
+        // What ovsdb-server sends for an optional column is the new value.
         let mut opt = Some(5i64);
-        apply_optional_diff(&mut opt, vec![5, 6], "x").unwrap();
-        assert_eq!(opt, Some(6));
         apply_optional_diff(&mut opt, vec![6], "x").unwrap();
+        assert_eq!(opt, Some(6));
+        apply_optional_diff(&mut opt, vec![], "x").unwrap();
         assert_eq!(opt, None);
-        let mut opt = Some(1i64);
-        assert!(apply_optional_diff(&mut opt, vec![2], "x").is_err());
+        assert!(apply_optional_diff(&mut opt, vec![1, 2], "x").is_err());
     }
 }

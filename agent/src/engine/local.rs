@@ -54,6 +54,9 @@ pub fn local_datapaths(
             .unwrap_or_default();
         ports.sort_by(|a, b| a.1.logical_port.cmp(&b.1.logical_port));
         for (u, p) in ports {
+            if p.type_.is_empty() && p.parent_port.is_none() && !p.additional_chassis.is_empty() {
+                local.multichassis_ports.push(**u);
+            }
             match p.type_.as_str() {
                 "localnet" => {
                     let net = p.options.get("network_name").map_or("", String::as_str);

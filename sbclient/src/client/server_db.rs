@@ -274,10 +274,10 @@ mod tests {
     }
 
     #[test]
-    fn index_diff_toggles() {
+    fn index_diff_is_the_new_value() {
         let mut row = clustered(true, true, 5);
         let u: ServerDatabaseUpdate =
-            serde_json::from_str(r#"{"index":["set",[5,6]],"leader":false}"#).unwrap();
+            serde_json::from_str(r#"{"index":6,"leader":false}"#).unwrap();
         row.apply_diff(u).unwrap();
         assert_eq!(row.index, Some(6));
         assert!(!row.leader);

@@ -340,6 +340,11 @@ mod model {
                 chassis,
             } => {
                 let Some(old) = model.get(row) else { return };
+                // An optional column's "diff" is its new value: more than one value makes
+                // the whole row update invalid (the replica skips it).
+                if chassis.len() > 1 {
+                    return;
+                }
                 let mut new = old.clone();
                 if let Some(p) = port {
                     new.port.clone_from(p);
@@ -356,14 +361,10 @@ mod model {
                         new.options.insert(k.clone(), v.clone());
                     }
                 }
-                for c in chassis {
-                    if !new.chassis.remove(c) {
-                        new.chassis.insert(*c);
-                    }
+                if !chassis.is_empty() {
+                    new.chassis = chassis.iter().copied().collect();
                 }
-                if new.chassis.len() <= 1 {
-                    model.insert(*row, new);
-                }
+                model.insert(*row, new);
             }
             Op::Delete(r) => {
                 model.remove(r);
