@@ -6,11 +6,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use agent::appctl::{version_text, AppctlServer, CommandRegistry, ServerConfig};
+use agent::daemon::run::{run, LoopConfig};
 use agent::daemon::{
     parse_invocation, run_detach_parent, DaemonArgs, DaemonConfig, DaemonProcess, Dirs, Invocation,
     Program, ShutdownSignals,
 };
-use agent::daemon::run::{run, LoopConfig};
 use agent::engine::core::EngineOptions;
 use agent::vlog::{SyslogMethod, Vlog, VlogOptions};
 use anyhow::Context as _;

@@ -62,11 +62,21 @@ fn show_stats(engine: &Engine) -> String {
     let _ = writeln!(out, "- recompute: {:>12}", s.full_recomputes);
     let _ = writeln!(out, "- compute:   {:>12}", s.incremental_lflows);
     let _ = writeln!(out, "- abort:     {:>12}", 0);
-    let _ = writeln!(out, "runs {}, puts {} ({} failed), refused flows {}, bad rows {}", s.runs, s.puts, s.put_failures, s.rejected_flows, s.bad_rows);
+    let _ = writeln!(
+        out,
+        "runs {}, puts {} ({} failed), refused flows {}, bad rows {}",
+        s.runs, s.puts, s.put_failures, s.rejected_flows, s.bad_rows
+    );
     for (why, n) in &s.recompute_reasons {
         let _ = writeln!(out, "full recompute because {why}: {n}");
     }
-    let _ = writeln!(out, "desired flows {}, owners {}, failing owners {}", engine.flows.len(), engine.flows.owners_count(), engine.failures.len());
+    let _ = writeln!(
+        out,
+        "desired flows {}, owners {}, failing owners {}",
+        engine.flows.len(),
+        engine.flows.owners_count(),
+        engine.failures.len()
+    );
     out
 }
 
@@ -77,18 +87,23 @@ fn dump_local_bindings(engine: &Engine) -> String {
         return out;
     };
     for (iface_id, iface) in &engine.ifaces.by_iface_id {
-        let primary = pbs.iter().find(|(u, p)| p.logical_port == *iface_id && engine.runtime.bound.contains_key(u));
+        let primary = pbs
+            .iter()
+            .find(|(u, p)| p.logical_port == *iface_id && engine.runtime.bound.contains_key(u));
         let children: Vec<&PortBinding> = pbs
             .iter()
             .filter(|(u, p)| {
                 p.parent_port.as_deref() == Some(iface_id.as_str())
-                    && matches!(engine.runtime.bound.get(u), Some(BindingKind::Container { .. }))
+                    && matches!(
+                        engine.runtime.bound.get(u),
+                        Some(BindingKind::Container { .. })
+                    )
             })
             .map(|(_, p)| p)
             .collect();
-        let localport = pbs
-            .iter()
-            .find(|(u, p)| p.logical_port == *iface_id && engine.runtime.localports.contains_key(u));
+        let localport = pbs.iter().find(|(u, p)| {
+            p.logical_port == *iface_id && engine.runtime.localports.contains_key(u)
+        });
         let n = usize::from(primary.is_some() || localport.is_some()) + children.len();
         let _ = writeln!(
             out,
@@ -103,7 +118,12 @@ fn dump_local_bindings(engine: &Engine) -> String {
             let _ = writeln!(out, "primary lport : [None]");
         }
         for (i, c) in children.iter().enumerate() {
-            let _ = writeln!(out, "child lport[{}] : [{}], type : [CONTAINER]", i + 1, c.logical_port);
+            let _ = writeln!(
+                out,
+                "child lport[{}] : [{}], type : [CONTAINER]",
+                i + 1,
+                c.logical_port
+            );
         }
         let _ = writeln!(out, "----------------------------------------");
     }

@@ -16,12 +16,41 @@ use crate::ofctrl::conn::{self, OfControl, OfEvent};
 /// The Open_vSwitch columns the agent reads (as ovn-controller's OVS IDL registers them):
 /// statistics and other busy columns stay unmonitored.
 const OVS_COLUMNS: [(&str, &[&str]); 5] = [
-    ("Open_vSwitch", &["external_ids", "other_config", "bridges", "datapaths", "iface_types"]),
-    ("Bridge", &["name", "ports", "fail_mode", "other_config", "external_ids", "datapath_type"]),
+    (
+        "Open_vSwitch",
+        &[
+            "external_ids",
+            "other_config",
+            "bridges",
+            "datapaths",
+            "iface_types",
+        ],
+    ),
+    (
+        "Bridge",
+        &[
+            "name",
+            "ports",
+            "fail_mode",
+            "other_config",
+            "external_ids",
+            "datapath_type",
+        ],
+    ),
     ("Port", &["name", "interfaces", "external_ids"]),
     (
         "Interface",
-        &["name", "type", "options", "ofport", "external_ids", "mtu", "mtu_request", "bfd", "bfd_status"],
+        &[
+            "name",
+            "type",
+            "options",
+            "ofport",
+            "external_ids",
+            "mtu",
+            "mtu_request",
+            "bfd",
+            "bfd_status",
+        ],
     ),
     ("Datapath", &["capabilities"]),
 ];
@@ -170,7 +199,8 @@ pub async fn run(
             let target = format!("unix:{}/{}.mgmt", cfg.ovs_rundir.display(), c.bridge);
             let bridge_exists = crate::engine::binding::bridge(&engine.ovs, &c.bridge).is_some();
             if bridge_exists && of.as_ref().is_none_or(|(t, _)| *t != target) {
-                let probe = (c.openflow_probe_s > 0).then(|| Duration::from_secs(c.openflow_probe_s.max(5)));
+                let probe = (c.openflow_probe_s > 0)
+                    .then(|| Duration::from_secs(c.openflow_probe_s.max(5)));
                 match conn::spawn(&target, probe) {
                     Ok(c) => of = Some((target, c)),
                     Err(e) => tracing::warn!(target: "ofctrl", "{target}: {e}"),
@@ -178,6 +208,8 @@ pub async fn run(
             }
         }
         let now = Instant::now();
+        engine.sb_busy = sb_busy;
+        engine.ovs_busy = ovs_busy;
         let actions = tokio::task::block_in_place(|| engine.run(now));
         if let (Some(txn), false, Some(s)) = (actions.sb_txn, sb_busy, sb.as_ref()) {
             sb_busy = true;
@@ -213,7 +245,8 @@ fn start_sb(engine: &Engine, remote: &str, probe_ms: u64) -> Option<Sb> {
             return None;
         }
     };
-    let mut c = ClientConfig::new(remotes, sbclient::ovn_sb::DATABASE).monitor_replica(&engine.sb.replica);
+    let mut c =
+        ClientConfig::new(remotes, sbclient::ovn_sb::DATABASE).monitor_replica(&engine.sb.replica);
     c.set_probe_interval_ms(probe_ms);
     // The first conditions go with the monitor request (before our chassis exists:
     // gateway ports and every Chassis_Private, so we never create a duplicate).
@@ -285,12 +318,21 @@ fn spawn_txn(
     wrap: fn(Result<(), String>) -> Done,
 ) {
     tokio::spawn(async move {
-        let r = client.transact(txn).await.map(|_| ()).map_err(|e| e.to_string());
+        let r = client
+            .transact(txn)
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string());
         let _ = done.send(wrap(r));
     });
 }
 
-fn spawn_condition(client: Client, table: &'static str, cond: Condition, done: mpsc::UnboundedSender<Done>) {
+fn spawn_condition(
+    client: Client,
+    table: &'static str,
+    cond: Condition,
+    done: mpsc::UnboundedSender<Done>,
+) {
     tokio::spawn(async move {
         match client.set_condition(table, cond).await {
             Ok(seq) => {
@@ -309,7 +351,11 @@ fn start_cleanup(
     ovs: Client,
     done: mpsc::UnboundedSender<Done>,
 ) {
-    let name = engine.cfg.as_ref().map(|c| c.system_id.clone()).unwrap_or_default();
+    let name = engine
+        .cfg
+        .as_ref()
+        .map(|c| c.system_id.clone())
+        .unwrap_or_default();
     let mut sb_txn = Transaction::new(sbclient::ovn_sb::DATABASE);
     crate::engine::chassis::cleanup(&engine.sb.replica, &name, &mut sb_txn);
     let mut ovs_txn = Transaction::new(sbclient::vswitch::DATABASE);

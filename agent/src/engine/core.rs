@@ -28,7 +28,7 @@ use super::zones::Zones;
 use crate::compile::{compile_logical_flow, compile_owners, Compiled, Context, Owner};
 use crate::lflow::flows::{IdUse, MatchCache};
 use crate::ofctrl::conn::{Dump, Put, PutError};
-use crate::ofctrl::{FlowTable, ForeignFlow};
+use crate::ofctrl::{FlowBatch, FlowTable, ForeignFlow};
 use crate::runtime::{BindingKind, EncapType, Runtime, Tunnel};
 use crate::southbound::Southbound;
 use crate::view::{Ids, LocalFacts, SbView};
@@ -79,6 +79,7 @@ pub struct Actions {
 #[derive(Debug)]
 struct InFlight {
     seq: u64,
+    batch: FlowBatch,
     nb_cfg: Option<i64>,
     /// Flow-table entries by bundle index (to name refused flows).
     entries: Vec<Option<u32>>,
@@ -97,6 +98,10 @@ pub struct Engine {
     pub ovs: Replica,
     pub sb_connected: bool,
     pub ovs_connected: bool,
+    /// A transaction is in flight on that database: plan none (the replicas show its
+    /// effect before the reply).
+    pub sb_busy: bool,
+    pub ovs_busy: bool,
     pub runtime: Runtime,
     pub ids: Ids,
     cache: MatchCache,
@@ -150,6 +155,8 @@ impl Engine {
             ovs,
             sb_connected: false,
             ovs_connected: false,
+            sb_busy: false,
+            ovs_busy: false,
             runtime: Runtime::default(),
             ids: Ids::default(),
             cache: MatchCache::default(),
@@ -240,7 +247,8 @@ impl Engine {
                 | "Gateway_Chassis" => {}
                 "SB_Global" => {}
                 other => {
-                    self.need_full.get_or_insert_with(|| format!("{other} changed"));
+                    self.need_full
+                        .get_or_insert_with(|| format!("{other} changed"));
                 }
             }
         }
@@ -290,7 +298,10 @@ impl Engine {
         self.stats.runs += 1;
         let mut actions = Actions::default();
         let host = self.opts.hostname.clone();
-        let ovs_row = self.ovs.table::<OpenVswitch>().and_then(|t| t.iter().next().map(|(_, r)| r.clone()));
+        let ovs_row = self
+            .ovs
+            .table::<OpenVswitch>()
+            .and_then(|t| t.iter().next().map(|(_, r)| r.clone()));
         match ChassisConfig::from_ovs(
             ovs_row.as_ref(),
             self.opts.chassis.as_deref(),
@@ -313,15 +324,24 @@ impl Engine {
                 return actions;
             }
         }
-        let Some(cfg) = self.cfg.clone() else { return actions };
+        let Some(cfg) = self.cfg.clone() else {
+            return actions;
+        };
         if !self.ovs_connected {
             return actions;
         }
         self.restore_zones(&cfg);
         // The local OVS configuration (bridge first: nothing else works without it).
         let bridge = binding::bridge(&self.ovs, &cfg.bridge).map(|(u, b)| (*u, b.clone()));
-        let datapath_type = bridge.as_ref().map_or("system", |(_, b)| b.datapath_type.as_str()).to_owned();
-        let datapath_type = if datapath_type.is_empty() { "system".to_owned() } else { datapath_type };
+        let datapath_type = bridge
+            .as_ref()
+            .map_or("system", |(_, b)| b.datapath_type.as_str())
+            .to_owned();
+        let datapath_type = if datapath_type.is_empty() {
+            "system".to_owned()
+        } else {
+            datapath_type
+        };
         if !self.sb_connected {
             if bridge.is_none() {
                 let mut txn = Transaction::new(sbclient::vswitch::DATABASE);
@@ -334,7 +354,8 @@ impl Engine {
         let mut sb_txn = Transaction::new(ovn_sb::DATABASE);
         let other = super::chassis::other_config(&cfg, ovs_row.as_ref(), &datapath_type);
         let mut sb_dirty = super::chassis::sync(&self.sb.replica, &cfg, &other, &mut sb_txn);
-        let chassis_uuid = super::chassis::find_chassis(&self.sb.replica, &cfg.system_id).map(|(u, _)| *u);
+        let chassis_uuid =
+            super::chassis::find_chassis(&self.sb.replica, &cfg.system_id).map(|(u, _)| *u);
         if self.runtime.chassis != chassis_uuid {
             self.runtime.chassis = chassis_uuid;
             self.runtime_changed = true;
@@ -354,14 +375,21 @@ impl Engine {
         for n in &plan.notes {
             tracing::debug!(target: "binding", "{n}");
         }
-        sb_dirty |= self.write_claims(&plan, chassis_uuid, &mut sb_txn, now);
+        if !self.sb_busy {
+            sb_dirty |= self.write_claims(&plan, chassis_uuid, &mut sb_txn, now);
+        }
         let ha_members = plan.ha_member.clone();
         // Runtime: what is bound where, local datapaths, tunnels, patch ports, zones.
         let mut rt = self.runtime.clone();
         rt.bound.clone_from(&plan.bound);
         rt.localports.clone_from(&plan.localports);
         rt.active_ha = plan.active_ha.iter().copied().collect();
-        let seeds: Vec<Uuid> = plan.bound.keys().chain(ha_members.iter()).copied().collect();
+        let seeds: Vec<Uuid> = plan
+            .bound
+            .keys()
+            .chain(ha_members.iter())
+            .copied()
+            .collect();
         rt.local_datapaths = super::local::local_datapaths(
             &self.sb.replica,
             seeds,
@@ -397,8 +425,10 @@ impl Engine {
         // Flows.
         self.recompute_flows(&cfg);
         // nb_cfg and ports whose flows are in.
-        sb_dirty |= self.write_port_up(&mut sb_txn);
-        if sb_dirty && !sb_txn.is_empty() {
+        if !self.sb_busy {
+            sb_dirty |= self.write_port_up(&mut sb_txn);
+        }
+        if sb_dirty && !sb_txn.is_empty() && !self.sb_busy {
             actions.sb_txn = Some(sb_txn);
         }
         // Local OVS.
@@ -408,7 +438,17 @@ impl Engine {
             nb_cfg: self.nb_cfg_acked,
         };
         let mut ovs_txn = Transaction::new(sbclient::vswitch::DATABASE);
-        if ovs_config::sync(&self.ovs, &self.sb.replica, &cfg, &self.runtime, &installed_ifaces, &keys, &mut ovs_txn) {
+        if !self.ovs_busy
+            && ovs_config::sync(
+                &self.ovs,
+                &self.sb.replica,
+                &cfg,
+                &self.runtime,
+                &installed_ifaces,
+                &keys,
+                &mut ovs_txn,
+            )
+        {
             actions.ovs_txn = Some(ovs_txn);
         }
         // The switch.
@@ -438,7 +478,10 @@ impl Engine {
     ) -> bool {
         let Some(me) = me else { return false };
         let pbs = self.sb.replica.table::<PortBinding>();
-        let name_of = |u: &Uuid| pbs.and_then(|t| t.get(u)).map_or_else(|| u.to_string(), |p| p.logical_port.clone());
+        let name_of = |u: &Uuid| {
+            pbs.and_then(|t| t.get(u))
+                .map_or_else(|| u.to_string(), |p| p.logical_port.clone())
+        };
         let mut wrote = false;
         for (u, encap) in &plan.claim {
             let pb = pbs.and_then(|t| t.get(u));
@@ -448,13 +491,18 @@ impl Engine {
             }
             let mut cols = Columns::new()
                 .set("chassis", Datum::Set(vec![Atom::Uuid(me)]))
-                .set("encap", Datum::Set(encap.iter().map(|e| Atom::Uuid(*e)).collect()));
+                .set(
+                    "encap",
+                    Datum::Set(encap.iter().map(|e| Atom::Uuid(*e)).collect()),
+                );
             if pb.is_some_and(|p| p.up.is_some() && p.chassis != Some(me)) {
                 cols = cols.set("up", Datum::Set(vec![Atom::Boolean(false)]));
             }
             txn.update("Port_Binding", &by_uuid(*u), cols);
             // Gateway-type claims have no interface to install: up at once.
-            if matches!(plan.bound.get(u), Some(BindingKind::Claimed)) && pb.is_some_and(|p| p.up.is_some()) {
+            if matches!(plan.bound.get(u), Some(BindingKind::Claimed))
+                && pb.is_some_and(|p| p.up.is_some())
+            {
                 txn.update(
                     "Port_Binding",
                     &by_uuid(*u),
@@ -468,13 +516,21 @@ impl Engine {
             txn.mutate(
                 "Port_Binding",
                 &by_uuid(*u),
-                vec![("additional_chassis".into(), Mutator::Insert, Datum::Set(vec![Atom::Uuid(me)]))],
+                vec![(
+                    "additional_chassis".into(),
+                    Mutator::Insert,
+                    Datum::Set(vec![Atom::Uuid(me)]),
+                )],
             );
             if let Some(e) = encap {
                 txn.mutate(
                     "Port_Binding",
                     &by_uuid(*u),
-                    vec![("additional_encap".into(), Mutator::Insert, Datum::Set(vec![Atom::Uuid(*e)]))],
+                    vec![(
+                        "additional_encap".into(),
+                        Mutator::Insert,
+                        Datum::Set(vec![Atom::Uuid(*e)]),
+                    )],
                 );
             }
             wrote = true;
@@ -498,7 +554,11 @@ impl Engine {
             txn.mutate(
                 "Port_Binding",
                 &by_uuid(*u),
-                vec![("additional_chassis".into(), Mutator::Delete, Datum::Set(vec![Atom::Uuid(me)]))],
+                vec![(
+                    "additional_chassis".into(),
+                    Mutator::Delete,
+                    Datum::Set(vec![Atom::Uuid(me)]),
+                )],
             );
             wrote = true;
         }
@@ -509,7 +569,8 @@ impl Engine {
                 self.waiting_install.entry(*u).or_insert(next);
             }
         }
-        self.waiting_install.retain(|u, _| plan.bound.contains_key(u));
+        self.waiting_install
+            .retain(|u, _| plan.bound.contains_key(u));
         self.installed_ports.retain(|u| plan.bound.contains_key(u));
         wrote
     }
@@ -545,7 +606,9 @@ impl Engine {
             return out;
         };
         for u in &self.installed_ports {
-            if let (Some(pb), Some(BindingKind::Vif { .. })) = (pbs.get(u), self.runtime.bound.get(u)) {
+            if let (Some(pb), Some(BindingKind::Vif { .. })) =
+                (pbs.get(u), self.runtime.bound.get(u))
+            {
                 if let Some(i) = self.ifaces.by_iface_id.get(&pb.logical_port) {
                     out.insert(i.uuid);
                 }
@@ -565,7 +628,10 @@ impl Engine {
             active_ha: self.runtime.active_ha.iter().copied().collect(),
             local_datapaths: self.runtime.local_datapaths.keys().copied().collect(),
         };
-        let full = self.need_full.take().or_else(|| self.runtime_changed.then(|| "local state changed".to_owned()));
+        let full = self.need_full.take().or_else(|| {
+            self.runtime_changed
+                .then(|| "local state changed".to_owned())
+        });
         self.runtime_changed = false;
         let view = SbView::with_facts(&self.sb, &cfg.system_id, &self.ids, &facts);
         let cx = Context {
@@ -597,9 +663,17 @@ impl Engine {
             self.dirty_lflows.clear();
             self.deleted_lflows.clear();
             results.extend(physical_owners(&self.sb.replica, &self.runtime, &layout));
-            let keep_phys: HashSet<Owner> =
-                results.iter().filter(|(o, _)| is_physical(o)).map(|(o, _)| *o).collect();
-            gone.extend(self.flows.owners_all().copied().filter(|o| is_physical(o) && !keep_phys.contains(o)));
+            let keep_phys: HashSet<Owner> = results
+                .iter()
+                .filter(|(o, _)| is_physical(o))
+                .map(|(o, _)| *o)
+                .collect();
+            gone.extend(
+                self.flows
+                    .owners_all()
+                    .copied()
+                    .filter(|o| is_physical(o) && !keep_phys.contains(o)),
+            );
         } else {
             let lflows = self.sb.replica.table::<LogicalFlow>();
             for u in std::mem::take(&mut self.dirty_lflows) {
@@ -608,7 +682,11 @@ impl Engine {
                     self.stats.incremental_lflows += 1;
                 }
             }
-            gone.extend(std::mem::take(&mut self.deleted_lflows).into_iter().map(Owner::Lflow));
+            gone.extend(
+                std::mem::take(&mut self.deleted_lflows)
+                    .into_iter()
+                    .map(Owner::Lflow),
+            );
         }
         drop(view);
         for o in gone {
@@ -627,7 +705,11 @@ impl Engine {
             }
             match c.failure {
                 Some(f) => {
-                    if self.failures.get(&o).is_none_or(|old| *old != f.to_string()) {
+                    if self
+                        .failures
+                        .get(&o)
+                        .is_none_or(|old| *old != f.to_string())
+                    {
                         tracing::warn!(target: "lflow", "{f}");
                         self.stats.bad_rows += 1;
                     }
@@ -651,7 +733,9 @@ impl Engine {
             let settled = self.runtime.chassis.is_some()
                 && conditions_stable
                 && self.cond_acked_seq >= self.cond_requested_seq;
-            let waited = self.sb_connected_at.is_some_and(|t| now.duration_since(t) >= INITIAL_SETTLE);
+            let waited = self
+                .sb_connected_at
+                .is_some_and(|t| now.duration_since(t) >= INITIAL_SETTLE);
             if !(settled || waited) {
                 return None;
             }
@@ -666,7 +750,11 @@ impl Engine {
             .ids
             .groups
             .lock()
-            .map(|t| t.iter().map(|(id, k, g)| (id, (k.clone(), g.clone()))).collect())
+            .map(|t| {
+                t.iter()
+                    .map(|(id, k, g)| (id, (k.clone(), g.clone())))
+                    .collect()
+            })
             .unwrap_or_default();
         let meters_wanted: BTreeMap<u32, MeterMod> = self
             .ids
@@ -799,11 +887,16 @@ impl Engine {
             }
             m
         };
+        let batch = self.flows.take_batch();
         self.in_flight = Some(InFlight {
             seq,
+            batch,
             nb_cfg: sb_nb_cfg,
             entries,
-            groups_added: groups_add.iter().map(|(id, k, _)| (*id, k.clone())).collect(),
+            groups_added: groups_add
+                .iter()
+                .map(|(id, k, _)| (*id, k.clone()))
+                .collect(),
             groups_deleted: groups_del,
             meters_added: meters_add.clone(),
             meters_deleted: meters_del.clone(),
@@ -820,13 +913,15 @@ impl Engine {
 
     /// A put finished.
     pub fn put_done(&mut self, seq: u64, result: Result<(), PutError>) {
-        let Some(f) = self.in_flight.take() else { return };
+        let Some(f) = self.in_flight.take() else {
+            return;
+        };
         if f.seq != seq {
             return;
         }
         match result {
             Ok(()) => {
-                self.flows.commit();
+                self.flows.commit_batch(f.batch);
                 for (id, k) in f.groups_added {
                     self.installed_groups.insert(id, k);
                 }
@@ -859,6 +954,7 @@ impl Engine {
             }
             Err(PutError::Rejected(rejected)) => {
                 self.stats.put_failures += 1;
+                self.flows.fail_batch(f.batch);
                 // Nothing of the bundle was applied. Drop the owners of the refused flows
                 // (counted, logged) and try the rest again.
                 for (i, err) in rejected {
@@ -872,13 +968,15 @@ impl Engine {
                         if let Some(u) = self.uses.remove(&o) {
                             self.ids.release(&u);
                         }
-                        self.failures.insert(o, format!("refused by the switch: {err}"));
+                        self.failures
+                            .insert(o, format!("refused by the switch: {err}"));
                         self.stats.rejected_flows += 1;
                     }
                 }
             }
             Err(PutError::Connection(e)) => {
                 self.stats.put_failures += 1;
+                self.flows.fail_batch(f.batch);
                 tracing::info!(target: "ofctrl", "put {seq} lost with the connection: {e}");
             }
         }
@@ -913,7 +1011,11 @@ fn is_physical(o: &Owner) -> bool {
 }
 
 /// The physical flows by owner.
-fn physical_owners(sb: &Replica, rt: &Runtime, layout: &crate::lflow::layout::TableLayout) -> Vec<(Owner, Compiled)> {
+fn physical_owners(
+    sb: &Replica,
+    rt: &Runtime,
+    layout: &crate::lflow::layout::TableLayout,
+) -> Vec<(Owner, Compiled)> {
     let p = crate::physical::all(sb, rt, layout);
     for e in &p.errors {
         tracing::warn!(target: "physical", "{e}");
@@ -935,17 +1037,23 @@ fn physical_owners(sb: &Replica, rt: &Runtime, layout: &crate::lflow::layout::Ta
 /// Tunnels on the bridge: ports with `external_ids:ovn-chassis-id` and an ofport.
 fn tunnels_of(ovs: &Replica, bridge_name: &str) -> BTreeMap<String, Vec<Tunnel>> {
     let mut out: BTreeMap<String, Vec<Tunnel>> = BTreeMap::new();
-    let (Some((_, br)), Some(ports), Some(ifaces)) =
-        (binding::bridge(ovs, bridge_name), ovs.table::<Port>(), ovs.table::<Interface>())
-    else {
+    let (Some((_, br)), Some(ports), Some(ifaces)) = (
+        binding::bridge(ovs, bridge_name),
+        ovs.table::<Port>(),
+        ovs.table::<Interface>(),
+    ) else {
         return out;
     };
     for p in br.ports.iter().filter_map(|p| ports.get(p)) {
-        let Some(id) = p.external_ids.get("ovn-chassis-id") else { continue };
+        let Some(id) = p.external_ids.get("ovn-chassis-id") else {
+            continue;
+        };
         let (chassis, ip) = id.split_once('@').unwrap_or((id.as_str(), ""));
         for i in p.interfaces.iter().filter_map(|i| ifaces.get(i)) {
             let (Some(ofport), Some(encap)) = (
-                i.ofport.and_then(|o| u32::try_from(o).ok()).filter(|o| *o > 0 && *o < 0xff00),
+                i.ofport
+                    .and_then(|o| u32::try_from(o).ok())
+                    .filter(|o| *o > 0 && *o < 0xff00),
                 EncapType::parse(&i.type_),
             ) else {
                 continue;
@@ -972,7 +1080,10 @@ fn patch_ofports(ovs: &Replica, bridge_name: &str, sb: &Replica) -> HashMap<Uuid
     ) else {
         return out;
     };
-    let by_name: HashMap<&str, &Uuid> = pbs.iter().map(|(u, p)| (p.logical_port.as_str(), u)).collect();
+    let by_name: HashMap<&str, &Uuid> = pbs
+        .iter()
+        .map(|(u, p)| (p.logical_port.as_str(), u))
+        .collect();
     for p in br.ports.iter().filter_map(|p| ports.get(p)) {
         let Some(lp) = p
             .external_ids
@@ -981,12 +1092,18 @@ fn patch_ofports(ovs: &Replica, bridge_name: &str, sb: &Replica) -> HashMap<Uuid
         else {
             continue;
         };
-        let Some(pb) = by_name.get(lp.as_str()) else { continue };
+        let Some(pb) = by_name.get(lp.as_str()) else {
+            continue;
+        };
         if let Some(ofport) = p
             .interfaces
             .iter()
             .filter_map(|i| ifaces.get(i))
-            .find_map(|i| i.ofport.and_then(|o| u32::try_from(o).ok()).filter(|o| *o > 0 && *o < 0xff00))
+            .find_map(|i| {
+                i.ofport
+                    .and_then(|o| u32::try_from(o).ok())
+                    .filter(|o| *o > 0 && *o < 0xff00)
+            })
         {
             out.insert(**pb, ofport);
         }
@@ -1000,7 +1117,12 @@ fn wanted_zones(sb: &Replica, rt: &Runtime) -> BTreeMap<String, Option<u16>> {
     let mut out = BTreeMap::new();
     let pbs = sb.table::<PortBinding>();
     let name = |u: &Uuid| pbs.and_then(|t| t.get(u)).map(|p| p.logical_port.clone());
-    for u in rt.bound.keys().chain(rt.localports.keys()).chain(rt.patch_ofports.keys()) {
+    for u in rt
+        .bound
+        .keys()
+        .chain(rt.localports.keys())
+        .chain(rt.patch_ofports.keys())
+    {
         if let Some(n) = name(u) {
             out.insert(n, None);
         }

@@ -4,8 +4,8 @@
 pub mod binding;
 pub mod chassis;
 pub mod conditions;
-pub mod core;
 pub mod config;
+pub mod core;
 pub mod local;
 pub mod ovs_config;
 pub mod zones;

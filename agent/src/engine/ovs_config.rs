@@ -518,7 +518,11 @@ pub fn remove_tunnels(ovs: &Replica, cfg: &ChassisConfig, txn: &mut Transaction)
     let tunnels: Vec<Atom> = br
         .ports
         .iter()
-        .filter(|p| ports.get(p).is_some_and(|x| x.external_ids.contains_key("ovn-chassis-id")))
+        .filter(|p| {
+            ports
+                .get(p)
+                .is_some_and(|x| x.external_ids.contains_key("ovn-chassis-id"))
+        })
         .map(|p| Atom::Uuid(*p))
         .collect();
     if !tunnels.is_empty() {
@@ -543,4 +547,3 @@ mod tests {
         assert_eq!(tunnel_name("hv2-long-name-b", &taken), "ovn-hv2-lo-1");
     }
 }
-

@@ -233,9 +233,7 @@ async fn multipart(
 
 async fn tlv_map(h: &Handle, s: SessionId) -> Result<Option<u8>, ConnError> {
     for _attempt in 0..3 {
-        let reply = h
-            .request(s, &Message::TlvTableRequest(Empty))
-            .await?;
+        let reply = h.request(s, &Message::TlvTableRequest(Empty)).await?;
         let Some(t) = reply.into_iter().find_map(|m| match m.body {
             Message::TlvTableReply(t) => Some(t),
             _ => None,

@@ -210,6 +210,22 @@ pub struct FlowTable {
 /// The desired-flow side is what most callers use.
 pub type DesiredFlows = FlowTable;
 
+/// The entries of flow_mods in flight, with what was sent for each.
+#[derive(Debug, Default)]
+pub struct FlowBatch {
+    items: Vec<(u32, Option<Installed>)>,
+}
+
+impl FlowBatch {
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+}
+
 /// A flow the switch reported that no owner wants and that the table could not hold
 /// (a match outside [`FlowMatch`]): deleted by its raw match.
 #[derive(Clone, Debug, PartialEq)]
@@ -449,20 +465,47 @@ impl FlowTable {
         })
     }
 
-    /// The switch took every pending flow_mod: installed becomes desired.
-    pub fn commit(&mut self) {
+    /// Marks every pending entry as sent (the flow_mods from [`Self::pending`] went out in
+    /// one batch): changes made from now on are pending again. Finish the batch with
+    /// [`Self::commit_batch`] or [`Self::fail_batch`].
+    pub fn take_batch(&mut self) -> FlowBatch {
+        let mut items = Vec::with_capacity(self.dirty.len());
         for id in std::mem::take(&mut self.dirty) {
             let Some(e) = self.entries[id as usize].as_mut() else {
                 continue;
             };
             e.dirty = false;
-            e.installed = e.effective().map(|w| Installed {
+            let sent = e.effective().map(|w| Installed {
                 cookie: w.cookie,
                 actions: w.actions.clone(),
                 dumped: false,
             });
+            items.push((id, sent));
+        }
+        FlowBatch { items }
+    }
+
+    /// The switch took the batch: what was sent is what it has.
+    pub fn commit_batch(&mut self, batch: FlowBatch) {
+        for (id, sent) in batch.items {
+            if let Some(e) = self.entries.get_mut(id as usize).and_then(Option::as_mut) {
+                e.installed = sent;
+            }
             self.drop_if_unused(id);
         }
+    }
+
+    /// The switch refused the batch (nothing of it was applied): its entries are pending.
+    pub fn fail_batch(&mut self, batch: FlowBatch) {
+        for (id, _) in batch.items {
+            self.mark(id);
+        }
+    }
+
+    /// Every pending flow_mod went out and the switch took it: installed becomes desired.
+    pub fn commit(&mut self) {
+        let b = self.take_batch();
+        self.commit_batch(b);
     }
 
     /// What the switch has is unknown (a new connection): every wanted flow is pending.
@@ -633,6 +676,27 @@ mod tests {
         d.commit();
         assert_eq!(ops(&d), []);
         assert!(d.is_empty());
+    }
+
+    #[test]
+    fn changes_made_while_a_batch_is_in_flight_stay_pending() {
+        let mut d = FlowTable::new();
+        d.replace(lf(1), vec![flow(1, vec![resubmit(9)])]);
+        let batch = d.take_batch();
+        d.replace(lf(1), vec![flow(1, vec![resubmit(10)])]);
+        d.commit_batch(batch);
+        assert_eq!(
+            ops(&d),
+            [(FlowModCommand::ModifyStrict, 1)],
+            "the later change still goes"
+        );
+        let b = d.take_batch();
+        d.fail_batch(b);
+        assert_eq!(
+            ops(&d),
+            [(FlowModCommand::ModifyStrict, 1)],
+            "a refused batch is pending again"
+        );
     }
 
     #[test]

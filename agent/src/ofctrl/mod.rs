@@ -4,4 +4,4 @@
 pub mod conn;
 pub mod desired;
 
-pub use desired::{DesiredFlows, EffectiveFlow, FlowOp, FlowTable, ForeignFlow};
+pub use desired::{DesiredFlows, EffectiveFlow, FlowBatch, FlowOp, FlowTable, ForeignFlow};
