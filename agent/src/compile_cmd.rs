@@ -48,6 +48,9 @@ pub struct CompileArgs {
     /// VLAN_VID/VLAN_PCP), i.e. as `ovs-ofctl dump-flows` will show them.
     #[arg(long)]
     pub as_installed: bool,
+    /// Print no flows (with --stats: only the counters and timings).
+    #[arg(long)]
+    pub quiet: bool,
     /// Compiler threads (0: one per core).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -189,6 +192,7 @@ pub fn run(args: &CompileArgs) -> Result<i32, CompileCmdError> {
     let mut flows: Vec<OfFlow> = report
         .desired
         .iter()
+        .filter(|_| !args.quiet)
         .map(|f| {
             let mut f = f.to_flow();
             if args.as_installed {

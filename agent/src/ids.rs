@@ -15,12 +15,53 @@ use std::ops::RangeInclusive;
 
 /// FNV-1a, 64 bits: stable across runs, platforms and Rust versions.
 pub fn stable_hash(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
+    use std::hash::Hasher as _;
+    let mut h = Fnv::default();
+    h.write(bytes);
+    h.0
+}
+
+/// FNV-1a as a `Hasher`: over a derived `Hash` (fields written in declaration order) it
+/// gives the same value on every run of one build.
+pub struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
     }
-    h
+}
+
+impl std::hash::Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Keys whose id search starts at a stable hash of their content.
+pub trait StableKey: Hash + Eq + Clone {
+    fn stable_hash(&self) -> u64;
+}
+
+impl StableKey for String {
+    fn stable_hash(&self) -> u64 {
+        stable_hash(self.as_bytes())
+    }
+}
+
+impl<T: Hash + Eq> StableKey for std::sync::Arc<T> {
+    fn stable_hash(&self) -> u64 {
+        use std::hash::Hasher as _;
+        let mut h = Fnv::default();
+        (**self).hash(&mut h);
+        h.finish()
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -40,7 +81,7 @@ pub struct IdTable<K, V> {
     by_id: BTreeMap<u32, K>,
 }
 
-impl<K: Hash + Eq + Clone + AsRef<[u8]>, V: Clone> IdTable<K, V> {
+impl<K: StableKey, V: Clone> IdTable<K, V> {
     /// An empty table whose ids come from `range` (0 is never used).
     pub fn new(range: RangeInclusive<u32>) -> Self {
         Self {
@@ -52,7 +93,7 @@ impl<K: Hash + Eq + Clone + AsRef<[u8]>, V: Clone> IdTable<K, V> {
 
     fn start(&self, key: &K) -> u32 {
         let (lo, hi) = (u64::from(*self.range.start()), u64::from(*self.range.end()));
-        (lo + stable_hash(key.as_ref()) % (hi - lo + 1)) as u32
+        (lo + key.stable_hash() % (hi - lo + 1)) as u32
     }
 
     /// The id of `key`, taking one reference; allocates on first use. `None` when the

@@ -28,8 +28,8 @@ pub struct DatapathInfo {
 /// The OpenFlow groups, meters and conjunction ids of compiled flows: content-addressed,
 /// reference-counted, shared by compile threads.
 pub struct Ids {
-    /// Canonical group text (`type=select,...`) to its id and the group to install.
-    pub groups: Mutex<IdTable<String, Group>>,
+    /// Group content (canonical, id 0) to its id and the group to install.
+    pub groups: Mutex<IdTable<GroupKey, Group>>,
     /// Meter name (SB `Meter`) or `__string: ...` description to its id and the meter.
     pub meters: Mutex<IdTable<String, MeterMod>>,
     pub conj: Mutex<ConjIds>,
@@ -50,7 +50,33 @@ impl Default for Ids {
     }
 }
 
-/// A group's key: its `dump-groups` text without the id.
+/// A group's identity: its content in one canonical form (no id; bucket weights and
+/// watches as OVS reports them; actions by meaning), so a group the compiler builds and the
+/// same group read back from a switch are one key.
+pub type GroupKey = std::sync::Arc<Group>;
+
+/// The key of `g`.
+pub fn group_key_of(g: &Group) -> GroupKey {
+    use openflow::wire::group_mod::OFPGT_SELECT;
+    let mut k = g.clone();
+    k.group_id = 0;
+    let select = k.group_type == OFPGT_SELECT;
+    for b in &mut k.buckets {
+        if b.weight.is_none() && select {
+            b.weight = Some(1);
+        }
+        if b.watch_port == Some(u32::MAX) {
+            b.watch_port = None;
+        }
+        if b.watch_group == Some(u32::MAX) {
+            b.watch_group = None;
+        }
+        b.actions = openflow::action::canonical(&b.actions);
+    }
+    std::sync::Arc::new(k)
+}
+
+/// A group's text as `dump-groups` prints it, without the id.
 pub fn group_key(g: &Group) -> String {
     let mut g = g.clone();
     g.group_id = 0;
@@ -70,7 +96,7 @@ impl Ids {
                 continue;
             }
             let g: Group = line.parse()?;
-            t.seed(group_key(&g), g.group_id, g);
+            t.seed(group_key_of(&g), g.group_id, g);
         }
         Ok(())
     }
@@ -99,11 +125,11 @@ impl Ids {
         }
     }
 
-    /// `(id, key)` of every group in use, in id order.
+    /// `(id, text)` of every group in use, in id order.
     pub fn group_list(&self) -> Vec<(u32, String)> {
         self.groups
             .lock()
-            .map(|t| t.iter().map(|(id, k, _)| (id, k.clone())).collect())
+            .map(|t| t.iter().map(|(id, _, g)| (id, group_key(g))).collect())
             .unwrap_or_default()
     }
 
@@ -411,8 +437,8 @@ impl ChassisView for SbView<'_> {
     fn is_related(&self, dp_key: u32, port_key: u32) -> bool {
         self.related.contains(&(dp_key, port_key))
     }
-    fn group_id(&self, group: &Group) -> Option<(u32, String)> {
-        let key = group_key(group);
+    fn group_id(&self, group: &Group) -> Option<(u32, GroupKey)> {
+        let key = group_key_of(group);
         let id = self
             .ids
             .groups

@@ -83,7 +83,7 @@ struct InFlight {
     nb_cfg: Option<i64>,
     /// Flow-table entries by bundle index (to name refused flows).
     entries: Vec<Option<u32>>,
-    groups_added: Vec<(u32, String)>,
+    groups_added: Vec<(u32, crate::view::GroupKey)>,
     groups_deleted: Vec<u32>,
     meters_added: Vec<u32>,
     meters_deleted: Vec<u32>,
@@ -119,7 +119,7 @@ pub struct Engine {
     pub of_session: Option<SessionId>,
     /// Flows the switch has in a form the table cannot hold (deleted at the next put).
     foreign: Vec<ForeignFlow>,
-    installed_groups: BTreeMap<u32, String>,
+    installed_groups: BTreeMap<u32, crate::view::GroupKey>,
     installed_meters: BTreeSet<u32>,
     put_seq: u64,
     in_flight: Option<InFlight>,
@@ -277,10 +277,16 @@ impl Engine {
             tracing::info!(target: "ofctrl", "{} flows of unknown form will be replaced", foreign.len());
         }
         self.foreign = foreign;
+        // The switch's groups keep their ids (a restart then changes no flow that uses one).
+        if let Ok(mut t) = self.ids.groups.lock() {
+            for g in &dump.groups {
+                t.seed(crate::view::group_key_of(g), g.group_id, g.clone());
+            }
+        }
         self.installed_groups = dump
             .groups
             .iter()
-            .map(|g| (g.group_id, crate::view::group_key(g)))
+            .map(|g| (g.group_id, crate::view::group_key_of(g)))
             .collect();
         self.installed_meters = dump.meters.iter().map(|m| m.meter_id).collect();
         // Zones were flushed before; the switch's conntrack survives a reconnect.
@@ -746,7 +752,7 @@ impl Engine {
             .table::<SbGlobal>()
             .and_then(|t| t.iter().next().map(|(_, g)| g.nb_cfg));
         let nb_cfg_pending = sb_nb_cfg.is_some_and(|n| self.nb_cfg_acked.map(|a| a.0) != Some(n));
-        let groups_wanted: BTreeMap<u32, (String, Group)> = self
+        let groups_wanted: BTreeMap<u32, (crate::view::GroupKey, Group)> = self
             .ids
             .groups
             .lock()
@@ -762,7 +768,7 @@ impl Engine {
             .lock()
             .map(|t| t.iter().map(|(id, _, m)| (id, m.clone())).collect())
             .unwrap_or_default();
-        let groups_add: Vec<(u32, String, Group)> = groups_wanted
+        let groups_add: Vec<(u32, crate::view::GroupKey, Group)> = groups_wanted
             .iter()
             .filter(|(id, (k, _))| self.installed_groups.get(id) != Some(k))
             .map(|(id, (k, g))| (*id, k.clone(), g.clone()))

@@ -24,7 +24,7 @@ use sbclient::Uuid;
 /// An id a compiled flow refers to; its user releases it when the flow goes.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum IdUse {
-    Group(String),
+    Group(crate::view::GroupKey),
     Meter(String),
     Conj(Uuid, Uuid),
 }
@@ -40,7 +40,7 @@ pub trait ChassisView: Sync {
     /// Whether (datapath, port) is related to this chassis (LS port-pinned flows).
     fn is_related(&self, dp_key: u32, port_key: u32) -> bool;
     /// The id of `group` (one more user) and its key.
-    fn group_id(&self, group: &Group) -> Option<(u32, String)>;
+    fn group_id(&self, group: &Group) -> Option<(u32, crate::view::GroupKey)>;
     /// The id of the meter `key` (one more user), installed as `meter`.
     fn meter_id(&self, key: &str, meter: &MeterMod) -> Option<u32>;
     /// The id of SB meter `name` (one more user).

@@ -56,6 +56,9 @@ struct Entry {
     merged: Option<Arc<Vec<Action>>>,
     installed: Option<Installed>,
     dirty: bool,
+    /// Part of a batch the switch has not confirmed: the entry stays (its id must not go
+    /// to another key before the batch is finished).
+    in_flight: bool,
 }
 
 /// What the switch should have for one key.
@@ -266,6 +269,7 @@ impl FlowTable {
             merged: None,
             installed: None,
             dirty: false,
+            in_flight: false,
         };
         let id = if let Some(id) = self.free.pop() {
             self.entries[id as usize] = Some(e);
@@ -298,7 +302,7 @@ impl FlowTable {
         let Some(e) = self.entries[id as usize].as_ref() else {
             return;
         };
-        if !e.contribs.is_empty() || e.installed.is_some() {
+        if !e.contribs.is_empty() || e.installed.is_some() || e.in_flight {
             return;
         }
         let h = self.hasher.hash_one((e.table, e.priority, &e.m));
@@ -475,6 +479,7 @@ impl FlowTable {
                 continue;
             };
             e.dirty = false;
+            e.in_flight = true;
             let sent = e.effective().map(|w| Installed {
                 cookie: w.cookie,
                 actions: w.actions.clone(),
@@ -490,6 +495,7 @@ impl FlowTable {
         for (id, sent) in batch.items {
             if let Some(e) = self.entries.get_mut(id as usize).and_then(Option::as_mut) {
                 e.installed = sent;
+                e.in_flight = false;
             }
             self.drop_if_unused(id);
         }
@@ -498,7 +504,11 @@ impl FlowTable {
     /// The switch refused the batch (nothing of it was applied): its entries are pending.
     pub fn fail_batch(&mut self, batch: FlowBatch) {
         for (id, _) in batch.items {
+            if let Some(e) = self.entries.get_mut(id as usize).and_then(Option::as_mut) {
+                e.in_flight = false;
+            }
             self.mark(id);
+            self.drop_if_unused(id);
         }
     }
 
