@@ -3,6 +3,7 @@
 //! its index (ofreplay prints it as `file:line`), both when the switch refuses it as it is
 //! added and when it fails as the bundle is applied, and nothing of the bundle is applied.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -42,9 +43,10 @@ fn write_flows(dir: &Path, n: usize, at: usize, bad: &str) -> PathBuf {
         if i == at {
             text.push_str(bad);
         } else {
-            text.push_str(&format!(
+            let _ = write!(
+                text,
                 "table=1,priority={i},ip,reg0={i} actions=set_field:{i}->reg1,resubmit(,2)"
-            ));
+            );
         }
         text.push('\n');
     }
@@ -81,7 +83,10 @@ fn a_flow_failing_at_commit_is_named_and_nothing_is_applied() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("bundle failed"), "{err}");
-    assert!(err.contains("flows.txt:1234: OFPMMFC_INVALID_METER"), "{err}");
+    assert!(
+        err.contains("flows.txt:1234: OFPMMFC_INVALID_METER"),
+        "{err}"
+    );
     assert_eq!(named_lines(&err), ["1234"], "{err}");
     assert!(err.contains("commit: OFPBFC_MSG_FAILED"), "{err}");
     assert_eq!(flows(&chassis), before, "nothing of the bundle is applied");

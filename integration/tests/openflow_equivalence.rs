@@ -37,7 +37,10 @@ fn dumped_actions_are_equivalent_to_the_ones_sent() {
             .nth(2)
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("unexpected output: {stdout}"));
-        assert!(differ > 100, "seed {seed}: only {differ} re-encoded: {stdout}");
+        assert!(
+            differ > 100,
+            "seed {seed}: only {differ} re-encoded: {stdout}"
+        );
         assert!(stdout.contains("all equivalent"), "{stdout}");
     }
 }
