@@ -63,7 +63,8 @@ pub fn build(central: &Central, spec: ScaleSpec) -> Result<()> {
             let (name, mac, ip) = vm_port(s, p);
             push(&["lsp-add", &sw, &name]);
             push(&["lsp-set-addresses", &name, &format!("{mac} {ip}")]);
-            ips.push(ip);
+            // One quoted string per element: `"a,b"` would be a single address "a,b".
+            ips.push(format!("\"{ip}\""));
             names.push(name);
         }
         let set = format!("as_{sw}");
@@ -71,7 +72,7 @@ pub fn build(central: &Central, spec: ScaleSpec) -> Result<()> {
             "create",
             "Address_Set",
             &format!("name={set}"),
-            &format!("addresses=\"{}\"", ips.join(",")),
+            &format!("addresses={}", ips.join(",")),
         ]);
         for a in 0..spec.acls_per_switch {
             let port = 1000 + a;
