@@ -2,9 +2,16 @@
 //! one router, VM ports with addresses, a port group and per-switch address sets, and stateful
 //! ACLs over them. `ovn-northd` turns it into the Southbound content that controllers compile,
 //! so the logical flows are exactly what a real deployment of that shape produces.
+//!
+//! [`k8s`] generates an ovn-kubernetes shaped cluster instead (nodes with gateway routers,
+//! pods, services in a load balancer group, network policies).
 
 use crate::central::Central;
 use crate::error::{HarnessError, Result};
+
+pub mod k8s;
+
+pub use k8s::{build_k8s, K8sBuild, K8sSpec};
 
 /// The size of a generated topology.
 #[derive(Debug, Clone, Copy)]
