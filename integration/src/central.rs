@@ -1,10 +1,12 @@
 //! The central node: Northbound and Southbound `ovsdb-server`s and `ovn-northd`.
 
+use std::fs::File;
 use std::path::Path;
+use std::process::Stdio;
 use std::time::Duration;
 
 use crate::daemon::{ControlSocket, Daemon};
-use crate::error::Result;
+use crate::error::{io_error, HarnessError, Result};
 use crate::host::{wait_for, Host};
 
 pub const NB_SCHEMA: &str = "/usr/share/ovn/ovn-nb.ovsschema";
@@ -96,9 +98,14 @@ impl Central {
 
     /// Runs `ovn-nbctl` against this Northbound database.
     pub fn nbctl<S: AsRef<str>>(&self, args: &[S]) -> Result<String> {
+        self.nbctl_with_timeout(DB_TIMEOUT_SECS, args)
+    }
+
+    /// Runs `ovn-nbctl` with `--timeout=SECS` (for `--wait` on large databases).
+    pub fn nbctl_with_timeout<S: AsRef<str>>(&self, secs: u32, args: &[S]) -> Result<String> {
         let mut all = vec![
             format!("--db={}", self.nb_remote()),
-            format!("--timeout={DB_TIMEOUT_SECS}"),
+            format!("--timeout={secs}"),
         ];
         all.extend(args.iter().map(|a| a.as_ref().to_owned()));
         self.host.run("ovn-nbctl", &all)
@@ -106,12 +113,58 @@ impl Central {
 
     /// Runs `ovn-sbctl` against this Southbound database.
     pub fn sbctl<S: AsRef<str>>(&self, args: &[S]) -> Result<String> {
+        self.sbctl_with_timeout(DB_TIMEOUT_SECS, args)
+    }
+
+    /// Runs `ovn-sbctl` with `--timeout=SECS`.
+    pub fn sbctl_with_timeout<S: AsRef<str>>(&self, secs: u32, args: &[S]) -> Result<String> {
         let mut all = vec![
             format!("--db={}", self.sb_remote()),
-            format!("--timeout={DB_TIMEOUT_SECS}"),
+            format!("--timeout={secs}"),
         ];
         all.extend(args.iter().map(|a| a.as_ref().to_owned()));
         self.host.run("ovn-sbctl", &all)
+    }
+
+    /// `ovn-appctl` to `ovn-northd` (e.g. `pause`, `resume`, `status`).
+    pub fn northd_appctl<S: AsRef<str>>(&self, args: &[S]) -> Result<String> {
+        let mut all = vec!["-t".to_owned(), self.northd.ctl().display().to_string()];
+        all.extend(args.iter().map(|a| a.as_ref().to_owned()));
+        self.host.run("ovn-appctl", &all)
+    }
+
+    /// Writes `ovsdb-client -f json dump` of the whole Southbound database to `out` (the
+    /// form `ovn-agent compile --sb FILE` reads), streaming it to the file.
+    pub fn dump_sb_json(&self, out: &Path) -> Result<()> {
+        let file = File::create(out).map_err(io_error(format!("create {}", out.display())))?;
+        let args = [
+            "-f".to_owned(),
+            "json".to_owned(),
+            "dump".to_owned(),
+            self.sb_remote(),
+            "OVN_Southbound".to_owned(),
+        ];
+        let status = self
+            .host
+            .command("ovsdb-client")
+            .args(&args)
+            .stdout(file)
+            .stderr(Stdio::piped())
+            .output()
+            .map_err(|source| HarnessError::Spawn {
+                program: "ovsdb-client".into(),
+                source,
+            })?;
+        if status.status.success() {
+            Ok(())
+        } else {
+            Err(HarnessError::Command {
+                program: "ovsdb-client".into(),
+                args: args.to_vec(),
+                status: status.status.to_string(),
+                stderr: String::from_utf8_lossy(&status.stderr).trim().to_owned(),
+            })
+        }
     }
 
     /// `ovn-nbctl --wait=hv sync`: returns once every chassis has acknowledged (through
@@ -141,6 +194,56 @@ impl Central {
                 Ok((!out.trim().is_empty()).then_some(()))
             },
         )
+    }
+
+    /// Waits until the Southbound database has a `Chassis_Private` row for chassis `name`
+    /// (its controller has connected and written to the SB; before that, `--wait=hv` does
+    /// not wait for it).
+    pub fn wait_for_chassis_private(&self, name: &str, timeout: Duration) -> Result<()> {
+        wait_for(
+            &format!("Chassis_Private of chassis {name} in the SB"),
+            timeout,
+            || {
+                let out = self.sbctl(&[
+                    "--bare",
+                    "--columns=_uuid",
+                    "find",
+                    "Chassis_Private",
+                    &format!("name={name}"),
+                ])?;
+                Ok((!out.trim().is_empty()).then_some(()))
+            },
+        )
+    }
+
+    /// Logical ports whose `Port_Binding.chassis` is the chassis named `name`, sorted.
+    pub fn ports_bound_to(&self, name: &str) -> Result<Vec<String>> {
+        let uuid = self.sbctl(&[
+            "--bare",
+            "--columns=_uuid",
+            "find",
+            "Chassis",
+            &format!("name={name}"),
+        ])?;
+        let uuid = uuid.trim();
+        if uuid.is_empty() {
+            return Ok(Vec::new());
+        }
+        let out = self.sbctl(&[
+            "--bare",
+            "--columns=logical_port",
+            "find",
+            "Port_Binding",
+            &format!("chassis={uuid}"),
+        ])?;
+        let mut ports: Vec<String> = out
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect();
+        ports.sort_unstable();
+        Ok(ports)
     }
 
     /// The chassis that has claimed logical port `port`, if any.

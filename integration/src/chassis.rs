@@ -214,6 +214,15 @@ impl Chassis {
         self.host.run("ovs-ofctl", &all)
     }
 
+    /// Number of OpenFlow flows in `bridge` (`ovs-ofctl dump-aggregate`).
+    pub fn flow_count(&self, bridge: &str) -> Result<u64> {
+        let out = self.ofctl(&["dump-aggregate", bridge])?;
+        out.split_whitespace()
+            .find_map(|w| w.strip_prefix("flow_count="))
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| HarnessError::Config(format!("no flow_count in {out:?}")))
+    }
+
     /// Adds VIF `name` on `br-int` for logical port `iface_id`.
     pub fn add_vif(&self, name: &str, iface_id: &str) -> Result<Vif> {
         let mut vifs = self.add_vifs(&[(name, iface_id)])?;

@@ -34,6 +34,8 @@ pub enum HarnessError {
     },
     #[error("bad pcap file {path}: {reason}")]
     Pcap { path: PathBuf, reason: String },
+    #[error("bad OVSDB dump {path}: {reason}")]
+    Dump { path: PathBuf, reason: String },
     #[error("{0}")]
     Config(String),
 }

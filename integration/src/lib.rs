@@ -24,6 +24,7 @@ pub mod ovsdb_cluster;
 pub mod packet;
 pub mod pcap;
 pub mod reference;
+pub mod sbdump;
 pub mod scale;
 pub mod scenario;
 

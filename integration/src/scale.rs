@@ -2,9 +2,16 @@
 //! one router, VM ports with addresses, a port group and per-switch address sets, and stateful
 //! ACLs over them. `ovn-northd` turns it into the Southbound content that controllers compile,
 //! so the logical flows are exactly what a real deployment of that shape produces.
+//!
+//! [`k8s`] generates an ovn-kubernetes shaped cluster instead (nodes with gateway routers,
+//! pods, services in a load balancer group, network policies).
 
 use crate::central::Central;
 use crate::error::{HarnessError, Result};
+
+pub mod k8s;
+
+pub use k8s::{build_k8s, K8sBuild, K8sSpec};
 
 /// The size of a generated topology.
 #[derive(Debug, Clone, Copy)]
@@ -63,7 +70,8 @@ pub fn build(central: &Central, spec: ScaleSpec) -> Result<()> {
             let (name, mac, ip) = vm_port(s, p);
             push(&["lsp-add", &sw, &name]);
             push(&["lsp-set-addresses", &name, &format!("{mac} {ip}")]);
-            ips.push(ip);
+            // One quoted string per element: `"a,b"` would be a single address "a,b".
+            ips.push(format!("\"{ip}\""));
             names.push(name);
         }
         let set = format!("as_{sw}");
@@ -71,7 +79,7 @@ pub fn build(central: &Central, spec: ScaleSpec) -> Result<()> {
             "create",
             "Address_Set",
             &format!("name={set}"),
-            &format!("addresses=\"{}\"", ips.join(",")),
+            &format!("addresses={}", ips.join(",")),
         ]);
         for a in 0..spec.acls_per_switch {
             let port = 1000 + a;

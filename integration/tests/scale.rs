@@ -39,6 +39,14 @@ fn generated_topology_has_the_requested_shape() {
         .nbctl(&["--bare", "--columns=ports", "list", "Port_Group"])
         .unwrap();
     assert_eq!(members.split_whitespace().count(), 12);
+    // One address set per switch, each with one element per VM port.
+    let sets = central
+        .nbctl(&["get", "Address_Set", "as_sw1", "addresses"])
+        .unwrap();
+    assert_eq!(
+        sets.trim(),
+        "[\"10.100.1.1\", \"10.100.1.2\", \"10.100.1.3\", \"10.100.1.4\"]"
+    );
     let (name, mac, ip) = vm_port(2, 3);
     assert_eq!(
         (name.as_str(), mac.as_str(), ip.as_str()),
