@@ -104,7 +104,6 @@ pub struct Engine {
     pub ovs_busy: bool,
     pub runtime: Runtime,
     pub ids: Ids,
-    cache: MatchCache,
     pub flows: FlowTable,
     uses: HashMap<Owner, Vec<IdUse>>,
     /// The latest failure per owner (bad rows, refused flows).
@@ -159,7 +158,6 @@ impl Engine {
             ovs_busy: false,
             runtime: Runtime::default(),
             ids: Ids::default(),
-            cache: MatchCache::default(),
             flows: FlowTable::new(),
             uses: HashMap::new(),
             failures: BTreeMap::new(),
@@ -640,10 +638,14 @@ impl Engine {
         });
         self.runtime_changed = false;
         let view = SbView::with_facts(&self.sb, &cfg.system_id, &self.ids, &facts);
+        // Parsed matches depend on address sets, port groups and port keys; a change to
+        // any of them recomputes, so the cache lives for one run only (and its memory is
+        // not kept between runs).
+        let cache = MatchCache::default();
         let cx = Context {
             view: &view,
             layout: &layout,
-            cache: &self.cache,
+            cache: &cache,
             only_dp: None,
             limit: crate::lflow::DEFAULT_FLOW_LIMIT,
         };

@@ -174,8 +174,13 @@ fn prepared_match(text: &str, env: &DpEnv<'_>, cache: &MatchCache) -> (String, R
     let r = parse_expr(text, env)
         .and_then(annotate)
         .map(|e| Arc::new(simplify(e)));
-    if let Ok(mut m) = cache.map.write() {
-        m.insert(key.clone(), r.clone());
+    // A match naming a port group is parsed per datapath (the group's SB name depends on
+    // it) and is seldom repeated there: caching it held a third of the peak memory on an
+    // ovn-kubernetes-shaped SB for no hits.
+    if !text.contains('@') {
+        if let Ok(mut m) = cache.map.write() {
+            m.insert(key.clone(), r.clone());
+        }
     }
     (key, r)
 }
@@ -209,7 +214,7 @@ fn parsed_actions(
 }
 
 /// The normal form of `m` and the action prerequisites on this chassis; cached when it
-/// does not depend on the chassis (no residency conditions).
+/// depends neither on the chassis (residency conditions) nor on the datapath (port groups).
 fn normal_form(
     m: &Arc<AExpr>,
     match_key: &str,
@@ -218,7 +223,7 @@ fn normal_form(
     cache: &MatchCache,
     limit: usize,
 ) -> Result<Arc<Vec<Conj>>> {
-    if has_conditions(m) {
+    if has_conditions(m) || match_key.contains('@') {
         let e = match prereq_expr(prereqs)? {
             Some(p) => Expr::and_or(true, vec![(**m).clone(), p]),
             None => (**m).clone(),
@@ -331,11 +336,12 @@ fn compile_in(
         lflow_uuid: *lf.uuid,
         dp_key: dp.key,
     };
-    let actions = Arc::new(
-        Encoder { env, p: &params }
-            .encode(&parsed.actions)
-            .map_err(super::error::in_actions)?,
-    );
+    let mut encoded = Encoder { env, p: &params }
+        .encode(&parsed.actions)
+        .map_err(super::error::in_actions)?;
+    // Kept for the flows' lifetime: no spare capacity.
+    encoded.shrink_to_fit();
+    let actions = Arc::new(encoded);
     let cookie = cookie_of(lf.uuid);
     let n_conj = matches
         .iter()

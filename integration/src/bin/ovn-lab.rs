@@ -18,10 +18,10 @@ struct Args {
     /// Number of chassis (hv1, hv2, ...), at least 2.
     #[arg(long, default_value_t = 3)]
     chassis: usize,
-    /// Controller on every chassis: "c" (ovn-controller) or "rust" (ovn-agent).
-    /// Defaults to OVNRS_SUBJECT, else ovn-controller.
-    #[arg(long)]
-    controller: Option<String>,
+    /// Controller on every chassis: "rust" (ovn-agent, the default), "c" (the real
+    /// ovn-controller) or "mixed" (ovn-controller on hv1, ovn-agent on the others).
+    #[arg(long, default_value = "rust")]
+    controller: String,
     /// Keep the lab running after the pings until Enter is pressed.
     #[arg(long)]
     keep: bool,
@@ -38,16 +38,19 @@ fn main() -> anyhow::Result<()> {
     if args.chassis < 2 {
         bail!("--chassis must be at least 2");
     }
-    if let Some(choice) = &args.controller {
-        std::env::set_var("OVNRS_SUBJECT", choice);
-    }
-    let controller = Controller::from_env()?;
+    let (first, rest) = match args.controller.as_str() {
+        "rust" => (Controller::ovn_agent()?, Controller::ovn_agent()?),
+        "c" => (Controller::OvnController, Controller::OvnController),
+        "mixed" => (Controller::OvnController, Controller::ovn_agent()?),
+        other => bail!("--controller {other}: expected rust, c or mixed"),
+    };
     println!("starting central node and network");
     let mut lab = Lab::start()?;
     println!("lab directory: {}", lab.dir().display());
     for i in 1..=args.chassis {
         let name = format!("hv{i}");
-        lab.add_chassis(&name, &controller)
+        let controller = if i == 1 { &first } else { &rest };
+        lab.add_chassis(&name, controller)
             .with_context(|| format!("start chassis {name}"))?;
         println!("chassis {name} up, controller: {}", controller.program());
     }
