@@ -56,6 +56,9 @@ struct Entry {
     merged: Option<Arc<Vec<Action>>>,
     installed: Option<Installed>,
     dirty: bool,
+    /// Part of the batch in flight: kept (not freed for another key) until the batch
+    /// finishes, since its commit records what was sent in this entry.
+    in_flight: bool,
 }
 
 /// What the switch should have for one key.
@@ -201,6 +204,9 @@ pub struct FlowTable {
     by_owner: HashMap<Owner, Vec<u32>, FxBuild>,
     /// Entries that may need a flow_mod.
     dirty: Vec<u32>,
+    /// Freed entries still listed in `dirty`: reusable once `dirty` is drained (a key
+    /// reusing the id meanwhile would be listed twice).
+    freed_dirty: Vec<u32>,
     /// Contributions currently hidden behind another owner's flow for the same key.
     duplicates: usize,
     /// Keys with an effective flow.
@@ -266,6 +272,7 @@ impl FlowTable {
             merged: None,
             installed: None,
             dirty: false,
+            in_flight: false,
         };
         let id = if let Some(id) = self.free.pop() {
             self.entries[id as usize] = Some(e);
@@ -298,15 +305,20 @@ impl FlowTable {
         let Some(e) = self.entries[id as usize].as_ref() else {
             return;
         };
-        if !e.contribs.is_empty() || e.installed.is_some() {
+        if !e.contribs.is_empty() || e.installed.is_some() || e.in_flight {
             return;
         }
+        let dirty = e.dirty;
         let h = self.hasher.hash_one((e.table, e.priority, &e.m));
         if let Ok(slot) = self.index.find_entry(h, |&i| i == id) {
             slot.remove();
         }
         self.entries[id as usize] = None;
-        self.free.push(id);
+        if dirty {
+            self.freed_dirty.push(id);
+        } else {
+            self.free.push(id);
+        }
     }
 
     /// Replaces everything `owner` wants with `flows`.
@@ -475,6 +487,7 @@ impl FlowTable {
                 continue;
             };
             e.dirty = false;
+            e.in_flight = true;
             let sent = e.effective().map(|w| Installed {
                 cookie: w.cookie,
                 actions: w.actions.clone(),
@@ -482,6 +495,7 @@ impl FlowTable {
             });
             items.push((id, sent));
         }
+        self.free.append(&mut self.freed_dirty);
         FlowBatch { items }
     }
 
@@ -490,6 +504,7 @@ impl FlowTable {
         for (id, sent) in batch.items {
             if let Some(e) = self.entries.get_mut(id as usize).and_then(Option::as_mut) {
                 e.installed = sent;
+                e.in_flight = false;
             }
             self.drop_if_unused(id);
         }
@@ -498,7 +513,11 @@ impl FlowTable {
     /// The switch refused the batch (nothing of it was applied): its entries are pending.
     pub fn fail_batch(&mut self, batch: FlowBatch) {
         for (id, _) in batch.items {
+            if let Some(e) = self.entries.get_mut(id as usize).and_then(Option::as_mut) {
+                e.in_flight = false;
+            }
             self.mark(id);
+            self.drop_if_unused(id);
         }
     }
 
@@ -514,6 +533,8 @@ impl FlowTable {
         for id in ids {
             if let Some(e) = self.entries[id as usize].as_mut() {
                 e.installed = None;
+                // A batch that was in flight on the old connection is forgotten with it.
+                e.in_flight = false;
             }
             self.drop_if_unused(id);
             self.mark(id);
@@ -697,6 +718,50 @@ mod tests {
             [(FlowModCommand::ModifyStrict, 1)],
             "a refused batch is pending again"
         );
+    }
+
+    /// An entry whose ADD is in flight must outlive its owners until the batch finishes:
+    /// freed and reused by another key, the batch's commit would record the other key as
+    /// installed (it then never reaches the switch), and the first flow, which the switch
+    /// does get, would be left there with no entry to delete it.
+    #[test]
+    fn an_entry_in_flight_is_not_reused_before_its_batch_finishes() {
+        let other = |cookie| {
+            let mut f = flow(cookie, vec![resubmit(9)]);
+            f.priority = 20;
+            f
+        };
+        let mut d = FlowTable::new();
+        d.replace(lf(1), vec![flow(1, vec![resubmit(9)])]);
+        let batch = d.take_batch();
+        d.remove(lf(1));
+        d.replace(lf(2), vec![other(1)]);
+        d.commit_batch(batch);
+        let mut got: Vec<(FlowModCommand, u16, u64)> = d
+            .pending()
+            .map(|o| (o.command, o.priority, o.cookie))
+            .collect();
+        got.sort_by_key(|o| o.1);
+        assert_eq!(
+            got,
+            [
+                (FlowModCommand::DeleteStrict, 10, 1),
+                (FlowModCommand::Add, 20, 1)
+            ],
+            "the flow the switch took goes, the new one is added"
+        );
+        d.commit();
+        assert_eq!(ops(&d), []);
+        assert_eq!(effective(&d).len(), 1);
+    }
+
+    #[test]
+    fn a_key_dropped_and_wanted_again_gives_one_flow_mod() {
+        let mut d = FlowTable::new();
+        d.replace(lf(1), vec![flow(1, vec![resubmit(9)])]);
+        d.remove(lf(1));
+        d.replace(lf(2), vec![flow(2, vec![resubmit(9)])]);
+        assert_eq!(ops(&d), [(FlowModCommand::Add, 2)]);
     }
 
     #[test]
