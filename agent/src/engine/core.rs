@@ -400,7 +400,8 @@ impl Engine {
         rt.tunnels = tunnels_of(&self.ovs, &cfg.bridge);
         rt.patch_ofports = patch_ofports(&self.ovs, &cfg.bridge, &self.sb.replica);
         let wanted_zones = wanted_zones(&self.sb.replica, &rt);
-        self.zones.update(&wanted_zones);
+        // Zones are released only once the view is complete (after the first put).
+        self.zones.update(&wanted_zones, self.initial_sync_done);
         rt.ct_zones.clone_from(&self.zones.by_name);
         if !same_runtime(&rt, &self.runtime) {
             self.runtime_changed = true;
