@@ -135,6 +135,9 @@ pub struct Engine {
     cond_requested: BTreeMap<&'static str, Condition>,
     cond_requested_seq: u64,
     cond_acked_seq: u64,
+    /// Condition changes handed to the daemon whose sequence numbers have not come back yet
+    /// (until they do, `cond_requested_seq` does not show them).
+    cond_unnumbered: usize,
     // What needs doing.
     need_full: Option<String>,
     dirty_lflows: BTreeSet<Uuid>,
@@ -183,6 +186,7 @@ impl Engine {
             cond_requested: BTreeMap::new(),
             cond_requested_seq: 0,
             cond_acked_seq: 0,
+            cond_unnumbered: 0,
             need_full: Some("start".into()),
             dirty_lflows: BTreeSet::new(),
             deleted_lflows: BTreeSet::new(),
@@ -207,6 +211,7 @@ impl Engine {
         self.cond_requested.clear();
         self.cond_requested_seq = 0;
         self.cond_acked_seq = 0;
+        self.cond_unnumbered = 0;
         self.need_full = Some("southbound reconnected".into());
     }
 
@@ -222,6 +227,13 @@ impl Engine {
     /// Our condition requests got these sequence numbers.
     pub fn conditions_requested(&mut self, seq: u64) {
         self.cond_requested_seq = self.cond_requested_seq.max(seq);
+        self.cond_unnumbered = self.cond_unnumbered.saturating_sub(1);
+    }
+
+    /// A condition change was requested and not yet acknowledged by the server, or not yet
+    /// even numbered: the replica may still lack rows of datapaths that became local.
+    fn conditions_pending(&self) -> bool {
+        self.cond_unnumbered > 0 || self.cond_acked_seq < self.cond_requested_seq
     }
 
     /// The SB replica changed: note what needs recomputing, then forget the change sets.
@@ -423,6 +435,7 @@ impl Engine {
                 actions.conditions.push((t, c));
             }
         }
+        self.cond_unnumbered += actions.conditions.len();
         // Flows.
         self.recompute_flows(&cfg);
         // nb_cfg and ports whose flows are in.
@@ -731,9 +744,8 @@ impl Engine {
             return None;
         }
         if !self.initial_sync_done {
-            let settled = self.runtime.chassis.is_some()
-                && conditions_stable
-                && self.cond_acked_seq >= self.cond_requested_seq;
+            let settled =
+                self.runtime.chassis.is_some() && conditions_stable && !self.conditions_pending();
             let waited = self
                 .sb_connected_at
                 .is_some_and(|t| now.duration_since(t) >= INITIAL_SETTLE);
@@ -746,6 +758,9 @@ impl Engine {
             .replica
             .table::<SbGlobal>()
             .and_then(|t| t.iter().next().map(|(_, g)| g.nb_cfg));
+        // nb_cfg is acknowledged only by a put computed with no condition change pending (the
+        // flows then reflect every row the configuration needs).
+        let sb_nb_cfg = sb_nb_cfg.filter(|_| !self.conditions_pending());
         let nb_cfg_pending = sb_nb_cfg.is_some_and(|n| self.nb_cfg_acked.map(|a| a.0) != Some(n));
         let groups_wanted: BTreeMap<u32, (String, Group)> = self
             .ids
@@ -948,7 +963,7 @@ impl Engine {
                 if let Some(n) = f.nb_cfg {
                     // Exact only when no condition change was in flight (the flows then
                     // reflect every row the configuration needs).
-                    if self.cond_acked_seq >= self.cond_requested_seq {
+                    if !self.conditions_pending() {
                         self.nb_cfg_acked = Some((n, super::now_ms()));
                     }
                 }
