@@ -239,10 +239,6 @@ fn json_rows(text: &str) -> Result<Vec<Vec<Value>>> {
         .map_err(|e| HarnessError::Config(format!("ovn-sbctl printed bad JSON ({e}): {text}")))?;
     Ok(v["data"]
         .as_array()
-        .map(|rows| {
-            rows.iter()
-                .filter_map(|r| r.as_array().cloned())
-                .collect()
-        })
+        .map(|rows| rows.iter().filter_map(|r| r.as_array().cloned()).collect())
         .unwrap_or_default())
 }

@@ -76,9 +76,7 @@ impl Observation {
         for port in ports {
             let (a, b) = (self.bindings.get(port), other.bindings.get(port));
             if a != b {
-                out.push(format!(
-                    "binding of {port}: oracle {a:?}, here {b:?}"
-                ));
+                out.push(format!("binding of {port}: oracle {a:?}, here {b:?}"));
             }
         }
         let facts: BTreeSet<&String> = self.facts.keys().chain(other.facts.keys()).collect();
@@ -140,6 +138,13 @@ impl<'a> Probe<'a> {
             probe.marks.insert(vif.name.clone(), n);
         }
         probe
+    }
+
+    /// Starts watching one more VIF (plugged during the scenario): its packets from now on.
+    pub fn watch(&mut self, chassis: &str, vif: &Vif) {
+        let n = vif.transmitted().map_or(0, |p| p.len());
+        self.marks.insert(vif.name.clone(), n);
+        self.vifs.push((chassis.to_owned(), vif.clone()));
     }
 
     pub fn lab(&self) -> &'a Lab {

@@ -160,13 +160,7 @@ pub fn arp(
 
 /// A broadcast "who has `tpa`, tell `spa`".
 pub fn arp_request(sha: Mac, spa: Ipv4Addr, tpa: Ipv4Addr) -> Vec<u8> {
-    arp(
-        sha,
-        BROADCAST,
-        ARP_REQUEST,
-        (sha, spa),
-        (Mac([0; 6]), tpa),
-    )
+    arp(sha, BROADCAST, ARP_REQUEST, (sha, spa), (Mac([0; 6]), tpa))
 }
 
 /// The unicast answer "`spa` is at `sha`" to `tha`/`tpa`.
@@ -195,8 +189,7 @@ impl ArpSummary {
 
 /// The ARP fields of an untagged Ethernet/IPv4 ARP frame.
 pub fn arp_summary(frame: &[u8]) -> Option<ArpSummary> {
-    if frame.len() < 42 || frame[12..14] != [0x08, 0x06] || frame[14..20] != [0, 1, 8, 0, 6, 4]
-    {
+    if frame.len() < 42 || frame[12..14] != [0x08, 0x06] || frame[14..20] != [0, 1, 8, 0, 6, 4] {
         return None;
     }
     let mac = |at: usize| {
@@ -219,9 +212,21 @@ pub fn arp_summary(frame: &[u8]) -> Option<ArpSummary> {
 /// What rides on IPv4, in the fields the tests look at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum L4 {
-    Icmp { icmp_type: u8, code: u8 },
-    Udp { src: u16, dst: u16, payload: Vec<u8> },
-    Tcp { src: u16, dst: u16, syn: bool, ack: bool },
+    Icmp {
+        icmp_type: u8,
+        code: u8,
+    },
+    Udp {
+        src: u16,
+        dst: u16,
+        payload: Vec<u8>,
+    },
+    Tcp {
+        src: u16,
+        dst: u16,
+        syn: bool,
+        ack: bool,
+    },
     Other(u8),
 }
 
@@ -375,7 +380,10 @@ mod tests {
         let req = arp_request(a, ia, ib);
         assert_eq!(req.len(), 42);
         let s = arp_summary(&req).unwrap();
-        assert_eq!((s.eth_dst, s.op, s.spa, s.tpa), (BROADCAST, ARP_REQUEST, ia, ib));
+        assert_eq!(
+            (s.eth_dst, s.op, s.spa, s.tpa),
+            (BROADCAST, ARP_REQUEST, ia, ib)
+        );
         assert!(!s.is_gratuitous());
         let rep = arp_reply(b, ib, a, ia);
         let s = arp_summary(&rep).unwrap();
@@ -383,7 +391,10 @@ mod tests {
         assert!(describe(&rep).contains("10.0.0.2 is at 50:54:00:00:00:02"));
         let u = udp4(a, b, ia, ib, 64, 1000, 2000, b"seq");
         let s = ipv4_summary(&u).unwrap();
-        assert_eq!((s.udp_dst(), s.udp_payload()), (Some(2000), Some(&b"seq"[..])));
+        assert_eq!(
+            (s.udp_dst(), s.udp_payload()),
+            (Some(2000), Some(&b"seq"[..]))
+        );
         assert!(arp_summary(&u).is_none());
         let t = tcp4(a, b, ia, ib, 64, 1000, 80, 7, TcpFlags::SynAck(8));
         assert!(describe(&t).contains("TCP 1000 > 80 SYN ACK"));
