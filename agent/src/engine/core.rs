@@ -109,6 +109,8 @@ pub struct Engine {
     uses: HashMap<Owner, Vec<IdUse>>,
     /// The latest failure per owner (bad rows, refused flows).
     pub failures: BTreeMap<Owner, String>,
+    /// Port_Bindings skipped as unusable, with why.
+    pub bad_bindings: BTreeMap<Uuid, String>,
     pub stats: EngineStats,
     last_claim: HashMap<Uuid, Instant>,
     pub zones: Zones,
@@ -166,6 +168,7 @@ impl Engine {
             flows: FlowTable::new(),
             uses: HashMap::new(),
             failures: BTreeMap::new(),
+            bad_bindings: BTreeMap::new(),
             stats: EngineStats::default(),
             last_claim: HashMap::new(),
             zones: Zones::default(),
@@ -387,6 +390,15 @@ impl Engine {
         for n in &plan.notes {
             tracing::debug!(target: "binding", "{n}");
         }
+        // Unusable Port_Bindings: logged and counted once per problem, then skipped.
+        let bad: BTreeMap<Uuid, String> = plan.problems.iter().cloned().collect();
+        for (u, p) in &bad {
+            if self.bad_bindings.get(u) != Some(p) {
+                tracing::warn!(target: "binding", "{p}");
+                self.stats.bad_rows += 1;
+            }
+        }
+        self.bad_bindings = bad;
         if !self.sb_busy {
             sb_dirty |= self.write_claims(&plan, chassis_uuid, &mut sb_txn, now);
         }
