@@ -235,7 +235,10 @@ pub fn run_all(
             started.elapsed().as_secs_f64()
         );
         for (name, scenario) in scenarios {
-            let outcome = scenario(&net);
+            let started = Instant::now();
+            let mut outcome = scenario(&net);
+            // The whole scenario, its undoing included.
+            outcome.elapsed = started.elapsed();
             eprintln!(
                 "[{}] {name}: {} unmet, {:.1}s",
                 setup.label,
@@ -244,6 +247,11 @@ pub fn run_all(
             );
             report.add(name, &setup.label, outcome);
         }
+        eprintln!(
+            "[{}] done in {:.1}s",
+            setup.label,
+            started.elapsed().as_secs_f64()
+        );
         nets.push(net);
     }
     (nets, report)
