@@ -377,10 +377,15 @@ impl Engine {
         }
         self.runtime.chassis_name.clone_from(&cfg.system_id);
         // Bindings.
-        self.ifaces = binding::local_ifaces(&self.ovs, &cfg.bridge);
-        for (id, name) in &self.ifaces.duplicates {
-            tracing::warn!(target: "binding", "interface {name} has iface-id {id} already used by another interface: ignored");
+        let ifaces = binding::local_ifaces(&self.ovs, &cfg.bridge);
+        // Logged and counted once, not on every run.
+        for (id, name) in &ifaces.duplicates {
+            if !self.ifaces.duplicates.contains(&(id.clone(), name.clone())) {
+                tracing::warn!(target: "binding", "interface {name} has iface-id {id} already used by another interface: ignored");
+                self.stats.bad_rows += 1;
+            }
         }
+        self.ifaces = ifaces;
         let me = Me {
             name: &cfg.system_id,
             hostname: &cfg.hostname,
