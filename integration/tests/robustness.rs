@@ -422,6 +422,7 @@ fn duplicate_iface_id(net: &Net) -> Outcome {
         "vm4",
         &format!("{} {}", vm4.mac, vm4.ip),
     ]);
+    let logs = log_sizes(net);
     let hv1 = p.lab().chassis("hv1");
     let first = hv1.and_then(|c| c.add_vif("vm4a", "vm4"));
     let Some(first) = p.check("plug vm4a (iface-id vm4)", first) else {
@@ -498,6 +499,30 @@ fn duplicate_iface_id(net: &Net) -> Outcome {
         );
     }
     everything_else_forwards(&mut p, net, "with a duplicate iface-id");
+    expect_logged(
+        &mut p,
+        net,
+        "hv1",
+        logs[0].1,
+        // ovn-controller says nothing until one of them goes ("Multiple bindings for vm4").
+        &[],
+        &["has iface-id vm4 already used"],
+    );
+    if controller(net, "hv1") != Controller::OvnController {
+        // Once, not on every engine run.
+        let log = controller_log(net, "hv1");
+        let lines = log
+            .get(logs[0].1..)
+            .unwrap_or("")
+            .lines()
+            .filter(|l| l.contains("has iface-id vm4 already used"))
+            .count();
+        if lines != 1 {
+            p.fail(format!(
+                "hv1: the duplicate iface-id is logged {lines} times, expected once"
+            ));
+        }
+    }
     let mut ports = net.ports();
     ports.push("vm4");
     let mut outcome = p.finish(&ports);
