@@ -812,6 +812,19 @@ fn gateway_topology(setup: &Setup) -> Result<Net> {
     ])?;
     central.wait_hv_sync()?;
     central.nbctl(&["wait-until", "Logical_Switch_Port", "public-lr0", "up=true"])?;
+    // hv3's claim of cr-lr0-public is not part of --wait=hv: the other chassis redirect to
+    // hv3 once they have seen it, so wait for the claim, then for everybody to catch up.
+    integration::host::wait_for(
+        "cr-lr0-public bound to hv3",
+        Duration::from_secs(30),
+        || {
+            Ok(
+                (central.port_binding_chassis("cr-lr0-public")?.as_deref() == Some("hv3"))
+                    .then_some(()),
+            )
+        },
+    )?;
+    central.wait_hv_sync()?;
     net.extra.push(("hv3".to_owned(), ext));
     Ok(net)
 }
