@@ -547,10 +547,40 @@ fn wait_hv_is_exact(net: &Net) -> Outcome {
     let mut p = net.probe();
     let (vm1, vm3) = (net.vm("vm1"), net.vm("vm3"));
     // to-lport ACLs run on vm3's chassis (hv2), from-lport ones on vm1's (hv1).
+    // The last two ACLs take thousands of flows (a large address set holding vm1's address),
+    // so that the switch takes a while to install them: an acknowledgement that runs ahead
+    // of the installation has a window to show.
+    let big: Vec<String> = (0..4000u32)
+        .map(|i| {
+            let [_, _, c, d] = (i * 7 + 3).to_be_bytes();
+            format!("10.{}.{c}.{d}", 100 + i % 50)
+        })
+        .chain(std::iter::once(vm1.port.ip.to_string()))
+        .collect();
+    p.nbctl(&[
+        "create",
+        "Address_Set",
+        "name=big",
+        &format!(
+            "addresses={}",
+            big.iter()
+                .map(|a| format!("\"{a}\""))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+    ]);
     let acls = [
         ("to-lport", r#"outport == "vm3" && udp.dst == 9999"#),
         ("from-lport", r#"inport == "vm1" && udp.dst == 9999"#),
         ("to-lport", r#"outport == "vm3" && udp.dst == 9999"#),
+        (
+            "to-lport",
+            r#"outport == "vm3" && udp.dst == 9999 && ip4.src == $big"#,
+        ),
+        (
+            "from-lport",
+            r#"inport == "vm1" && udp.dst == 9999 && ip4.src == $big"#,
+        ),
     ];
     for (round, (direction, matching)) in acls.iter().enumerate() {
         p.nbctl(&[
@@ -590,6 +620,8 @@ fn wait_hv_is_exact(net: &Net) -> Outcome {
             &open,
         );
     }
+    p.nbctl(&["destroy", "Address_Set", "big"]);
+    p.wait_hv("address set removed");
     p.finish(&net.ports())
 }
 
