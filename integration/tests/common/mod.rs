@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use integration::observe::{Outcome, Probe, Report};
 use integration::packet::Mac;
@@ -379,9 +379,4 @@ pub fn restart_changes_no_flow(net: &mut Net, chassis: &[&str]) -> Outcome {
     }
     outcome.elapsed = started.elapsed();
     outcome
-}
-
-/// Sleeps a little: for the rare step that has nothing to wait on.
-pub fn pause(ms: u64) {
-    std::thread::sleep(Duration::from_millis(ms));
 }
