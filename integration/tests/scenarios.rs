@@ -857,6 +857,37 @@ fn gateway_topology(setup: &Setup) -> Result<Net> {
         },
     )?;
     central.wait_hv_sync()?;
+    // The localnet port's flows on hv3 follow its patch port's ofport, which --wait=hv does
+    // not cover either (with either controller): wait until table 0 takes its packets.
+    let hv3 = net.lab.chassis("hv3")?;
+    integration::host::wait_for(
+        "table-0 flow for ln-public's patch port on hv3",
+        Duration::from_secs(30),
+        || {
+            let port = hv3.vsctl(&[
+                "--bare",
+                "--columns=name",
+                "find",
+                "Port",
+                "external_ids:ovn-localnet-port=ln-public",
+            ])?;
+            // Both ends carry the key; the br-int end is named patch-br-int-to-*.
+            let Some(port) = port
+                .split_whitespace()
+                .find(|p| p.starts_with("patch-br-int-to-"))
+            else {
+                return Ok(None);
+            };
+            let ofport = hv3.vsctl(&["get", "Interface", port, "ofport"])?;
+            let flows = hv3.ofctl(&[
+                "--no-stats",
+                "dump-flows",
+                "br-int",
+                &format!("table=0,in_port={}", ofport.trim()),
+            ])?;
+            Ok(flows.lines().any(|l| l.contains("actions=")).then_some(()))
+        },
+    )?;
     net.extra.push(("hv3".to_owned(), ext));
     Ok(net)
 }
