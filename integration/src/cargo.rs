@@ -29,7 +29,29 @@ pub fn build(package: &str, artifact: Artifact<'_>) -> Result<PathBuf> {
         name,
         "--message-format=json",
     ];
-    let out = Command::new(env!("CARGO"))
+    let mut cmd = Command::new(env!("CARGO"));
+    // A test runs with the variables cargo sets for its package (CARGO_MANIFEST_DIR,
+    // CARGO_PKG_NAME, ...). Build scripts that watch them (ring's does) would see them changed
+    // and rebuild, and the next `cargo build` from a shell would rebuild again: the nested
+    // build gets the caller's environment without them.
+    for (key, _) in std::env::vars_os() {
+        let Some(k) = key.to_str() else { continue };
+        if k.starts_with("CARGO_PKG_")
+            || k.starts_with("CARGO_BIN_EXE_")
+            || matches!(
+                k,
+                "CARGO_MANIFEST_DIR"
+                    | "CARGO_MANIFEST_PATH"
+                    | "CARGO_CRATE_NAME"
+                    | "CARGO_PRIMARY_PACKAGE"
+                    | "CARGO_TARGET_TMPDIR"
+                    | "OUT_DIR"
+            )
+        {
+            cmd.env_remove(&key);
+        }
+    }
+    let out = cmd
         .args(args)
         .output()
         .map_err(|source| HarnessError::Spawn {

@@ -5,9 +5,14 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
 use crate::daemon::{ControlSocket, Daemon};
 use crate::error::{io_error, HarnessError, Result};
 use crate::host::{wait_for, Host};
+use crate::observe::Binding;
 
 pub const NB_SCHEMA: &str = "/usr/share/ovn/ovn-nb.ovsschema";
 pub const SB_SCHEMA: &str = "/usr/share/ovn/ovn-sb.ovsschema";
@@ -178,6 +183,39 @@ impl Central {
         self.nbctl(&["--wait=sb", "sync"]).map(drop)
     }
 
+    /// `ovn-appctl` to `ovn-northd` (`pause`, `resume`, ...).
+    pub fn northd_appctl<S: AsRef<str>>(&self, args: &[S]) -> Result<String> {
+        let mut all = vec!["-t".to_owned(), self.northd.ctl().display().to_string()];
+        all.extend(args.iter().map(|a| a.as_ref().to_owned()));
+        self.host.run("ovn-appctl", &all)
+    }
+
+    /// What `ovn-nbctl --wait=hv sync` does, without northd (paused while a test edits the SB
+    /// directly, which northd would undo): increments `SB_Global.nb_cfg` and waits until every
+    /// chassis acknowledged it in `Chassis_Private.nb_cfg`, i.e. installed the flows for all
+    /// the Southbound content so far.
+    pub fn wait_sb_acked(&self, timeout: Duration) -> Result<()> {
+        let current = self.sbctl(&["get", "SB_Global", ".", "nb_cfg"])?;
+        let current: i64 = current
+            .trim()
+            .parse()
+            .map_err(|e| HarnessError::Config(format!("SB_Global nb_cfg {current:?}: {e}")))?;
+        let next = current + 1;
+        self.sbctl(&["set", "SB_Global", ".", &format!("nb_cfg={next}")])?;
+        wait_for(
+            &format!("every Chassis_Private to acknowledge nb_cfg {next}"),
+            timeout,
+            || {
+                let out = self.sbctl(&["--bare", "--columns=nb_cfg", "list", "Chassis_Private"])?;
+                let acked: Vec<i64> = out
+                    .split_whitespace()
+                    .filter_map(|v| v.parse().ok())
+                    .collect();
+                Ok((!acked.is_empty() && acked.iter().all(|n| *n >= next)).then_some(()))
+            },
+        )
+    }
+
     /// Waits until the Southbound database has an `Encap` row for chassis `name`.
     pub fn wait_for_chassis(&self, name: &str, timeout: Duration) -> Result<()> {
         wait_for(
@@ -262,4 +300,48 @@ impl Central {
         let name = self.sbctl(&["get", "Chassis", uuid, "name"])?;
         Ok(Some(name.trim().trim_matches('"').to_owned()))
     }
+
+    /// Every `Port_Binding` by logical port: the name of its chassis and its `up` column.
+    pub fn port_bindings(&self) -> Result<BTreeMap<String, Binding>> {
+        let chassis = self.sbctl(&["--format=json", "--columns=_uuid,name", "list", "Chassis"])?;
+        let names: BTreeMap<String, String> = json_rows(&chassis)?
+            .into_iter()
+            .filter_map(|row| {
+                let uuid = row.first()?.get(1)?.as_str()?.to_owned();
+                let name = row.get(1)?.as_str()?.to_owned();
+                Some((uuid, name))
+            })
+            .collect();
+        let pbs = self.sbctl(&[
+            "--format=json",
+            "--columns=logical_port,chassis,up",
+            "list",
+            "Port_Binding",
+        ])?;
+        let mut out = BTreeMap::new();
+        for row in json_rows(&pbs)? {
+            let Some(port) = row.first().and_then(Value::as_str) else {
+                continue;
+            };
+            // A uuid is ["uuid", "..."]; an empty optional column is ["set", []].
+            let chassis = row
+                .get(1)
+                .and_then(|c| (c.get(0)?.as_str()? == "uuid").then(|| c.get(1)?.as_str()))
+                .flatten()
+                .map(|u| names.get(u).cloned().unwrap_or_else(|| u.to_owned()));
+            let up = row.get(2).and_then(Value::as_bool);
+            out.insert(port.to_owned(), Binding { chassis, up });
+        }
+        Ok(out)
+    }
+}
+
+/// The `data` rows of `ovn-sbctl --format=json list` output.
+fn json_rows(text: &str) -> Result<Vec<Vec<Value>>> {
+    let v: Value = serde_json::from_str(text)
+        .map_err(|e| HarnessError::Config(format!("ovn-sbctl printed bad JSON ({e}): {text}")))?;
+    Ok(v["data"]
+        .as_array()
+        .map(|rows| rows.iter().filter_map(|r| r.as_array().cloned()).collect())
+        .unwrap_or_default())
 }

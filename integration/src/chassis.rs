@@ -260,6 +260,39 @@ impl Chassis {
         Ok(created)
     }
 
+    /// Adds a dummy port `name` on bridge `bridge` (created, of the dummy datapath, if missing)
+    /// whose transmitted packets land in a pcap file: a host on the physical network behind a
+    /// localnet port when `bridge` is mapped in `ovn-bridge-mappings`.
+    pub fn add_bridge_port(&self, bridge: &str, name: &str) -> Result<Vif> {
+        let tx_pcap = self.host.path(&format!("{name}-tx.pcap"));
+        let rx_pcap = self.host.path(&format!("{name}-rx.pcap"));
+        self.vsctl(&[
+            "--may-exist",
+            "add-br",
+            bridge,
+            "--",
+            "set",
+            "bridge",
+            bridge,
+            "datapath_type=dummy",
+            "--",
+            "add-port",
+            bridge,
+            name,
+            "--",
+            "set",
+            "Interface",
+            name,
+            &format!("options:tx_pcap={}", tx_pcap.display()),
+            &format!("options:rxq_pcap={}", rx_pcap.display()),
+        ])?;
+        Ok(Vif {
+            name: name.to_owned(),
+            iface_id: String::new(),
+            tx_pcap,
+        })
+    }
+
     /// Makes `packet` arrive on interface `vif` as if the VM had sent it.
     pub fn inject(&self, vif: &Vif, packet: &[u8]) -> Result<()> {
         self.appctl(&["netdev-dummy/receive", &vif.name, &hex::encode(packet)])

@@ -19,6 +19,7 @@ pub mod host;
 pub mod lab;
 pub mod local_ovs;
 pub mod network;
+pub mod observe;
 pub mod oracle;
 pub mod ovsdb_cluster;
 pub mod packet;

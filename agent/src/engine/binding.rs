@@ -191,6 +191,43 @@ pub struct BindingPlan {
     pub active_ha: HashSet<Uuid>,
     /// Lines worth a (rate-limited) log message: ports we refuse and why.
     pub notes: Vec<String>,
+    /// Port_Bindings that cannot be served as they are (unknown type, a required option
+    /// missing): skipped; logged and counted once per problem.
+    pub problems: Vec<(Uuid, String)>,
+}
+
+/// The Port_Binding types ovn-controller 23.03.1 knows (`get_lport_type`).
+const KNOWN_TYPES: &[&str] = &[
+    "",
+    "patch",
+    "chassisredirect",
+    "l3gateway",
+    "localnet",
+    "localport",
+    "l2gateway",
+    "vtep",
+    "external",
+    "virtual",
+    "remote",
+];
+
+/// What makes `pb` unusable, if anything.
+fn problem(pb: &PortBinding) -> Option<String> {
+    let name = &pb.logical_port;
+    let has = |k: &str| pb.options.get(k).is_some_and(|v| !v.is_empty());
+    match pb.type_.as_str() {
+        t if !KNOWN_TYPES.contains(&t) => Some(format!(
+            "Port_Binding {name} has unknown type {t:?}: skipped"
+        )),
+        "localnet" | "l2gateway" if !has("network_name") => Some(format!(
+            "{} port {name} has no network_name option: skipped",
+            pb.type_
+        )),
+        "chassisredirect" if !has("distributed-port") => Some(format!(
+            "chassisredirect port {name} has no distributed-port option: skipped"
+        )),
+        _ => None,
+    }
 }
 
 /// The encap row of our chassis whose ip is `ip`.
@@ -225,6 +262,13 @@ pub fn plan(
     let mut order: Vec<(&Uuid, &PortBinding)> = pbs.iter().collect();
     order.sort_by_key(|(_, p)| (p.parent_port.is_some(), p.logical_port.clone()));
     for (uuid, pb) in order {
+        if let Some(p) = problem(pb) {
+            out.problems.push((*uuid, p));
+            if is_me(&pb.chassis) {
+                out.release.push(*uuid);
+            }
+            continue;
+        }
         let wants = match pb.type_.as_str() {
             "" | "virtual" if pb.parent_port.is_none() => {
                 let Some(iface) = ifaces.by_iface_id.get(&pb.logical_port) else {
@@ -417,6 +461,34 @@ fn claim_main(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unusable_port_bindings_are_problems() {
+        let with_type = |name: &str, ty: &str, opts: &[(&str, &str)]| {
+            let mut p = pb(name, opts);
+            p.type_ = ty.into();
+            p
+        };
+        let unknown = problem(&with_type("bogus", "frobnicate", &[])).unwrap();
+        assert!(
+            unknown.contains("bogus") && unknown.contains("frobnicate"),
+            "{unknown}"
+        );
+        assert!(problem(&with_type("ln", "localnet", &[]))
+            .unwrap()
+            .contains("network_name"));
+        assert!(problem(&with_type("cr", "chassisredirect", &[]))
+            .unwrap()
+            .contains("distributed-port"));
+        for ok in [
+            with_type("vm", "", &[]),
+            with_type("ln", "localnet", &[("network_name", "phys")]),
+            with_type("cr", "chassisredirect", &[("distributed-port", "lrp")]),
+            with_type("p", "patch", &[("peer", "q")]),
+        ] {
+            assert_eq!(problem(&ok), None);
+        }
+    }
 
     fn pb(name: &str, opts: &[(&str, &str)]) -> PortBinding {
         let mut p = PortBinding {

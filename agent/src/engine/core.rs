@@ -108,6 +108,8 @@ pub struct Engine {
     uses: HashMap<Owner, Vec<IdUse>>,
     /// The latest failure per owner (bad rows, refused flows).
     pub failures: BTreeMap<Owner, String>,
+    /// Port_Bindings skipped as unusable, with why.
+    pub bad_bindings: BTreeMap<Uuid, String>,
     pub stats: EngineStats,
     last_claim: HashMap<Uuid, Instant>,
     pub zones: Zones,
@@ -134,6 +136,9 @@ pub struct Engine {
     cond_requested: BTreeMap<&'static str, Condition>,
     cond_requested_seq: u64,
     cond_acked_seq: u64,
+    /// Condition changes handed to the daemon whose sequence numbers have not come back yet
+    /// (until they do, `cond_requested_seq` does not show them).
+    cond_unnumbered: usize,
     // What needs doing.
     need_full: Option<String>,
     dirty_lflows: BTreeSet<Uuid>,
@@ -161,6 +166,7 @@ impl Engine {
             flows: FlowTable::new(),
             uses: HashMap::new(),
             failures: BTreeMap::new(),
+            bad_bindings: BTreeMap::new(),
             stats: EngineStats::default(),
             last_claim: HashMap::new(),
             zones: Zones::default(),
@@ -181,6 +187,7 @@ impl Engine {
             cond_requested: BTreeMap::new(),
             cond_requested_seq: 0,
             cond_acked_seq: 0,
+            cond_unnumbered: 0,
             need_full: Some("start".into()),
             dirty_lflows: BTreeSet::new(),
             deleted_lflows: BTreeSet::new(),
@@ -205,6 +212,7 @@ impl Engine {
         self.cond_requested.clear();
         self.cond_requested_seq = 0;
         self.cond_acked_seq = 0;
+        self.cond_unnumbered = 0;
         self.need_full = Some("southbound reconnected".into());
     }
 
@@ -220,6 +228,13 @@ impl Engine {
     /// Our condition requests got these sequence numbers.
     pub fn conditions_requested(&mut self, seq: u64) {
         self.cond_requested_seq = self.cond_requested_seq.max(seq);
+        self.cond_unnumbered = self.cond_unnumbered.saturating_sub(1);
+    }
+
+    /// A condition change was requested and not yet acknowledged by the server, or not yet
+    /// even numbered: the replica may still lack rows of datapaths that became local.
+    fn conditions_pending(&self) -> bool {
+        self.cond_unnumbered > 0 || self.cond_acked_seq < self.cond_requested_seq
     }
 
     /// The SB replica changed: note what needs recomputing, then forget the change sets.
@@ -366,10 +381,15 @@ impl Engine {
         }
         self.runtime.chassis_name.clone_from(&cfg.system_id);
         // Bindings.
-        self.ifaces = binding::local_ifaces(&self.ovs, &cfg.bridge);
-        for (id, name) in &self.ifaces.duplicates {
-            tracing::warn!(target: "binding", "interface {name} has iface-id {id} already used by another interface: ignored");
+        let ifaces = binding::local_ifaces(&self.ovs, &cfg.bridge);
+        // Logged and counted once, not on every run.
+        for (id, name) in &ifaces.duplicates {
+            if !self.ifaces.duplicates.contains(&(id.clone(), name.clone())) {
+                tracing::warn!(target: "binding", "interface {name} has iface-id {id} already used by another interface: ignored");
+                self.stats.bad_rows += 1;
+            }
         }
+        self.ifaces = ifaces;
         let me = Me {
             name: &cfg.system_id,
             hostname: &cfg.hostname,
@@ -379,6 +399,15 @@ impl Engine {
         for n in &plan.notes {
             tracing::debug!(target: "binding", "{n}");
         }
+        // Unusable Port_Bindings: logged and counted once per problem, then skipped.
+        let bad: BTreeMap<Uuid, String> = plan.problems.iter().cloned().collect();
+        for (u, p) in &bad {
+            if self.bad_bindings.get(u) != Some(p) {
+                tracing::warn!(target: "binding", "{p}");
+                self.stats.bad_rows += 1;
+            }
+        }
+        self.bad_bindings = bad;
         if !self.sb_busy {
             sb_dirty |= self.write_claims(&plan, chassis_uuid, &mut sb_txn, now);
         }
@@ -404,7 +433,8 @@ impl Engine {
         rt.tunnels = tunnels_of(&self.ovs, &cfg.bridge);
         rt.patch_ofports = patch_ofports(&self.ovs, &cfg.bridge, &self.sb.replica);
         let wanted_zones = wanted_zones(&self.sb.replica, &rt);
-        self.zones.update(&wanted_zones);
+        // Zones are released only once the view is complete (after the first put).
+        self.zones.update(&wanted_zones, self.initial_sync_done);
         rt.ct_zones.clone_from(&self.zones.by_name);
         if !same_runtime(&rt, &self.runtime) {
             self.runtime_changed = true;
@@ -426,6 +456,7 @@ impl Engine {
                 actions.conditions.push((t, c));
             }
         }
+        self.cond_unnumbered += actions.conditions.len();
         // Flows.
         self.recompute_flows(&cfg);
         // nb_cfg and ports whose flows are in.
@@ -738,9 +769,8 @@ impl Engine {
             return None;
         }
         if !self.initial_sync_done {
-            let settled = self.runtime.chassis.is_some()
-                && conditions_stable
-                && self.cond_acked_seq >= self.cond_requested_seq;
+            let settled =
+                self.runtime.chassis.is_some() && conditions_stable && !self.conditions_pending();
             let waited = self
                 .sb_connected_at
                 .is_some_and(|t| now.duration_since(t) >= INITIAL_SETTLE);
@@ -753,6 +783,9 @@ impl Engine {
             .replica
             .table::<SbGlobal>()
             .and_then(|t| t.iter().next().map(|(_, g)| g.nb_cfg));
+        // nb_cfg is acknowledged only by a put computed with no condition change pending (the
+        // flows then reflect every row the configuration needs).
+        let sb_nb_cfg = sb_nb_cfg.filter(|_| !self.conditions_pending());
         let nb_cfg_pending = sb_nb_cfg.is_some_and(|n| self.nb_cfg_acked.map(|a| a.0) != Some(n));
         let groups_wanted: BTreeMap<u32, (crate::view::GroupKey, Group)> = self
             .ids
@@ -955,7 +988,7 @@ impl Engine {
                 if let Some(n) = f.nb_cfg {
                     // Exact only when no condition change was in flight (the flows then
                     // reflect every row the configuration needs).
-                    if self.cond_acked_seq >= self.cond_requested_seq {
+                    if !self.conditions_pending() {
                         self.nb_cfg_acked = Some((n, super::now_ms()));
                     }
                 }

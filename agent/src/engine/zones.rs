@@ -26,12 +26,15 @@ impl Zones {
 
     /// Makes the zones exactly `wanted` (names, with a requested zone where the datapath
     /// asks for one): kept names keep their zone, new names take the requested zone if it
-    /// is free or the lowest free one, gone names are freed (and flushed).
-    pub fn update(&mut self, wanted: &BTreeMap<String, Option<u16>>) {
+    /// is free or the lowest free one, gone names are freed (and flushed) if
+    /// `release_unwanted`. Until the first complete view (a restart: the bindings and local
+    /// datapaths are not all known yet) nothing is released, or the restored zones of live
+    /// ports would be flushed and given to others.
+    pub fn update(&mut self, wanted: &BTreeMap<String, Option<u16>>, release_unwanted: bool) {
         let gone: Vec<String> = self
             .by_name
             .keys()
-            .filter(|n| !wanted.contains_key(*n))
+            .filter(|n| release_unwanted && !wanted.contains_key(*n))
             .cloned()
             .collect();
         for n in gone {
@@ -80,6 +83,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn restored_zones_survive_an_incomplete_first_view() {
+        let mut z = Zones::default();
+        let ids = [
+            ("ct-zone-vm3".to_owned(), "7".to_owned()),
+            ("ct-zone-vm2".to_owned(), "8".to_owned()),
+        ];
+        z.restore(ids.iter().map(|(k, v)| (k, v)));
+        // Before the first put: nothing bound yet, then vm2 only.
+        z.update(&BTreeMap::new(), false);
+        z.update(&BTreeMap::from([("vm2".to_owned(), None)]), false);
+        z.update(
+            &BTreeMap::from([("vm2".to_owned(), None), ("vm3".to_owned(), None)]),
+            false,
+        );
+        assert_eq!((z.get("vm2"), z.get("vm3")), (Some(8), Some(7)));
+        assert!(z.to_flush.is_empty(), "no live zone is flushed");
+    }
+
+    #[test]
     fn zones_are_stable_and_requested_ones_honoured() {
         let mut z = Zones::default();
         let ids = [("ct-zone-vm1".to_owned(), "3".to_owned())];
@@ -89,13 +111,13 @@ mod tests {
             ("vm2".to_owned(), None),
             ("d_snat".to_owned(), Some(7)),
         ]);
-        z.update(&wanted);
+        z.update(&wanted, true);
         assert_eq!(z.get("vm1"), Some(3), "restored zone kept");
         assert_eq!(z.get("d_snat"), Some(7), "requested zone");
         assert_eq!(z.get("vm2"), Some(1), "lowest free");
         assert!(!z.to_flush.contains(&3), "a kept zone is not flushed");
         z.to_flush.clear();
-        z.update(&BTreeMap::from([("vm2".to_owned(), None)]));
+        z.update(&BTreeMap::from([("vm2".to_owned(), None)]), true);
         assert_eq!(z.by_name.len(), 1);
         assert!(z.to_flush.contains(&3) && z.to_flush.contains(&7));
     }

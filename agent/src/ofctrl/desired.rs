@@ -204,6 +204,9 @@ pub struct FlowTable {
     by_owner: HashMap<Owner, Vec<u32>, FxBuild>,
     /// Entries that may need a flow_mod.
     dirty: Vec<u32>,
+    /// Freed entries still listed in `dirty`: reusable once `dirty` is drained (a key
+    /// reusing the id meanwhile would be listed twice).
+    freed_dirty: Vec<u32>,
     /// Contributions currently hidden behind another owner's flow for the same key.
     duplicates: usize,
     /// Keys with an effective flow.
@@ -305,12 +308,17 @@ impl FlowTable {
         if !e.contribs.is_empty() || e.installed.is_some() || e.in_flight {
             return;
         }
+        let dirty = e.dirty;
         let h = self.hasher.hash_one((e.table, e.priority, &e.m));
         if let Ok(slot) = self.index.find_entry(h, |&i| i == id) {
             slot.remove();
         }
         self.entries[id as usize] = None;
-        self.free.push(id);
+        if dirty {
+            self.freed_dirty.push(id);
+        } else {
+            self.free.push(id);
+        }
     }
 
     /// Replaces everything `owner` wants with `flows`.
@@ -487,6 +495,7 @@ impl FlowTable {
             });
             items.push((id, sent));
         }
+        self.free.append(&mut self.freed_dirty);
         FlowBatch { items }
     }
 
@@ -524,6 +533,8 @@ impl FlowTable {
         for id in ids {
             if let Some(e) = self.entries[id as usize].as_mut() {
                 e.installed = None;
+                // A batch that was in flight on the old connection is forgotten with it.
+                e.in_flight = false;
             }
             self.drop_if_unused(id);
             self.mark(id);
@@ -707,6 +718,50 @@ mod tests {
             [(FlowModCommand::ModifyStrict, 1)],
             "a refused batch is pending again"
         );
+    }
+
+    /// An entry whose ADD is in flight must outlive its owners until the batch finishes:
+    /// freed and reused by another key, the batch's commit would record the other key as
+    /// installed (it then never reaches the switch), and the first flow, which the switch
+    /// does get, would be left there with no entry to delete it.
+    #[test]
+    fn an_entry_in_flight_is_not_reused_before_its_batch_finishes() {
+        let other = |cookie| {
+            let mut f = flow(cookie, vec![resubmit(9)]);
+            f.priority = 20;
+            f
+        };
+        let mut d = FlowTable::new();
+        d.replace(lf(1), vec![flow(1, vec![resubmit(9)])]);
+        let batch = d.take_batch();
+        d.remove(lf(1));
+        d.replace(lf(2), vec![other(1)]);
+        d.commit_batch(batch);
+        let mut got: Vec<(FlowModCommand, u16, u64)> = d
+            .pending()
+            .map(|o| (o.command, o.priority, o.cookie))
+            .collect();
+        got.sort_by_key(|o| o.1);
+        assert_eq!(
+            got,
+            [
+                (FlowModCommand::DeleteStrict, 10, 1),
+                (FlowModCommand::Add, 20, 1)
+            ],
+            "the flow the switch took goes, the new one is added"
+        );
+        d.commit();
+        assert_eq!(ops(&d), []);
+        assert_eq!(effective(&d).len(), 1);
+    }
+
+    #[test]
+    fn a_key_dropped_and_wanted_again_gives_one_flow_mod() {
+        let mut d = FlowTable::new();
+        d.replace(lf(1), vec![flow(1, vec![resubmit(9)])]);
+        d.remove(lf(1));
+        d.replace(lf(2), vec![flow(2, vec![resubmit(9)])]);
+        assert_eq!(ops(&d), [(FlowModCommand::Add, 2)]);
     }
 
     #[test]
