@@ -183,13 +183,6 @@ impl Central {
         self.nbctl(&["--wait=sb", "sync"]).map(drop)
     }
 
-    /// `ovn-appctl` to `ovn-northd` (`pause`, `resume`, ...).
-    pub fn northd_appctl<S: AsRef<str>>(&self, args: &[S]) -> Result<String> {
-        let mut all = vec!["-t".to_owned(), self.northd.ctl().display().to_string()];
-        all.extend(args.iter().map(|a| a.as_ref().to_owned()));
-        self.host.run("ovn-appctl", &all)
-    }
-
     /// What `ovn-nbctl --wait=hv sync` does, without northd (paused while a test edits the SB
     /// directly, which northd would undo): increments `SB_Global.nb_cfg` and waits until every
     /// chassis acknowledged it in `Chassis_Private.nb_cfg`, i.e. installed the flows for all
