@@ -441,6 +441,8 @@ pub struct CompileReport {
     pub cache_hits: usize,
     pub cache_misses: usize,
     pub cache_entries: usize,
+    /// Matches naming a port group (parsed per datapath, not cached).
+    pub cache_uncached: usize,
     /// Contributions hidden because another owner produced the same table, priority and
     /// match (the switch gets one flow).
     pub duplicates: usize,
@@ -471,6 +473,7 @@ pub fn compile_all(cx: &Context<'_>, threads: usize) -> CompileReport {
         cache_hits: cx.cache.hits.load(Relaxed),
         cache_misses: cx.cache.misses.load(Relaxed),
         cache_entries: cx.cache.len(),
+        cache_uncached: cx.cache.uncached.load(Relaxed),
         duplicates,
         too_many_flows,
     }

@@ -217,14 +217,15 @@ pub fn run(args: &CompileArgs) -> Result<i32, CompileCmdError> {
     let t_print = t3.elapsed();
     if args.stats {
         eprintln!(
-            "lflows {} failed {} (over the flow limit {}), flows {}, duplicates dropped {}, match cache {} entries / {} hits",
+            "lflows {} failed {} (over the flow limit {}), flows {}, duplicates dropped {}, match cache {} entries / {} hits, {} port-group matches parsed per datapath",
             report.lflows,
             report.failures.len(),
             report.too_many_flows,
             report.desired.len(),
             report.duplicates,
             report.cache_entries,
-            report.cache_hits
+            report.cache_hits,
+            report.cache_uncached
         );
         eprintln!(
             "time: load {:.3}s, compile {:.3}s ({threads} thread(s)), encode {:.3}s ({} flow_mod bytes, {encode_errors} errors), print {:.3}s; peak RSS {} MiB",

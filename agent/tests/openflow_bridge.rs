@@ -58,8 +58,8 @@ fn compiled_flows_encode_to_flow_mods_that_decode_back() {
 fn identical_matches_are_parsed_once() {
     let sb = common::sandbox(true);
     let report = common::compile(&sb, "hv1", &Ids::default(), &TableLayout::OVN_23_03, 10_000);
-    // Each distinct match text (per datapath when it names a port group) is parsed once:
-    // every miss creates an entry, and lflows on several datapaths are hits.
+    // Each distinct match text is parsed once: every miss creates an entry, and lflows on
+    // several datapaths are hits (matches naming a port group are per datapath, uncached).
     let pairs: usize = report.lflows;
     println!(
         "lflows {pairs}, cache misses {}, hits {}, entries {}",

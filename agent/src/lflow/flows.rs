@@ -93,6 +93,8 @@ pub struct MatchCache {
     actions: RwLock<HashMap<ActionsKey, Arc<ParsedActions>, FxBuild>>,
     pub hits: std::sync::atomic::AtomicUsize,
     pub misses: std::sync::atomic::AtomicUsize,
+    /// Matches naming a port group, parsed without caching.
+    pub uncached: std::sync::atomic::AtomicUsize,
 }
 
 impl MatchCache {
@@ -170,14 +172,16 @@ fn prepared_match(text: &str, env: &DpEnv<'_>, cache: &MatchCache) -> (String, R
         cache.hits.fetch_add(1, Relaxed);
         return (key, r);
     }
-    cache.misses.fetch_add(1, Relaxed);
     let r = parse_expr(text, env)
         .and_then(annotate)
         .map(|e| Arc::new(simplify(e)));
     // A match naming a port group is parsed per datapath (the group's SB name depends on
     // it) and is seldom repeated there: caching it held a third of the peak memory on an
     // ovn-kubernetes-shaped SB for no hits.
-    if !text.contains('@') {
+    if text.contains('@') {
+        cache.uncached.fetch_add(1, Relaxed);
+    } else {
+        cache.misses.fetch_add(1, Relaxed);
         if let Ok(mut m) = cache.map.write() {
             m.insert(key.clone(), r.clone());
         }
