@@ -455,6 +455,7 @@ pub struct CompileReport {
 pub fn compile_all(cx: &Context<'_>, threads: usize) -> CompileReport {
     let (mut per_owner, n_lflows) = compile_owners(cx, threads);
     let mut desired = DesiredFlows::new();
+    desired.reserve(per_owner.iter().map(|(_, c)| c.flows.len()).sum());
     let mut failures = Vec::new();
     for (owner, c) in &mut per_owner {
         desired.replace(*owner, std::mem::take(&mut c.flows));

@@ -125,6 +125,7 @@ pub fn run(args: &CompileArgs) -> Result<i32, CompileCmdError> {
     let t0 = Instant::now();
     let sb = load(args)?;
     let t_load = t0.elapsed();
+    let rss_after_load = peak_rss_kib();
     let ids = Ids::default();
     if let Some(g) = &args.groups {
         let text = std::fs::read_to_string(g).map_err(|source| CompileCmdError::Read {
@@ -228,13 +229,14 @@ pub fn run(args: &CompileArgs) -> Result<i32, CompileCmdError> {
             report.cache_uncached
         );
         eprintln!(
-            "time: load {:.3}s, compile {:.3}s ({threads} thread(s)), encode {:.3}s ({} flow_mod bytes, {encode_errors} errors), print {:.3}s; peak RSS {} MiB",
+            "time: load {:.3}s, compile {:.3}s ({threads} thread(s)), encode {:.3}s ({} flow_mod bytes, {encode_errors} errors), print {:.3}s; peak RSS {} MiB ({} MiB by the end of loading)",
             t_load.as_secs_f64(),
             t_compile.as_secs_f64(),
             t_encode.as_secs_f64(),
             encoded,
             t_print.as_secs_f64(),
-            peak_rss_kib().map_or(0, |k| k / 1024)
+            peak_rss_kib().map_or(0, |k| k / 1024),
+            rss_after_load.map_or(0, |k| k / 1024)
         );
     }
     let lflow_failures = report

@@ -112,6 +112,12 @@ impl<K: StableKey, V: Clone> IdTable<K, V> {
         Some(id)
     }
 
+    /// The table's own copy of `key` (so that users holding keys share one copy when `K`
+    /// is reference-counted).
+    pub fn interned(&self, key: &K) -> Option<K> {
+        self.by_key.get_key_value(key).map(|(k, _)| k.clone())
+    }
+
     /// Pins `key` to `id` (ids read back from a switch, or fixed by an operator). A key
     /// already holding another id keeps it.
     /// An id pinned by an earlier seed that nothing uses yet is taken over.

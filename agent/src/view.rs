@@ -439,12 +439,10 @@ impl ChassisView for SbView<'_> {
     }
     fn group_id(&self, group: &Group) -> Option<(u32, GroupKey)> {
         let key = group_key_of(group);
-        let id = self
-            .ids
-            .groups
-            .lock()
-            .ok()?
-            .acquire(&key, || group.clone())?;
+        let mut table = self.ids.groups.lock().ok()?;
+        let id = table.acquire(&key, || group.clone())?;
+        // Every flow using the group holds its key: one shared copy, not one each.
+        let key = table.interned(&key).unwrap_or(key);
         Some((id, key))
     }
     fn meter_id(&self, key: &str, meter: &MeterMod) -> Option<u32> {

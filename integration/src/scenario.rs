@@ -1,9 +1,12 @@
 //! Logical topologies built through `ovn-nbctl`, shared by the tests and the `ovn-lab` command.
 
 use std::net::Ipv4Addr;
+use std::time::Duration;
 
 use crate::central::Central;
+use crate::chassis::{Chassis, Vif};
 use crate::error::Result;
+use crate::host::wait_for;
 use crate::packet::Mac;
 
 /// A VM's logical switch port: its name, and the MAC and IPv4 address in `addresses`.
@@ -89,4 +92,126 @@ pub fn wait_port_up(central: &Central, port: &str) -> Result<()> {
     central
         .nbctl(&["wait-until", "Logical_Switch_Port", port, "up=true"])
         .map(drop)
+}
+
+/// A distributed gateway port with SNAT: router `router` gets port `<router>-public` on a new
+/// switch `public`, whose localnet port `ln-public` (network `phys`) is mapped to bridge
+/// `br-ext` on the gateway chassis only; that chassis is the port's gateway chassis, so
+/// `cr-<router>-public` is bound there and the other chassis redirect to it over the tunnel.
+/// The router SNATs `snat_from` to the port's address. The external host is the `ext-host`
+/// port of `br-ext`; its MAC is a static MAC binding (no ARP resolution through the
+/// controller).
+#[derive(Debug, Clone, Copy)]
+pub struct SnatGateway {
+    pub router_mac: Mac,
+    pub router_ip: Ipv4Addr,
+    pub host_mac: Mac,
+    pub host_ip: Ipv4Addr,
+    /// `address/prefix` of the internal networks to SNAT.
+    pub snat_from: &'static str,
+}
+
+impl SnatGateway {
+    pub const LAB: Self = Self {
+        router_mac: Mac([0, 0, 0, 0, 0xff, 0x03]),
+        router_ip: Ipv4Addr::new(172, 16, 0, 1),
+        host_mac: Mac([0xf0, 0, 0, 0, 0, 0x64]),
+        host_ip: Ipv4Addr::new(172, 16, 0, 100),
+        snat_from: "10.0.0.0/16",
+    };
+
+    /// Builds it with `gateway` as the gateway chassis; returns the external host's port.
+    /// Returns once the gateway chassis has claimed the chassisredirect port, every chassis
+    /// has caught up, and the gateway chassis forwards the localnet port's packets (neither
+    /// is covered by `--wait=hv`, with either controller).
+    pub fn build(&self, central: &Central, router: &str, gateway: &Chassis) -> Result<Vif> {
+        let ext = gateway.add_bridge_port("br-ext", "ext-host")?;
+        gateway.vsctl(&[
+            "set",
+            "Open_vSwitch",
+            ".",
+            "external-ids:ovn-bridge-mappings=phys:br-ext",
+        ])?;
+        central.nbctl(&[
+            "--",
+            "ls-add",
+            "public",
+            "--",
+            "lsp-add",
+            "public",
+            "ln-public",
+            "--",
+            "lsp-set-type",
+            "ln-public",
+            "localnet",
+            "--",
+            "lsp-set-addresses",
+            "ln-public",
+            "unknown",
+            "--",
+            "lsp-set-options",
+            "ln-public",
+            "network_name=phys",
+        ])?;
+        let lrp = format!("{router}-public");
+        attach_router_port(
+            central,
+            router,
+            "public",
+            &self.router_mac.to_string(),
+            &format!("{}/24", self.router_ip),
+        )?;
+        central.nbctl(&["lrp-set-gateway-chassis", &lrp, gateway.name(), "20"])?;
+        let router_ip = self.router_ip.to_string();
+        central.nbctl(&["lr-nat-add", router, "snat", &router_ip, self.snat_from])?;
+        let host_ip = self.host_ip.to_string();
+        let host_mac = self.host_mac.to_string();
+        central.nbctl(&["static-mac-binding-add", &lrp, &host_ip, &host_mac])?;
+        central.wait_hv_sync()?;
+        wait_port_up(central, &format!("public-{router}"))?;
+        let cr = format!("cr-{lrp}");
+        wait_for(
+            &format!("{cr} bound to {}", gateway.name()),
+            Duration::from_secs(30),
+            || {
+                Ok(
+                    (central.port_binding_chassis(&cr)?.as_deref() == Some(gateway.name()))
+                        .then_some(()),
+                )
+            },
+        )?;
+        central.wait_hv_sync()?;
+        wait_for(
+            "a table-0 flow for ln-public's patch port on the gateway chassis",
+            Duration::from_secs(30),
+            || localnet_patch_forwards(gateway, "ln-public"),
+        )?;
+        Ok(ext)
+    }
+}
+
+/// Whether table 0 of `chassis` takes packets from the br-int end of `localnet`'s patch port.
+fn localnet_patch_forwards(chassis: &Chassis, localnet: &str) -> Result<Option<()>> {
+    let ports = chassis.vsctl(&[
+        "--bare",
+        "--columns=name",
+        "find",
+        "Port",
+        &format!("external_ids:ovn-localnet-port={localnet}"),
+    ])?;
+    // Both ends carry the key; the br-int end is named patch-br-int-to-*.
+    let Some(port) = ports
+        .split_whitespace()
+        .find(|p| p.starts_with("patch-br-int-to-"))
+    else {
+        return Ok(None);
+    };
+    let ofport = chassis.vsctl(&["get", "Interface", port, "ofport"])?;
+    let flows = chassis.ofctl(&[
+        "--no-stats",
+        "dump-flows",
+        "br-int",
+        &format!("table=0,in_port={}", ofport.trim()),
+    ])?;
+    Ok(flows.lines().any(|l| l.contains("actions=")).then_some(()))
 }

@@ -16,7 +16,7 @@ use integration::packet::{
     arp_reply, arp_request, arp_summary, icmp4_echo, icmp4_echo_reply, ipv4_summary, tcp4, udp4,
     Mac, TcpFlags, ARP_REPLY,
 };
-use integration::scenario::attach_router_port;
+use integration::scenario::{attach_router_port, SnatGateway};
 use integration::{Controller, Result};
 
 const TTL: u8 = 64;
@@ -779,123 +779,23 @@ fn mixed_chassis_pass_the_same_traffic() {
 
 // ---- scenario 7: a distributed gateway port with SNAT on a third chassis -----------------
 
-const EXT_HOST_MAC: &str = "f0:00:00:00:00:64";
-const EXT_HOST_IP: Ipv4Addr = Ipv4Addr::new(172, 16, 0, 100);
-const LR0_PUBLIC_MAC: &str = "00:00:00:00:ff:03";
-const LR0_PUBLIC_IP: Ipv4Addr = Ipv4Addr::new(172, 16, 0, 1);
+const GATEWAY: SnatGateway = SnatGateway::LAB;
+const EXT_HOST_IP: Ipv4Addr = GATEWAY.host_ip;
+const LR0_PUBLIC_IP: Ipv4Addr = GATEWAY.router_ip;
 
-/// The shared topology plus: lr0's distributed gateway port lr0-public (172.16.0.1/24) on
-/// switch `public`, whose localnet port `ln-public` is mapped to br-ext on hv3 only; hv3 is
-/// the gateway chassis (so cr-lr0-public is bound there); lr0 SNATs 10.0.0.0/16 to
-/// 172.16.0.1; the external host 172.16.0.100 is port ext-host of br-ext on hv3, its MAC
-/// known to lr0 by a static MAC binding (no ARP resolution through the controller).
+/// The shared topology plus lr0's distributed gateway port with SNAT on hv3
+/// ([`SnatGateway`]): 10.0.0.0/16 leaves as 172.16.0.1 through the localnet port there.
 fn gateway_topology(setup: &Setup) -> Result<Net> {
     let mut net = two_switches_one_router(setup, &["hv1", "hv2", "hv3"])?;
-    let hv3 = net.lab.chassis("hv3")?;
-    let ext = hv3.add_bridge_port("br-ext", "ext-host")?;
-    hv3.vsctl(&[
-        "set",
-        "Open_vSwitch",
-        ".",
-        "external-ids:ovn-bridge-mappings=phys:br-ext",
-    ])?;
-    let central = net.lab.central();
-    central.nbctl(&[
-        "--",
-        "ls-add",
-        "public",
-        "--",
-        "lsp-add",
-        "public",
-        "ln-public",
-        "--",
-        "lsp-set-type",
-        "ln-public",
-        "localnet",
-        "--",
-        "lsp-set-addresses",
-        "ln-public",
-        "unknown",
-        "--",
-        "lsp-set-options",
-        "ln-public",
-        "network_name=phys",
-    ])?;
-    attach_router_port(
-        central,
-        "lr0",
-        "public",
-        LR0_PUBLIC_MAC,
-        &format!("{LR0_PUBLIC_IP}/24"),
-    )?;
-    central.nbctl(&["lrp-set-gateway-chassis", "lr0-public", "hv3", "20"])?;
-    central.nbctl(&[
-        "lr-nat-add",
-        "lr0",
-        "snat",
-        &LR0_PUBLIC_IP.to_string(),
-        "10.0.0.0/16",
-    ])?;
-    central.nbctl(&[
-        "static-mac-binding-add",
-        "lr0-public",
-        &EXT_HOST_IP.to_string(),
-        EXT_HOST_MAC,
-    ])?;
-    central.wait_hv_sync()?;
-    central.nbctl(&["wait-until", "Logical_Switch_Port", "public-lr0", "up=true"])?;
-    // hv3's claim of cr-lr0-public is not part of --wait=hv: the other chassis redirect to
-    // hv3 once they have seen it, so wait for the claim, then for everybody to catch up.
-    integration::host::wait_for(
-        "cr-lr0-public bound to hv3",
-        Duration::from_secs(30),
-        || {
-            Ok(
-                (central.port_binding_chassis("cr-lr0-public")?.as_deref() == Some("hv3"))
-                    .then_some(()),
-            )
-        },
-    )?;
-    central.wait_hv_sync()?;
-    // The localnet port's flows on hv3 follow its patch port's ofport, which --wait=hv does
-    // not cover either (with either controller): wait until table 0 takes its packets.
-    let hv3 = net.lab.chassis("hv3")?;
-    integration::host::wait_for(
-        "table-0 flow for ln-public's patch port on hv3",
-        Duration::from_secs(30),
-        || {
-            let port = hv3.vsctl(&[
-                "--bare",
-                "--columns=name",
-                "find",
-                "Port",
-                "external_ids:ovn-localnet-port=ln-public",
-            ])?;
-            // Both ends carry the key; the br-int end is named patch-br-int-to-*.
-            let Some(port) = port
-                .split_whitespace()
-                .find(|p| p.starts_with("patch-br-int-to-"))
-            else {
-                return Ok(None);
-            };
-            let ofport = hv3.vsctl(&["get", "Interface", port, "ofport"])?;
-            let flows = hv3.ofctl(&[
-                "--no-stats",
-                "dump-flows",
-                "br-int",
-                &format!("table=0,in_port={}", ofport.trim()),
-            ])?;
-            Ok(flows.lines().any(|l| l.contains("actions=")).then_some(()))
-        },
-    )?;
+    let ext = GATEWAY.build(net.lab.central(), "lr0", net.lab.chassis("hv3")?)?;
     net.extra.push(("hv3".to_owned(), ext));
     Ok(net)
 }
 
 fn snat_through_gateway_chassis(net: &Net) -> Outcome {
     let mut p = net.probe();
-    let ext_mac = mac(EXT_HOST_MAC);
-    let public_mac = mac(LR0_PUBLIC_MAC);
+    let ext_mac = GATEWAY.host_mac;
+    let public_mac = GATEWAY.router_mac;
     let (lrp0, lrp1) = (net.router_port("sw0"), net.router_port("sw1"));
     // The external host finds the router's address: answered on hv3, where cr-lr0-public is.
     p.send(

@@ -262,12 +262,13 @@ impl FlowTable {
     }
 
     /// A new, empty entry for a key (the match is stored compacted).
-    fn insert_key(&mut self, table: u8, priority: u16, m: &mut FlowMatch) -> u32 {
+    fn insert_key(&mut self, table: u8, priority: u16, mut m: FlowMatch) -> u32 {
         m.shrink_to_fit();
+        let h = self.hash(table, priority, &m);
         let e = Entry {
             table,
             priority,
-            m: m.clone(),
+            m,
             contribs: SmallVec::new(),
             merged: None,
             installed: None,
@@ -281,7 +282,6 @@ impl FlowTable {
             self.entries.push(Some(e));
             (self.entries.len() - 1) as u32
         };
-        let h = self.hash(table, priority, m);
         let (entries, hasher) = (&self.entries, &self.hasher);
         self.index.insert_unique(h, id, |&i| {
             entries[i as usize]
@@ -322,6 +322,18 @@ impl FlowTable {
     }
 
     /// Replaces everything `owner` wants with `flows`.
+    /// Makes room for `additional` more keys (a full compile knows its count: growing by
+    /// doubling would leave up to half the entries' memory unused).
+    pub fn reserve(&mut self, additional: usize) {
+        self.entries.reserve_exact(additional);
+        let (entries, hasher) = (&self.entries, &self.hasher);
+        self.index.reserve(additional, |&i| {
+            entries[i as usize]
+                .as_ref()
+                .map_or(0, |e| hasher.hash_one((e.table, e.priority, &e.m)))
+        });
+    }
+
     pub fn replace(&mut self, owner: Owner, flows: Vec<Flow>) {
         self.remove(owner);
         if flows.is_empty() {
@@ -331,7 +343,7 @@ impl FlowTable {
         for mut f in flows {
             let id = match self.find(f.table, f.priority, &f.m) {
                 Some(id) => id,
-                None => self.insert_key(f.table, f.priority, &mut f.m),
+                None => self.insert_key(f.table, f.priority, std::mem::take(&mut f.m)),
             };
             let Some(e) = self.entries[id as usize].as_mut() else {
                 continue;
@@ -582,8 +594,7 @@ impl FlowTable {
             let id = if let Some(id) = found {
                 id
             } else {
-                let mut m = m;
-                let id = self.insert_key(table, priority, &mut m);
+                let id = self.insert_key(table, priority, m);
                 canon.entry(h).or_default().push(id);
                 id
             };

@@ -8,8 +8,10 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 use clap::Parser;
-use integration::packet::{describe, icmp4_echo, ipv4_summary, Mac};
-use integration::scenario::{add_router, add_switch, wait_port_up, RouterPort, VmPort};
+use integration::packet::{describe, icmp4_echo, icmp4_echo_reply, ipv4_summary, Mac};
+use integration::scenario::{
+    add_router, add_switch, wait_port_up, RouterPort, SnatGateway, VmPort,
+};
 use integration::{Controller, Lab, Vif};
 
 #[derive(Parser, Debug)]
@@ -106,6 +108,10 @@ fn main() -> anyhow::Result<()> {
         wait_port_up(central, &vm.port.name)?;
     }
     central.wait_hv_sync()?;
+    // The last chassis is lr0's gateway to the outside: SNAT through it.
+    let gateway_name = format!("hv{}", args.chassis);
+    let gateway = SnatGateway::LAB;
+    let ext_host = gateway.build(central, "lr0", lab.chassis(&gateway_name)?)?;
     print!("{}", central.sbctl(&["show"])?);
 
     let (_, src) = vms
@@ -151,6 +157,16 @@ fn main() -> anyhow::Result<()> {
             }
         }
     }
+    if !snat_through_gateway(
+        &lab,
+        src,
+        &router_ports[0],
+        &gateway,
+        &gateway_name,
+        &ext_host,
+    )? {
+        failures += 1;
+    }
     if args.keep {
         println!(
             "\nlab running in {}; press Enter to stop it",
@@ -164,4 +180,90 @@ fn main() -> anyhow::Result<()> {
     }
     println!("\nall packets arrived; lab stopped");
     Ok(())
+}
+
+/// vm1 pings the external host: lr0 redirects it to the gateway chassis, SNATs it and sends
+/// it out through the localnet port there; the host's reply comes back to vm1 un-SNATed.
+/// Whether both arrived.
+fn snat_through_gateway(
+    lab: &Lab,
+    src: &Vm,
+    first_hop: &RouterPort,
+    gateway: &SnatGateway,
+    gateway_name: &str,
+    ext_host: &Vif,
+) -> anyhow::Result<bool> {
+    const TTL: u8 = 64;
+    let request = icmp4_echo(
+        src.port.mac,
+        first_hop.mac,
+        src.port.ip,
+        gateway.host_ip,
+        TTL,
+        56,
+    );
+    println!(
+        "\n{} ({}) -> external host {} behind {gateway_name}, SNAT by lr0: sending {}",
+        src.port.name,
+        src.chassis,
+        gateway.host_ip,
+        describe(&request)
+    );
+    lab.chassis(&src.chassis)?.inject(&src.vif, &request)?;
+    let out = ext_host.wait_for_packet(Duration::from_secs(10), |p| {
+        ipv4_summary(p).is_some_and(|s| s.icmp_echo_request && s.dst == gateway.host_ip)
+    });
+    let out = match out {
+        Ok(p) => p,
+        Err(e) => {
+            println!("  NOT delivered: {e}");
+            return Ok(false);
+        }
+    };
+    println!(
+        "  left {gateway_name} through the localnet port: {}",
+        describe(&out)
+    );
+    let Some(seen) = ipv4_summary(&out) else {
+        return Ok(false);
+    };
+    if seen.src != gateway.router_ip {
+        println!(
+            "  NOT SNATed: source {} instead of {}",
+            seen.src, gateway.router_ip
+        );
+        return Ok(false);
+    }
+    let reply = icmp4_echo_reply(
+        gateway.host_mac,
+        gateway.router_mac,
+        gateway.host_ip,
+        gateway.router_ip,
+        TTL,
+        56,
+    );
+    println!(
+        "external host replies to {}: sending {}",
+        gateway.router_ip,
+        describe(&reply)
+    );
+    lab.chassis(gateway_name)?.inject(ext_host, &reply)?;
+    let back = src.vif.wait_for_packet(Duration::from_secs(10), |p| {
+        ipv4_summary(p).is_some_and(|s| s.src == gateway.host_ip && !s.icmp_echo_request)
+    });
+    match back {
+        Ok(p) => {
+            println!(
+                "  arrived on {}/{}: {}",
+                src.chassis,
+                src.vif.name,
+                describe(&p)
+            );
+            Ok(true)
+        }
+        Err(e) => {
+            println!("  NOT delivered: {e}");
+            Ok(false)
+        }
+    }
 }
