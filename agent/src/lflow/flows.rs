@@ -14,9 +14,9 @@ use super::layout::TableLayout;
 use super::normalize::{
     eval_conditions, normalize, simplify, to_matches, Conj, MatchKind, PortResolver,
 };
-use super::of::conjunction;
 use super::of::FieldId;
 use super::of::Slot;
+use super::of::{conjunction, Action};
 use super::template::expand_templates;
 use openflow::wire::{Group, MeterMod};
 use sbclient::Uuid;
@@ -93,11 +93,36 @@ pub struct MatchCache {
     actions: RwLock<HashMap<ActionsKey, Arc<ParsedActions>, FxBuild>>,
     pub hits: std::sync::atomic::AtomicUsize,
     pub misses: std::sync::atomic::AtomicUsize,
+    /// Encoded action lists, so that the flows of one lflow on many datapaths (and of
+    /// different lflows with the same actions) share one copy.
+    action_lists: RwLock<std::collections::HashSet<Arc<Vec<Action>>, FxBuild>>,
     /// Matches naming a port group, parsed without caching.
     pub uncached: std::sync::atomic::AtomicUsize,
 }
 
 impl MatchCache {
+    /// The shared copy of `actions`.
+    pub fn intern_actions(&self, mut actions: Vec<Action>) -> Arc<Vec<Action>> {
+        if let Some(a) = self
+            .action_lists
+            .read()
+            .ok()
+            .and_then(|s| s.get(&actions).cloned())
+        {
+            return a;
+        }
+        // Kept for the flows' lifetime: no spare capacity.
+        actions.shrink_to_fit();
+        let a = Arc::new(actions);
+        if let Ok(mut s) = self.action_lists.write() {
+            if let Some(existing) = s.get(&a) {
+                return existing.clone();
+            }
+            s.insert(a.clone());
+        }
+        a
+    }
+
     /// Number of distinct cached matches.
     pub fn len(&self) -> usize {
         self.map.read().map_or(0, |m| m.len())
@@ -343,9 +368,7 @@ fn compile_in(
     let mut encoded = Encoder { env, p: &params }
         .encode(&parsed.actions)
         .map_err(super::error::in_actions)?;
-    // Kept for the flows' lifetime: no spare capacity.
-    encoded.shrink_to_fit();
-    let actions = Arc::new(encoded);
+    let actions = cache.intern_actions(encoded);
     let cookie = cookie_of(lf.uuid);
     let n_conj = matches
         .iter()
@@ -417,7 +440,7 @@ fn compile_in(
                     priority: lf.priority,
                     cookie: 0,
                     m,
-                    actions: Arc::new(acts),
+                    actions: cache.intern_actions(acts),
                 });
             }
         }
