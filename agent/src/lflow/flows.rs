@@ -365,7 +365,7 @@ fn compile_in(
         lflow_uuid: *lf.uuid,
         dp_key: dp.key,
     };
-    let mut encoded = Encoder { env, p: &params }
+    let encoded = Encoder { env, p: &params }
         .encode(&parsed.actions)
         .map_err(super::error::in_actions)?;
     let actions = cache.intern_actions(encoded);
