@@ -1,6 +1,8 @@
 //! Match-expression syntax tree and parser. Negations are pushed down while parsing, so the
 //! tree has no NOT nodes.
 
+use std::sync::Arc;
+
 use super::error::{semantic, LflowError, Result};
 use super::lexer::{min_width, tokenize, IntFormat, Spanned, Token};
 use super::symtab::{symtab, Level, SymKind, Symbol};
@@ -108,6 +110,43 @@ impl<L> Expr<L> {
 pub trait ExprContext {
     fn address_set(&self, name: &str) -> Option<&[String]>;
     fn port_group(&self, name: &str) -> Option<&[String]>;
+    /// The constants of address set `name`; a context that sees the same set in many
+    /// matches parses it once.
+    fn address_set_consts(&self, name: &str) -> Option<Arc<[Const]>> {
+        self.address_set(name).map(parse_address_set)
+    }
+}
+
+/// An address set's entries as constants. Entries that are not integers are skipped, as
+/// ovn-controller does.
+pub fn parse_address_set(entries: &[String]) -> Arc<[Const]> {
+    let mut vals = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let Ok(t) = tokenize(entry) else {
+            continue;
+        };
+        if t.len() != 2 {
+            continue;
+        }
+        match &t[0].token {
+            Token::Int { value, format } => vals.push(Const::Int {
+                value: *value,
+                mask: None,
+                format: *format,
+            }),
+            Token::Masked {
+                value,
+                mask,
+                format,
+            } => vals.push(Const::Int {
+                value: *value,
+                mask: Some(*mask),
+                format: *format,
+            }),
+            _ => {}
+        }
+    }
+    vals.into()
 }
 
 /// A context without sets.
@@ -148,7 +187,9 @@ pub(crate) struct Parser<'a> {
     pub depth: usize,
 }
 
-enum Const {
+/// A constant of a comparison's right-hand side.
+#[derive(Clone, Debug)]
+pub enum Const {
     Int {
         value: u128,
         mask: Option<u128>,
@@ -406,36 +447,10 @@ impl Parser<'_> {
                 format,
             }),
             Token::Macro(name) => {
-                let set = self
-                    .ctx
-                    .address_set(&name)
-                    .ok_or_else(|| LflowError::Semantic(format!("{name}: unknown address set")))?;
-                let mut vals = Vec::new();
-                for entry in set {
-                    // Entries that are not integers are skipped, as ovn-controller does.
-                    if let Ok(t) = tokenize(entry) {
-                        if t.len() == 2 {
-                            match &t[0].token {
-                                Token::Int { value, format } => vals.push(Const::Int {
-                                    value: *value,
-                                    mask: None,
-                                    format: *format,
-                                }),
-                                Token::Masked {
-                                    value,
-                                    mask,
-                                    format,
-                                } => vals.push(Const::Int {
-                                    value: *value,
-                                    mask: Some(*mask),
-                                    format: *format,
-                                }),
-                                _ => {}
-                            }
-                        }
-                    }
-                }
-                out.extend(vals);
+                let set = self.ctx.address_set_consts(&name).ok_or_else(|| {
+                    LflowError::Semantic(format!("{name}: unknown address set"))
+                })?;
+                out.extend(set.iter().cloned());
             }
             Token::PortGroup(name) => {
                 let set = self

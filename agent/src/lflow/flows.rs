@@ -8,7 +8,7 @@ use super::actions::{parse_actions, ParseOptions, ParsedActions, Pipeline};
 use super::annotate::{annotate, AExpr};
 use super::encode::{EncodeEnv, EncodeParams, Encoder};
 use super::error::{LflowError, Result};
-use super::expr::{parse_expr, Expr, ExprContext};
+use super::expr::{parse_address_set, parse_expr, Const, Expr, ExprContext};
 use super::hash::FxBuild;
 use super::layout::TableLayout;
 use super::normalize::{
@@ -96,6 +96,8 @@ pub struct MatchCache {
     /// Encoded action lists, so that the flows of one lflow on many datapaths (and of
     /// different lflows with the same actions) share one copy.
     action_lists: RwLock<std::collections::HashSet<Arc<Vec<Action>>, FxBuild>>,
+    /// Address sets' constants, parsed once per run.
+    address_sets: RwLock<HashMap<String, Arc<[Const]>, FxBuild>>,
     /// Matches naming a port group, parsed without caching.
     pub uncached: std::sync::atomic::AtomicUsize,
 }
@@ -135,6 +137,7 @@ impl MatchCache {
 
 struct DpEnv<'a> {
     view: &'a dyn ChassisView,
+    cache: &'a MatchCache,
     dp: &'a DpSpec<'a>,
     pg_names: RwLock<HashMap<String, String>>,
     /// Ids taken while encoding (released by whoever drops the flows).
@@ -144,6 +147,17 @@ struct DpEnv<'a> {
 impl ExprContext for DpEnv<'_> {
     fn address_set(&self, name: &str) -> Option<&[String]> {
         self.view.address_set(name)
+    }
+    fn address_set_consts(&self, name: &str) -> Option<Arc<[Const]>> {
+        let sets = &self.cache.address_sets;
+        if let Some(c) = sets.read().ok().and_then(|m| m.get(name).cloned()) {
+            return Some(c);
+        }
+        let c = parse_address_set(self.view.address_set(name)?);
+        if let Ok(mut m) = sets.write() {
+            m.insert(name.to_owned(), c.clone());
+        }
+        Some(c)
     }
     fn port_group(&self, name: &str) -> Option<&[String]> {
         let scoped = format!("{}_{name}", self.dp.key);
@@ -323,6 +337,7 @@ pub fn compile_lflow(
 ) -> Result<Vec<OfFlow>> {
     let env = DpEnv {
         view,
+        cache,
         dp,
         pg_names: RwLock::new(HashMap::new()),
         uses: std::cell::RefCell::new(Vec::new()),
