@@ -4,6 +4,7 @@
 //! server would send them, so the compiler has one input model.
 
 use std::collections::BTreeSet;
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use sbclient::{ovn_sb, spawn, ClientConfig, Event, Remote, Replica};
@@ -123,25 +124,13 @@ fn guess_table(heads: &[String]) -> Option<&'static str> {
 
 impl Southbound {
     /// Adds every table of `text` (one or more JSON documents: a table, a list of tables,
-    /// or an object of tables).
+    /// or an object of tables). Tables are decoded one at a time, so only one table's JSON
+    /// tree is in memory at once.
     pub fn load_json(&mut self, text: &str) -> Result<(), SouthboundError> {
-        for doc in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
-            match doc? {
-                Value::Array(items) => {
-                    for t in &items {
-                        self.load_table(t)?;
-                    }
-                }
-                Value::Object(o) if o.contains_key("headings") => {
-                    self.load_table(&Value::Object(o))?;
-                }
-                Value::Object(o) => {
-                    for t in o.values() {
-                        self.load_table(t)?;
-                    }
-                }
-                _ => return Err(SouthboundError::Shape),
-            }
+        let mut de = serde_json::Deserializer::from_str(text);
+        // `end` succeeds once only whitespace is left.
+        while de.end().is_err() {
+            serde::Deserializer::deserialize_any(&mut de, Tables { sb: self })??;
         }
         Ok(())
     }
@@ -183,35 +172,47 @@ impl Southbound {
                 });
             }
         }
-        // One `initial` row operation per row, with the columns this schema has.
-        let mut rows = Map::new();
+        // One `initial` row operation per row, with the columns this schema has, written
+        // as the update a server would send.
+        let mut text = String::with_capacity(1024);
+        text.push('{');
+        push_json_str(&mut text, &name);
+        text.push_str(":{");
         for (i, r) in data.iter().enumerate() {
             let cells = r.as_array().ok_or(SouthboundError::Shape)?;
-            let mut uuid = None;
-            let mut row = Map::new();
-            for (h, v) in heads.iter().zip(cells) {
-                if h == "_uuid" {
-                    uuid = match v {
-                        Value::Array(a) if a.len() == 2 && a[0] == "uuid" => {
-                            a[1].as_str().map(str::to_owned)
-                        }
-                        _ => None,
-                    };
-                } else if columns.contains(&h.as_str()) {
-                    row.insert(h.clone(), v.clone());
-                }
+            let uuid = heads
+                .iter()
+                .zip(cells)
+                .find(|(h, _)| *h == "_uuid")
+                .and_then(|(_, v)| match v {
+                    Value::Array(a) if a.len() == 2 && a[0] == "uuid" => a[1].as_str(),
+                    _ => None,
+                })
+                .ok_or_else(|| SouthboundError::NoUuid {
+                    table: name.clone(),
+                    row: i,
+                })?;
+            if i > 0 {
+                text.push(',');
             }
-            let uuid = uuid.ok_or_else(|| SouthboundError::NoUuid {
-                table: name.clone(),
-                row: i,
-            })?;
-            let mut op = Map::new();
-            op.insert("initial".into(), Value::Object(row));
-            rows.insert(uuid, Value::Object(op));
+            push_json_str(&mut text, uuid);
+            text.push_str(":{\"initial\":{");
+            let mut first = true;
+            for (h, v) in heads.iter().zip(cells) {
+                if h == "_uuid" || !columns.contains(&h.as_str()) {
+                    continue;
+                }
+                if !first {
+                    text.push(',');
+                }
+                first = false;
+                push_json_str(&mut text, h);
+                text.push(':');
+                let _ = write!(text, "{v}");
+            }
+            text.push_str("}}");
         }
-        let mut update = Map::new();
-        update.insert(name.clone(), Value::Object(rows));
-        let text = Value::Object(update).to_string();
+        text.push_str("}}");
         let before = self.replica.stats().rows_skipped;
         let raw = sbclient::replica::raw(&text).map_err(|_| SouthboundError::Shape)?;
         self.replica
@@ -269,6 +270,75 @@ pub fn is_remote(s: &str) -> bool {
     ["unix:", "tcp:", "ssl:"].iter().any(|p| s.starts_with(p))
 }
 
+fn push_json_str(out: &mut String, s: &str) {
+    let _ = write!(out, "{}", Value::from(s));
+}
+
+/// Visits one JSON document of tables, loading each table as soon as it is decoded.
+struct Tables<'a> {
+    sb: &'a mut Southbound,
+}
+
+impl<'de> serde::de::Visitor<'de> for Tables<'_> {
+    type Value = Result<(), SouthboundError>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a table, a list of tables or an object of tables")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while let Some(t) = seq.next_element::<Value>()? {
+            if let Err(e) = self.sb.load_table(&t) {
+                return Ok(Err(e));
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        // Either one table (with "headings") or an object whose values are tables.
+        let mut single = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let v: Value = map.next_value()?;
+            if single.is_empty() && v.get("headings").is_some() {
+                if let Err(e) = self.sb.load_table(&v) {
+                    return Ok(Err(e));
+                }
+                continue;
+            }
+            single.insert(key, v);
+        }
+        if single.contains_key("headings") {
+            return Ok(self.sb.load_table(&Value::Object(single)));
+        }
+        for t in single.values() {
+            if let Err(e) = self.sb.load_table(t) {
+                return Ok(Err(e));
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Err(SouthboundError::Shape))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Err(SouthboundError::Shape))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Err(SouthboundError::Shape))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Err(SouthboundError::Shape))
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(Err(SouthboundError::Shape))
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Err(SouthboundError::Shape))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -319,5 +389,53 @@ mod tests {
             matches!(e, SouthboundError::BadRows { skipped: 1, .. }),
             "{e}"
         );
+    }
+
+    const CHASSIS: &str = r#"{"caption":"Chassis table","headings":["_uuid","name","hostname","encaps"],"data":[[["uuid","5b4c5c1e-0000-4000-8000-000000000001"],"hv1","h",["set",[]]]]}"#;
+    const DATAPATH: &str = r#"{"caption":"Datapath_Binding table","headings":["_uuid","tunnel_key"],"data":[[["uuid","5b4c5c1e-0000-4000-8000-000000000002"],7]]}"#;
+
+    #[test]
+    fn lists_objects_and_several_documents_of_tables_load() {
+        for text in [
+            format!("[{CHASSIS},{DATAPATH}]"),
+            format!(r#"{{"Chassis":{CHASSIS},"Datapath_Binding":{DATAPATH}}}"#),
+            format!("{CHASSIS}\n{DATAPATH}\n"),
+        ] {
+            let mut sb = Southbound::default();
+            sb.load_json(&text).unwrap();
+            assert_eq!(
+                sb.replica.table::<ovn_sb::Chassis>().unwrap().len(),
+                1,
+                "{text}"
+            );
+            let dps = sb.replica.table::<ovn_sb::DatapathBinding>().unwrap();
+            assert_eq!(dps.iter().next().unwrap().1.tunnel_key, 7, "{text}");
+        }
+    }
+
+    #[test]
+    fn truncated_input_is_an_error() {
+        let text = format!("[{CHASSIS},{DATAPATH}]");
+        let mut sb = Southbound::default();
+        let e = sb.load_json(&text[..text.len() - 5]).unwrap_err();
+        assert!(matches!(e, SouthboundError::Json(_)), "{e}");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_loads_or_fails_cleanly(text in ".{0,200}") {
+            let _ = Southbound::default().load_json(&text);
+        }
+
+        #[test]
+        fn a_cut_or_altered_dump_loads_or_fails_cleanly(cut in 0usize..400, at in 0usize..400, byte in 0u8..128) {
+            let mut text = format!("[{CHASSIS},{DATAPATH}]").into_bytes();
+            let at = at % text.len();
+            text[at] = byte;
+            text.truncate(cut.min(text.len()));
+            if let Ok(text) = std::str::from_utf8(&text) {
+                let _ = Southbound::default().load_json(text);
+            }
+        }
     }
 }

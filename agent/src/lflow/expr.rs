@@ -447,9 +447,10 @@ impl Parser<'_> {
                 format,
             }),
             Token::Macro(name) => {
-                let set = self.ctx.address_set_consts(&name).ok_or_else(|| {
-                    LflowError::Semantic(format!("{name}: unknown address set"))
-                })?;
+                let set = self
+                    .ctx
+                    .address_set_consts(&name)
+                    .ok_or_else(|| LflowError::Semantic(format!("{name}: unknown address set")))?;
                 out.extend(set.iter().cloned());
             }
             Token::PortGroup(name) => {
