@@ -605,7 +605,8 @@ fn switch_refuses_one_flow(net: &Net) -> Outcome {
         "hv1",
         logs[0].1,
         &[], // ovn-controller 23.03.1 never sends the bit (see the intended difference)
-        &["switch refused"],
+        // Named as OpenFlow names it (the log once said `Standard { ty: 4, code: 7 }`).
+        &["switch refused a flow", "OFPBMC_BAD_VALUE"],
     );
     for (i, chassis) in ["hv1"].iter().enumerate() {
         if controller(net, chassis) != Controller::OvnController {
