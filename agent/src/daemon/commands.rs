@@ -64,8 +64,15 @@ fn show_stats(engine: &Engine) -> String {
     let _ = writeln!(out, "- abort:     {:>12}", 0);
     let _ = writeln!(
         out,
-        "runs {}, puts {} ({} failed), refused flows {}, bad rows {}",
-        s.runs, s.puts, s.put_failures, s.rejected_flows, s.bad_rows
+        "runs {}, puts {} ({} failed), flow mods {}, refused flows {}, bad rows {}, \
+         condition failures {}",
+        s.runs,
+        s.puts,
+        s.put_failures,
+        s.flow_mods,
+        s.rejected_flows,
+        s.bad_rows,
+        s.condition_failures
     );
     for (why, n) in &s.recompute_reasons {
         let _ = writeln!(out, "full recompute because {why}: {n}");

@@ -64,6 +64,10 @@ pub struct EngineStats {
     pub put_failures: u64,
     pub rejected_flows: u64,
     pub bad_rows: u64,
+    /// Flow_mods sent to the switch (a restart or reconnect that changes nothing sends none).
+    pub flow_mods: u64,
+    /// Condition changes that could not be handed to the Southbound client.
+    pub condition_failures: u64,
 }
 
 /// What the daemon must do after a run.
@@ -229,6 +233,14 @@ impl Engine {
     pub fn conditions_requested(&mut self, seq: u64) {
         self.cond_requested_seq = self.cond_requested_seq.max(seq);
         self.cond_unnumbered = self.cond_unnumbered.saturating_sub(1);
+    }
+
+    /// The condition change for `table` never reached the client: not waited for any more,
+    /// and requested again by the next run.
+    pub fn condition_failed(&mut self, table: &str) {
+        self.cond_unnumbered = self.cond_unnumbered.saturating_sub(1);
+        self.cond_requested.remove(table);
+        self.stats.condition_failures += 1;
     }
 
     /// A condition change was requested and not yet acknowledged by the server, or not yet
@@ -890,7 +902,10 @@ impl Engine {
                 )
             });
             match r {
-                Ok(_) => entries.push(Some(op.entry)),
+                Ok(_) => {
+                    entries.push(Some(op.entry));
+                    self.stats.flow_mods += 1;
+                }
                 Err(e) => {
                     tracing::warn!(target: "ofctrl", "flow not encodable ({e}): table={} priority={} {}", op.table, op.priority, op.m);
                     self.stats.rejected_flows += 1;
