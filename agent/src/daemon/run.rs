@@ -306,16 +306,23 @@ fn on_ovs_event(engine: &mut Engine, ev: &Event) -> bool {
     match ev.apply(&mut engine.ovs) {
         Ok(true) => engine.ovs_changed(),
         Ok(false) => {}
-        Err(e) => tracing::warn!(target: "main", "OVS update not applied: {e}"),
+        Err(e) => {
+            crate::vlog_rl!(WARN, &crate::vlog::limits::BAD_UPDATE, target: "main", "OVS update not applied: {e}")
+        }
     }
     true
 }
 
 fn on_sb_event(engine: &mut Engine, ev: &Event) -> bool {
     match ev {
-        Event::Connected { remote, .. } => {
+        Event::Connected {
+            remote,
+            missing_columns,
+            ..
+        } => {
             tracing::info!(target: "main", "{remote}: connected to the southbound database");
             engine.sb_connected(Instant::now());
+            schema_lacks(engine, missing_columns);
         }
         Event::Disconnected { remote, reason } => {
             tracing::info!(target: "main", "{remote}: southbound connection lost: {reason}");
@@ -323,7 +330,7 @@ fn on_sb_event(engine: &mut Engine, ev: &Event) -> bool {
         }
         Event::ConditionsAcked(n) => engine.conditions_acked(*n),
         Event::ConditionsRefused { seqno, error } => {
-            tracing::warn!(target: "main", "monitor condition {seqno} refused: {error}");
+            crate::vlog_rl!(WARN, &crate::vlog::limits::CONDITION, target: "main", "monitor condition {seqno} refused: {error}");
             engine.conditions_acked(*seqno);
         }
         _ => {}
@@ -331,9 +338,30 @@ fn on_sb_event(engine: &mut Engine, ev: &Event) -> bool {
     match ev.apply(&mut engine.sb.replica) {
         Ok(true) => engine.sb_changed(),
         Ok(false) => {}
-        Err(e) => tracing::warn!(target: "main", "southbound update not applied: {e}"),
+        Err(e) => {
+            crate::vlog_rl!(WARN, &crate::vlog::limits::BAD_UPDATE, target: "main", "southbound update not applied: {e}")
+        }
     }
     true
+}
+
+/// A Southbound server with an older schema: the columns it lacks are not monitored (rows
+/// read them as their default) and not written. Logged (rate-limited) and counted; a column
+/// the agent cannot do without is a warning.
+fn schema_lacks(engine: &mut Engine, missing: &[(String, String)]) {
+    let mut required = 0;
+    for (table, column) in missing {
+        if crate::southbound::required_columns(table).contains(&column.as_str()) {
+            required += 1;
+            crate::vlog_rl!(WARN, &crate::vlog::limits::MISSING_COLUMN, target: "main",
+                "the southbound schema has no column {table}.{column}, which ovn-agent needs: its rows read it as empty");
+        } else {
+            crate::vlog_rl!(INFO, &crate::vlog::limits::MISSING_COLUMN, target: "main",
+                "the southbound schema has no column {table}.{column} (an older schema): not monitored, read as its default");
+        }
+    }
+    engine.stats.missing_columns = missing.len() as u64;
+    engine.stats.missing_required_columns = required;
 }
 
 fn spawn_txn(
@@ -364,7 +392,7 @@ fn spawn_condition(
                 let _ = done.send(Done::ConditionSeq(seq));
             }
             Err(e) => {
-                tracing::warn!(target: "main", "condition for {table} not sent: {e}");
+                crate::vlog_rl!(WARN, &crate::vlog::limits::CONDITION, target: "main", "condition for {table} not sent: {e}");
                 let _ = done.send(Done::ConditionFailed(table));
             }
         }
