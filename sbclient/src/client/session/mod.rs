@@ -335,13 +335,8 @@ impl Driver {
                 Ok(())
             }
             Command::Transact(mut txn, _, reply) => {
-                if let Some(schema) = &s.schema {
-                    let dropped = txn.retain_columns(|t, c| {
-                        schema
-                            .tables
-                            .get(t)
-                            .is_none_or(|ts| ts.columns.contains_key(c))
-                    });
+                if s.schema.is_some() {
+                    let dropped = txn.retain_columns(|t, c| server_has(s.schema.as_ref(), t, c));
                     if !dropped.is_empty() {
                         self.stat(|st| st.columns_not_written += dropped.len() as u64);
                         tracing::debug!(?dropped, "not written: columns the server's schema lacks");
@@ -370,12 +365,11 @@ impl Driver {
         if let Some(changes) = self.monitor.next_change() {
             let id = json!(["monid", self.config.database]);
             self.stat(|st| st.condition_changes_sent += 1);
-            s.send(
-                "monitor_cond_change",
-                MonitorState::change_params(&id, &changes),
-                Pending::CondChange,
-            )
-            .await?;
+            let params = MonitorState::change_params_for(&id, &changes, |t, c| {
+                server_has(s.schema.as_ref(), t, c)
+            });
+            s.send("monitor_cond_change", params, Pending::CondChange)
+                .await?;
         }
         Ok(())
     }
@@ -409,7 +403,8 @@ impl Driver {
             };
             let mut req = json!({ "columns": columns });
             if let Some(c) = conditions.get(table) {
-                req["where"] = json!(c);
+                req["where"] =
+                    json!(c.for_monitor_without(|c| server_has(server_schema, table, c)));
             }
             obj.insert(table.clone(), json!([req]));
         }
@@ -493,6 +488,15 @@ impl Session {
         self.pending.insert(id, pending);
         self.write(&bytes).await
     }
+}
+
+/// Whether the server's schema (if known) has `table.column`; a table it lacks is not
+/// judged here (it is not monitored at all), and `_uuid`/`_version` always exist.
+fn server_has(schema: Option<&crate::schema::DatabaseSchema>, table: &str, column: &str) -> bool {
+    column.starts_with('_')
+        || schema
+            .and_then(|s| s.tables.get(table))
+            .is_none_or(|t| t.columns.contains_key(column))
 }
 
 fn parse<'a, T: serde::Deserialize<'a>>(raw: &'a RawValue) -> Result<T, End> {
