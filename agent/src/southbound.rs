@@ -65,7 +65,7 @@ impl Default for Southbound {
 }
 
 /// Columns without which the compiler cannot use a row of the table.
-fn required_columns(table: &str) -> &'static [&'static str] {
+pub(crate) fn required_columns(table: &str) -> &'static [&'static str] {
     match table {
         "Logical_Flow" => &["match", "actions", "pipeline", "table_id", "priority"],
         "Datapath_Binding" => &["tunnel_key"],

@@ -50,9 +50,15 @@ pub struct Central {
 
 impl Central {
     pub fn start(parent: &Path) -> Result<Self> {
+        Self::start_with_sb_schema(parent, SB_SCHEMA)
+    }
+
+    /// Like [`Central::start`], with the Southbound database created from `sb_schema` (an
+    /// older or modified `ovn-sb.ovsschema`).
+    pub fn start_with_sb_schema(parent: &Path, sb_schema: &str) -> Result<Self> {
         let host = Host::create(parent, "central")?;
         let nb = start_ovsdb(&host, "ovnnb_db", NB_SCHEMA)?;
-        let sb = start_ovsdb(&host, "ovnsb_db", SB_SCHEMA)?;
+        let sb = start_ovsdb(&host, "ovnsb_db", sb_schema)?;
         let nb_remote = format!("unix:{}", host.path("ovnnb_db.sock").display());
         let sb_remote = format!("unix:{}", host.path("ovnsb_db.sock").display());
         host.run("ovn-nbctl", &[format!("--db={nb_remote}"), "init".into()])?;

@@ -147,6 +147,24 @@ impl Chassis {
         self.controller = None;
     }
 
+    /// Stops the controller with `exit` (the chassis leaves the Southbound database and its
+    /// tunnels go from the bridge), waiting up to `timeout` for the process to end.
+    pub fn exit_controller(&mut self, timeout: Duration) -> Result<()> {
+        self.controller_appctl(&["exit"])?;
+        let name = self.name().to_owned();
+        let daemon = self
+            .controller
+            .as_mut()
+            .ok_or_else(|| HarnessError::Config(format!("no controller runs on {name}")))?;
+        wait_for(
+            &format!("the controller on {name} to exit"),
+            timeout,
+            || Ok((!daemon.is_running()).then_some(())),
+        )?;
+        self.controller = None;
+        Ok(())
+    }
+
     pub fn name(&self) -> &str {
         self.host.name()
     }

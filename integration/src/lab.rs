@@ -27,11 +27,17 @@ pub struct Lab {
 impl Lab {
     /// Starts the central node and the network in a fresh temporary directory.
     pub fn start() -> Result<Self> {
+        Self::start_with_sb_schema(crate::central::SB_SCHEMA)
+    }
+
+    /// Like [`Lab::start`], with the Southbound database created from `sb_schema` (for
+    /// controllers facing an older schema).
+    pub fn start_with_sb_schema(sb_schema: &str) -> Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix("ovn-lab-")
             .tempdir()
             .map_err(io_error("create the lab directory"))?;
-        let central = Central::start(dir.path())?;
+        let central = Central::start_with_sb_schema(dir.path(), sb_schema)?;
         let network = Network::start(dir.path())?;
         Ok(Self {
             chassis: Vec::new(),

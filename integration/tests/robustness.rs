@@ -332,6 +332,22 @@ fn bad_port_bindings(net: &Net) -> Outcome {
             }
         }
     }
+    if controller(net, "hv1") != Controller::OvnController {
+        // Claimed once: a claim planned from a replica without the previous transaction's
+        // effect was sent twice (and failed with that transaction).
+        let log = controller_log(net, "hv1");
+        let claims = log
+            .get(logs[0].1..)
+            .unwrap_or("")
+            .lines()
+            .filter(|l| l.contains("Claiming lport bogus-l3gw for this chassis"))
+            .count();
+        if claims != 1 {
+            p.fail(format!(
+                "hv1: bogus-l3gw claimed {claims} times, expected once"
+            ));
+        }
+    }
     let mut ports = net.ports();
     ports.extend(BOGUS_PORTS);
     let outcome = p.finish(&ports);
@@ -605,7 +621,8 @@ fn switch_refuses_one_flow(net: &Net) -> Outcome {
         "hv1",
         logs[0].1,
         &[], // ovn-controller 23.03.1 never sends the bit (see the intended difference)
-        &["switch refused"],
+        // Named as OpenFlow names it (the log once said `Standard { ty: 4, code: 7 }`).
+        &["switch refused a flow", "OFPBMC_BAD_VALUE"],
     );
     for (i, chassis) in ["hv1"].iter().enumerate() {
         if controller(net, chassis) != Controller::OvnController {

@@ -171,6 +171,26 @@ impl Condition {
         self.0.iter().all(|c| c.evaluate(column))
     }
 
+    /// The condition for a server whose schema lacks some columns (`has(column)` false):
+    /// as a monitor condition (a disjunction), a clause on a column the server does not
+    /// have selects nothing and is left out (the server would refuse the whole request);
+    /// if nothing is left, `[false]`.
+    pub fn for_monitor_without(&self, has: impl Fn(&str) -> bool) -> Self {
+        let kept: Vec<Clause> = self
+            .0
+            .iter()
+            .filter(|c| match c {
+                Clause::Compare { column, .. } => has(column),
+                _ => true,
+            })
+            .cloned()
+            .collect();
+        if kept.is_empty() && !self.0.is_empty() {
+            return Self::none();
+        }
+        Condition(kept)
+    }
+
     /// Sorted, deduplicated clauses, so two conditions can be compared.
     pub fn normalized(mut self) -> Self {
         self.0.sort();
@@ -232,6 +252,23 @@ impl<'de> Deserialize<'de> for Clause {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn clauses_on_columns_the_server_lacks_are_left_out_of_a_monitor_condition() {
+        let c = Condition(vec![
+            Clause::eq("type", "patch"),
+            Clause::eq("requested_chassis", Atom::from("x")),
+        ]);
+        let old = |col: &str| col != "requested_chassis";
+        assert_eq!(
+            c.for_monitor_without(old),
+            Condition(vec![Clause::eq("type", "patch")])
+        );
+        assert_eq!(c.for_monitor_without(|_| true), c);
+        let only = Condition(vec![Clause::eq("requested_chassis", Atom::from("x"))]);
+        assert_eq!(only.for_monitor_without(old), Condition::none());
+        assert_eq!(Condition::all().for_monitor_without(old), Condition::all());
+    }
 
     fn row(name: &str) -> Option<Datum> {
         match name {

@@ -246,6 +246,44 @@ impl Transaction {
         self.push(json!({"op": "comment", "comment": text}))
     }
 
+    /// Removes what the operations write or wait on in columns for which `has(table,
+    /// column)` is false (columns a server with an older schema lacks, which would fail the
+    /// whole transaction), and returns them as `(table, column)`. Operations stay in place
+    /// (an update or mutate left with nothing to write is a no-op), so results keep their
+    /// indexes.
+    pub fn retain_columns(&mut self, has: impl Fn(&str, &str) -> bool) -> Vec<(String, String)> {
+        let mut dropped = Vec::new();
+        for op in &mut self.ops {
+            let Some(table) = op.get("table").and_then(Value::as_str).map(str::to_owned) else {
+                continue;
+            };
+            let mut drop = |column: &str| {
+                let gone = !has(&table, column);
+                if gone && !dropped.iter().any(|(t, c)| t == &table && c == column) {
+                    dropped.push((table.clone(), column.to_owned()));
+                }
+                gone
+            };
+            if let Some(Value::Object(row)) = op.get_mut("row") {
+                row.retain(|c, _| !drop(c));
+            }
+            if let Some(Value::Array(mutations)) = op.get_mut("mutations") {
+                mutations.retain(|m| m.get(0).and_then(Value::as_str).is_none_or(|c| !drop(c)));
+            }
+            if let Some(Value::Array(columns)) = op.get_mut("columns") {
+                columns.retain(|c| c.as_str().is_none_or(|c| !drop(c)));
+            }
+            if let Some(Value::Array(rows)) = op.get_mut("rows") {
+                for r in rows {
+                    if let Value::Object(r) = r {
+                        r.retain(|c, _| !drop(c));
+                    }
+                }
+            }
+        }
+        dropped
+    }
+
     /// The `transact` params: `[database, op...]`.
     pub fn to_params(&self) -> Value {
         let mut params = vec![Value::from(self.database.clone())];
@@ -402,6 +440,53 @@ mod tests {
     use crate::generated::ovn_sb::{Chassis, Encap};
 
     const U1: &str = "36bb4ef2-5f4f-4d36-8c1c-7d7a6b0e0a11";
+
+    #[test]
+    fn columns_the_server_lacks_are_not_written() {
+        let pb = Uuid::from_u128(7);
+        let mut txn = Transaction::new("OVN_Southbound");
+        txn.update(
+            "Port_Binding",
+            &by_uuid(pb),
+            Columns::new()
+                .set("chassis", Datum::Set(vec![]))
+                .set("virtual_parent", Datum::Set(vec![])),
+        );
+        txn.mutate(
+            "Port_Binding",
+            &by_uuid(pb),
+            vec![(
+                "additional_chassis".into(),
+                Mutator::Insert,
+                Datum::Set(vec![Atom::Uuid(pb)]),
+            )],
+        );
+        txn.insert(
+            "Encap",
+            Columns::new().set("ip", "192.0.2.1").set("type", "geneve"),
+            None,
+        );
+        let old_schema = |t: &str, c: &str| {
+            !(t == "Port_Binding" && (c == "virtual_parent" || c == "additional_chassis"))
+        };
+        let dropped = txn.retain_columns(old_schema);
+        assert_eq!(
+            dropped,
+            [
+                ("Port_Binding".to_owned(), "virtual_parent".to_owned()),
+                ("Port_Binding".to_owned(), "additional_chassis".to_owned())
+            ]
+        );
+        let params = txn.to_params();
+        assert_eq!(params[1]["row"], json!({"chassis": ["set", []]}));
+        assert_eq!(params[2]["mutations"], json!([]));
+        assert_eq!(
+            params[3]["row"],
+            json!({"ip": "192.0.2.1", "type": "geneve"})
+        );
+        assert_eq!(txn.len(), 3, "operations keep their indexes");
+        assert!(txn.retain_columns(|_, _| true).is_empty());
+    }
 
     #[test]
     fn builds_operations() {

@@ -308,9 +308,13 @@ async fn falls_back_to_monitor_cond_and_answers_echo() {
     let (_dir, listener, remote) = listener();
     let (client, mut events, mut replica) = client(&remote, None);
     let mut conn = accept(&listener).await;
-    // A server without _Server and without monitor_cond_since.
+    // A server without _Server and without monitor_cond_since; it cannot tell its schema
+    // either.
     let (id, _) = conn.expect("monitor_cond").await;
     conn.error(id, "unknown database").await;
+    let (id, params) = conn.expect("get_schema").await;
+    assert_eq!(params, json!([DB]));
+    conn.error(id, "unknown method").await;
     let (id, _) = conn.expect("monitor_cond_since").await;
     conn.error(id, "unknown method").await;
     let (id, params) = conn.expect("monitor_cond").await;
@@ -647,5 +651,78 @@ async fn transactions_before_the_first_connection_wait_for_it() {
     assert_eq!(comment_of(&params), "register chassis");
     conn.reply(id, json!([{}])).await;
     assert!(early.await.unwrap().is_ok());
+    client.shutdown().await;
+}
+
+/// A server without `_Server` whose schema (from `get_schema`) is older: the client monitors
+/// only the columns it has, reports the others, and leaves them out of transactions.
+#[tokio::test]
+async fn an_older_schema_is_read_with_get_schema_and_its_columns_only_are_used() {
+    let (_dir, listener, remote) = listener();
+    let (client, mut events, mut replica) = client(&remote, None);
+    let mut conn = accept(&listener).await;
+    let (id, _) = conn.expect("monitor_cond").await;
+    conn.error(id, "unknown database").await;
+    let (id, _) = conn.expect("get_schema").await;
+    let column = |ty: &str| json!({"type": ty});
+    conn.reply(
+        id,
+        json!({"name": DB, "version": "20.0.0", "tables": {"Port_Binding": {"columns": {
+            "logical_port": column("string"),
+            "tunnel_key": column("integer"),
+            "datapath": {"type": {"key": {"type": "uuid"}}},
+            "chassis": {"type": {"key": {"type": "uuid"}, "min": 0, "max": 1}},
+        }}}}),
+    )
+    .await;
+    let (id, params) = conn.expect("monitor_cond_since").await;
+    let mut columns: Vec<String> = params[2]["Port_Binding"][0]["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_owned())
+        .collect();
+    columns.sort();
+    assert_eq!(
+        columns,
+        ["chassis", "datapath", "logical_port", "tunnel_key"]
+    );
+    conn.reply(
+        id,
+        json!([false, TXN1, {"Port_Binding": {PB1: {"initial": pb("lp1", 1)}}}]),
+    )
+    .await;
+    let mut missing = Vec::new();
+    pump(&mut events, &mut replica, |_, e| match e {
+        Event::Connected {
+            missing_columns, ..
+        } => {
+            missing.clone_from(missing_columns);
+            true
+        }
+        _ => false,
+    })
+    .await;
+    assert!(missing.contains(&("Port_Binding".to_owned(), "requested_chassis".to_owned())));
+    assert!(!missing.iter().any(|(_, c)| c == "logical_port"));
+    assert_eq!(ports(&replica), ["lp1"]);
+    // A transaction that also writes a column the server lacks.
+    let mut txn = sbclient::Transaction::new(DB);
+    txn.update(
+        "Port_Binding",
+        &sbclient::transaction::by_uuid(PB1.parse().unwrap()),
+        sbclient::transaction::Columns::new()
+            .set("chassis", sbclient::datum::Datum::Set(vec![]))
+            .set("virtual_parent", sbclient::datum::Datum::Set(vec![])),
+    );
+    let pending = tokio::spawn({
+        let client = client.clone();
+        async move { client.transact(txn).await }
+    });
+    let (id, params) = conn.expect("transact").await;
+    assert_eq!(params[1]["row"], json!({"chassis": ["set", []]}));
+    conn.reply(id, json!([{"count": 1}])).await;
+    pending.await.unwrap().unwrap();
+    assert_eq!(client.stats().columns_not_written, 1);
     client.shutdown().await;
 }

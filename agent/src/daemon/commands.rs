@@ -64,8 +64,25 @@ fn show_stats(engine: &Engine) -> String {
     let _ = writeln!(out, "- abort:     {:>12}", 0);
     let _ = writeln!(
         out,
-        "runs {}, puts {} ({} failed), refused flows {}, bad rows {}",
-        s.runs, s.puts, s.put_failures, s.rejected_flows, s.bad_rows
+        "runs {}, puts {} ({} failed), flow mods {}, refused flows {}, bad rows {}, \
+         condition failures {}, missing columns {} ({} required)",
+        s.runs,
+        s.puts,
+        s.put_failures,
+        s.flow_mods,
+        s.rejected_flows,
+        s.bad_rows,
+        s.condition_failures,
+        s.missing_columns,
+        s.missing_required_columns
+    );
+    let replica = engine.sb.replica.stats();
+    let _ = writeln!(
+        out,
+        "southbound rows skipped {}, bad messages {}, bad-input log lines suppressed {}",
+        replica.rows_skipped,
+        replica.bad_messages,
+        crate::vlog::limits::suppressed_total()
     );
     for (why, n) in &s.recompute_reasons {
         let _ = writeln!(out, "full recompute because {why}: {n}");

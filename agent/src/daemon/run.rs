@@ -86,10 +86,14 @@ pub enum DaemonError {
 }
 
 /// Results of the work the loop started.
+#[derive(Debug)]
 enum Done {
     SbTxn(Result<(), String>),
     OvsTxn(Result<(), String>),
     ConditionSeq(u64),
+    /// The condition change for this table was never handed to the client (its task is
+    /// gone): the engine no longer waits for it and asks again.
+    ConditionFailed(&'static str),
     Cleanup,
 }
 
@@ -154,13 +158,34 @@ pub async fn run(
                 changed = true;
             }
             d = done_rx.recv() => {
+                // A failed condition change is asked again by the next run, not at once (the
+                // client may stay gone until the loop replaces it).
+                changed = !matches!(d, Some(Done::ConditionFailed(_)));
                 match d {
-                    Some(Done::SbTxn(r)) => { sb_busy = false; if let Err(e) = r { tracing::info!(target: "main", "southbound transaction: {e}"); } }
-                    Some(Done::OvsTxn(r)) => { ovs_busy = false; if let Err(e) = r { tracing::info!(target: "main", "OVS transaction: {e}"); } }
+                    Some(Done::SbTxn(r)) => {
+                        // The transaction's own updates came before its reply: apply them
+                        // before the engine plans again (it would plan from a replica
+                        // without them: duplicate rows, claims made twice).
+                        if let Some(s) = sb.as_mut() {
+                            if drain_events(&mut s.events, |ev| on_sb_event(&mut engine, ev)) {
+                                sb = None;
+                                engine.sb_disconnected();
+                            }
+                        }
+                        sb_busy = false;
+                        if let Err(e) = r { tracing::info!(target: "main", "southbound transaction: {e}"); }
+                    }
+                    Some(Done::OvsTxn(r)) => {
+                        if drain_events(&mut ovs_events, |ev| on_ovs_event(&mut engine, ev)) {
+                            break;
+                        }
+                        ovs_busy = false;
+                        if let Err(e) = r { tracing::info!(target: "main", "OVS transaction: {e}"); }
+                    }
                     Some(Done::ConditionSeq(n)) => engine.conditions_requested(n),
+                    Some(Done::ConditionFailed(table)) => engine.condition_failed(table),
                     Some(Done::Cleanup) | None => break,
                 }
-                changed = true;
             }
             req = requests.recv() => {
                 let Some(req) = req else { break };
@@ -281,16 +306,23 @@ fn on_ovs_event(engine: &mut Engine, ev: &Event) -> bool {
     match ev.apply(&mut engine.ovs) {
         Ok(true) => engine.ovs_changed(),
         Ok(false) => {}
-        Err(e) => tracing::warn!(target: "main", "OVS update not applied: {e}"),
+        Err(e) => {
+            crate::vlog_rl!(WARN, &crate::vlog::limits::BAD_UPDATE, target: "main", "OVS update not applied: {e}")
+        }
     }
     true
 }
 
 fn on_sb_event(engine: &mut Engine, ev: &Event) -> bool {
     match ev {
-        Event::Connected { remote, .. } => {
+        Event::Connected {
+            remote,
+            missing_columns,
+            ..
+        } => {
             tracing::info!(target: "main", "{remote}: connected to the southbound database");
             engine.sb_connected(Instant::now());
+            schema_lacks(engine, missing_columns);
         }
         Event::Disconnected { remote, reason } => {
             tracing::info!(target: "main", "{remote}: southbound connection lost: {reason}");
@@ -298,7 +330,7 @@ fn on_sb_event(engine: &mut Engine, ev: &Event) -> bool {
         }
         Event::ConditionsAcked(n) => engine.conditions_acked(*n),
         Event::ConditionsRefused { seqno, error } => {
-            tracing::warn!(target: "main", "monitor condition {seqno} refused: {error}");
+            crate::vlog_rl!(WARN, &crate::vlog::limits::CONDITION, target: "main", "monitor condition {seqno} refused: {error}");
             engine.conditions_acked(*seqno);
         }
         _ => {}
@@ -306,9 +338,30 @@ fn on_sb_event(engine: &mut Engine, ev: &Event) -> bool {
     match ev.apply(&mut engine.sb.replica) {
         Ok(true) => engine.sb_changed(),
         Ok(false) => {}
-        Err(e) => tracing::warn!(target: "main", "southbound update not applied: {e}"),
+        Err(e) => {
+            crate::vlog_rl!(WARN, &crate::vlog::limits::BAD_UPDATE, target: "main", "southbound update not applied: {e}")
+        }
     }
     true
+}
+
+/// A Southbound server with an older schema: the columns it lacks are not monitored (rows
+/// read them as their default) and not written. Logged (rate-limited) and counted; a column
+/// the agent cannot do without is a warning.
+fn schema_lacks(engine: &mut Engine, missing: &[(String, String)]) {
+    let mut required = 0;
+    for (table, column) in missing {
+        if crate::southbound::required_columns(table).contains(&column.as_str()) {
+            required += 1;
+            crate::vlog_rl!(WARN, &crate::vlog::limits::MISSING_COLUMN, target: "main",
+                "the southbound schema has no column {table}.{column}, which ovn-agent needs: its rows read it as empty");
+        } else {
+            crate::vlog_rl!(INFO, &crate::vlog::limits::MISSING_COLUMN, target: "main",
+                "the southbound schema has no column {table}.{column} (an older schema): not monitored, read as its default");
+        }
+    }
+    engine.stats.missing_columns = missing.len() as u64;
+    engine.stats.missing_required_columns = required;
 }
 
 fn spawn_txn(
@@ -338,9 +391,31 @@ fn spawn_condition(
             Ok(seq) => {
                 let _ = done.send(Done::ConditionSeq(seq));
             }
-            Err(e) => tracing::warn!(target: "main", "condition for {table}: {e}"),
+            Err(e) => {
+                crate::vlog_rl!(WARN, &crate::vlog::limits::CONDITION, target: "main", "condition for {table} not sent: {e}");
+                let _ = done.send(Done::ConditionFailed(table));
+            }
         }
     });
+}
+
+/// Applies every event already queued on `events` (without waiting); true if the channel
+/// is closed.
+///
+/// A database client queues a transaction's updates before it hands out the transaction's
+/// reply (the server sends them first, on the same connection, and the client keeps their
+/// order), so draining the queue when a reply arrives brings the replica up to the
+/// transaction's effect.
+fn drain_events(events: &mut mpsc::Receiver<Event>, mut apply: impl FnMut(&Event) -> bool) -> bool {
+    loop {
+        match events.try_recv() {
+            Ok(ev) => {
+                apply(&ev);
+            }
+            Err(mpsc::error::TryRecvError::Empty) => return false,
+            Err(mpsc::error::TryRecvError::Disconnected) => return true,
+        }
+    }
 }
 
 /// `exit` without `--restart`: the chassis goes from the Southbound database, tunnels from
@@ -377,4 +452,54 @@ fn start_cleanup(
         }
         let _ = done.send(Done::Cleanup);
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client whose task has ended (no remotes to connect to).
+    async fn stopped_client() -> Client {
+        let (client, _events) = spawn_db(ClientConfig::new(Vec::new(), "OVN_Southbound"));
+        for _ in 0..100 {
+            if client.request("echo", serde_json::json!([])).await
+                == Err(sbclient::ClientError::Stopped)
+            {
+                return client;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the client task did not stop");
+    }
+
+    #[tokio::test]
+    async fn a_condition_change_that_cannot_be_sent_is_reported() {
+        let client = stopped_client().await;
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        spawn_condition(client, "Port_Binding", Condition::all(), tx);
+        let done = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await;
+        match done {
+            Ok(Some(Done::ConditionFailed("Port_Binding"))) => {}
+            other => panic!("expected ConditionFailed(Port_Binding), got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn draining_applies_what_is_queued_and_sees_a_closed_channel() {
+        let (tx, mut rx) = mpsc::channel(4);
+        for n in 1..=3 {
+            tx.send(Event::ConditionsAcked(n)).await.unwrap();
+        }
+        let mut seen = Vec::new();
+        let apply = |ev: &Event| {
+            if let Event::ConditionsAcked(n) = ev {
+                seen.push(*n);
+            }
+            true
+        };
+        assert!(!drain_events(&mut rx, apply));
+        assert_eq!(seen, [1, 2, 3]);
+        drop(tx);
+        assert!(drain_events(&mut rx, |_| true));
+    }
 }

@@ -64,6 +64,14 @@ pub struct EngineStats {
     pub put_failures: u64,
     pub rejected_flows: u64,
     pub bad_rows: u64,
+    /// Flow_mods sent to the switch (a restart or reconnect that changes nothing sends none).
+    pub flow_mods: u64,
+    /// Condition changes that could not be handed to the Southbound client.
+    pub condition_failures: u64,
+    /// Monitored Southbound columns the server's schema lacks (of the current connection),
+    /// and how many of them the agent needs.
+    pub missing_columns: u64,
+    pub missing_required_columns: u64,
 }
 
 /// What the daemon must do after a run.
@@ -231,6 +239,14 @@ impl Engine {
         self.cond_unnumbered = self.cond_unnumbered.saturating_sub(1);
     }
 
+    /// The condition change for `table` never reached the client: not waited for any more,
+    /// and requested again by the next run.
+    pub fn condition_failed(&mut self, table: &str) {
+        self.cond_unnumbered = self.cond_unnumbered.saturating_sub(1);
+        self.cond_requested.remove(table);
+        self.stats.condition_failures += 1;
+    }
+
     /// A condition change was requested and not yet acknowledged by the server, or not yet
     /// even numbered: the replica may still lack rows of datapaths that became local.
     fn conditions_pending(&self) -> bool {
@@ -385,7 +401,7 @@ impl Engine {
         // Logged and counted once, not on every run.
         for (id, name) in &ifaces.duplicates {
             if !self.ifaces.duplicates.contains(&(id.clone(), name.clone())) {
-                tracing::warn!(target: "binding", "interface {name} has iface-id {id} already used by another interface: ignored");
+                crate::vlog_rl!(WARN, &crate::vlog::limits::BAD_ROW, target: "binding", "interface {name} has iface-id {id} already used by another interface: ignored");
                 self.stats.bad_rows += 1;
             }
         }
@@ -403,7 +419,7 @@ impl Engine {
         let bad: BTreeMap<Uuid, String> = plan.problems.iter().cloned().collect();
         for (u, p) in &bad {
             if self.bad_bindings.get(u) != Some(p) {
-                tracing::warn!(target: "binding", "{p}");
+                crate::vlog_rl!(WARN, &crate::vlog::limits::BAD_ROW, target: "binding", "{p}");
                 self.stats.bad_rows += 1;
             }
         }
@@ -749,7 +765,7 @@ impl Engine {
                         .get(&o)
                         .is_none_or(|old| *old != f.to_string())
                     {
-                        tracing::warn!(target: "lflow", "{f}");
+                        crate::vlog_rl!(WARN, &crate::vlog::limits::BAD_ROW, target: "lflow", "{f}");
                         self.stats.bad_rows += 1;
                     }
                     self.failures.insert(o, f.to_string());
@@ -862,7 +878,9 @@ impl Engine {
                 group: g,
             })) {
                 Ok(_) => entries.push(None),
-                Err(e) => tracing::warn!(target: "ofctrl", "group {id} not encodable: {e}"),
+                Err(e) => {
+                    crate::vlog_rl!(WARN, &crate::vlog::limits::REFUSED_FLOW, target: "ofctrl", "group {id} not encodable: {e}")
+                }
             }
         }
         for f in std::mem::take(&mut self.foreign) {
@@ -890,9 +908,12 @@ impl Engine {
                 )
             });
             match r {
-                Ok(_) => entries.push(Some(op.entry)),
+                Ok(_) => {
+                    entries.push(Some(op.entry));
+                    self.stats.flow_mods += 1;
+                }
                 Err(e) => {
-                    tracing::warn!(target: "ofctrl", "flow not encodable ({e}): table={} priority={} {}", op.table, op.priority, op.m);
+                    crate::vlog_rl!(WARN, &crate::vlog::limits::REFUSED_FLOW, target: "ofctrl", "flow not encodable ({e}): table={} priority={} {}", op.table, op.priority, op.m);
                     self.stats.rejected_flows += 1;
                 }
             }
@@ -1000,11 +1021,11 @@ impl Engine {
                 // (counted, logged) and try the rest again.
                 for (i, err) in rejected {
                     let Some(Some(entry)) = f.entries.get(i) else {
-                        tracing::warn!(target: "ofctrl", "switch refused bundle message {i}: {err}");
+                        crate::vlog_rl!(WARN, &crate::vlog::limits::REFUSED_FLOW, target: "ofctrl", "switch refused bundle message {i}: {err}");
                         continue;
                     };
                     for o in self.flows.owners_of_entry(*entry) {
-                        tracing::warn!(target: "ofctrl", "switch refused a flow of {o}: {err}; its flows are left out");
+                        crate::vlog_rl!(WARN, &crate::vlog::limits::REFUSED_FLOW, target: "ofctrl", "switch refused a flow of {o}: {err}; its flows are left out");
                         self.flows.remove(o);
                         if let Some(u) = self.uses.remove(&o) {
                             self.ids.release(&u);
@@ -1059,7 +1080,7 @@ fn physical_owners(
 ) -> Vec<(Owner, Compiled)> {
     let p = crate::physical::all(sb, rt, layout);
     for e in &p.errors {
-        tracing::warn!(target: "physical", "{e}");
+        crate::vlog_rl!(WARN, &crate::vlog::limits::BAD_ROW, target: "physical", "{e}");
     }
     p.per_owner
         .into_iter()

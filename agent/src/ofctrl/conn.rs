@@ -13,8 +13,8 @@ use openflow::wire::multipart::{
     FlowStatsRequest, MeterConfig, MultipartReplyBody, MultipartRequestBody,
 };
 use openflow::wire::{
-    CtFlushZone, Empty, Group, Instruction, Message, MeterMod, MultipartRequest, OfpMessage,
-    TlvMap, TlvTableMod,
+    CtFlushZone, Empty, ErrorCode, ErrorMsg, Group, Instruction, Message, MeterMod,
+    MultipartRequest, OfpMessage, TlvMap, TlvTableMod,
 };
 use tokio::sync::mpsc;
 
@@ -26,6 +26,9 @@ const OVN_GENEVE_LEN: u8 = 4;
 const NXTTMC_ADD: u16 = 0;
 const OFPG_ALL: u32 = 0xffff_fffc;
 const OFPM_ALL: u32 = 0xffff_ffff;
+
+/// The index under which [`PutError::Rejected`] reports an error of the bundle commit.
+pub const COMMIT: usize = usize::MAX;
 
 /// A flow as the switch reported it.
 pub type DumpedFlow = (u8, u16, u64, Match, Vec<Action>);
@@ -59,9 +62,11 @@ pub enum OfEvent {
 /// Why a put failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PutError {
-    /// The switch refused these bundle messages (by bundle index); nothing was applied.
+    /// The switch refused these bundle messages (by bundle index; the commit itself as
+    /// [`COMMIT`]); nothing was applied. The codes print as their OpenFlow names
+    /// (`OFPBMC_BAD_VALUE`).
     #[error("{} message(s) refused", .0.len())]
-    Rejected(Vec<(usize, String)>),
+    Rejected(Vec<(usize, ErrorCode)>),
     #[error("{0}")]
     Connection(String),
 }
@@ -224,7 +229,7 @@ async fn multipart(
             .collect()),
         // A switch without meters answers with an error: there is nothing to read.
         Err(ConnError::Peer(e)) => {
-            tracing::debug!(target: "ofctrl", "multipart request refused: {e:?}");
+            tracing::debug!(target: "ofctrl", "multipart request refused: {e}");
             Ok(Vec::new())
         }
         Err(e) => Err(e),
@@ -270,9 +275,20 @@ async fn tlv_map(h: &Handle, s: SessionId) -> Result<Option<u8>, ConnError> {
             return Ok(u8::try_from(free).ok());
         }
         // Another controller mapped it at the same time: read the table again.
-        tracing::info!(target: "ofctrl", "TLV map race ({:?}), retrying", errors.first().map(|e| &e.1.code));
+        if let Some((_, e)) = errors.first() {
+            tracing::info!(target: "ofctrl", "TLV map race ({}), retrying", e.code);
+        }
     }
     Ok(None)
+}
+
+/// A refused bundle as the engine sees it: each refused message's error by index.
+fn rejection(rejected: Vec<(usize, ErrorMsg)>, commit: Option<ErrorMsg>) -> PutError {
+    let mut v: Vec<(usize, ErrorCode)> = rejected.into_iter().map(|(i, e)| (i, e.code)).collect();
+    if let Some(c) = commit {
+        v.push((COMMIT, c.code));
+    }
+    PutError::Rejected(v)
 }
 
 async fn carry_out(h: &Handle, put: Put) -> Result<(), PutError> {
@@ -291,14 +307,7 @@ async fn carry_out(h: &Handle, put: Put) -> Result<(), PutError> {
         match h.commit_bundle(s, put.bundle).await {
             Ok(()) => {}
             Err(ConnError::BundleFailed { rejected, commit }) => {
-                let mut v: Vec<(usize, String)> = rejected
-                    .into_iter()
-                    .map(|(i, e)| (i, format!("{:?}", e.code)))
-                    .collect();
-                if let Some(c) = commit {
-                    v.push((usize::MAX, format!("commit: {:?}", c.code)));
-                }
-                return Err(PutError::Rejected(v));
+                return Err(rejection(rejected, commit));
             }
             Err(e) => return Err(conn(e)),
         }
@@ -309,7 +318,32 @@ async fn carry_out(h: &Handle, put: Put) -> Result<(), PutError> {
     }
     let errors = h.barrier(s).await.map_err(conn)?;
     for (_, e) in errors {
-        tracing::warn!(target: "ofctrl", "switch refused a zone flush or meter: {:?}", e.code);
+        tracing::warn!(target: "ofctrl", "switch refused a zone flush or meter: {}", e.code);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refused_messages_are_named_as_openflow_names_them() {
+        let refused = |ty, code| ErrorMsg {
+            code: ErrorCode::Standard { ty, code },
+            data: Vec::new(),
+        };
+        let PutError::Rejected(v) = rejection(vec![(3, refused(4, 7))], Some(refused(17, 13)))
+        else {
+            panic!("not a rejection")
+        };
+        let text: Vec<(usize, String)> = v.iter().map(|(i, e)| (*i, e.to_string())).collect();
+        assert_eq!(
+            text,
+            [
+                (3, "OFPBMC_BAD_VALUE".to_owned()),
+                (COMMIT, "OFPBFC_MSG_FAILED".to_owned())
+            ]
+        );
+    }
 }

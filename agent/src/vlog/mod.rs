@@ -9,6 +9,7 @@
 pub mod commands;
 pub mod layer;
 pub mod level;
+pub mod limits;
 pub mod modules;
 pub mod pattern;
 pub mod ratelimit;

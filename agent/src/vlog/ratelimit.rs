@@ -153,8 +153,22 @@ fn monotonic_ms() -> i64 {
 /// (a [`RateLimit`]) suppresses it; the first message after suppressed ones is preceded
 /// by OVS's "Dropped N log messages ..." line. Disabled levels consume no tokens, and
 /// `vlog/disable-rate-limit` on the caller's module lets everything through.
+/// `target: "binding"` after the limit names the module as in `tracing` (it then decides
+/// whether `vlog/disable-rate-limit` applies).
 #[macro_export]
 macro_rules! vlog_rl {
+    ($level:ident, $limit:expr, target: $target:expr, $($arg:tt)+) => {{
+        if ::tracing::enabled!(target: $target, ::tracing::Level::$level) {
+            if !$crate::vlog::rate_limits_honored($target) {
+                ::tracing::event!(target: $target, ::tracing::Level::$level, $($arg)+);
+            } else if let $crate::vlog::Admission::Allow { dropped } = ($limit).check() {
+                if let Some(report) = dropped {
+                    ::tracing::event!(target: $target, ::tracing::Level::$level, "{}", report);
+                }
+                ::tracing::event!(target: $target, ::tracing::Level::$level, $($arg)+);
+            }
+        }
+    }};
     ($level:ident, $limit:expr, $($arg:tt)+) => {{
         if ::tracing::enabled!(::tracing::Level::$level) {
             if !$crate::vlog::rate_limits_honored(module_path!()) {

@@ -248,3 +248,18 @@ fn rate_limited_macro_reports_drops() {
     assert!(out.ends_with("|WARN|bad row 1\n"));
     assert_eq!(LIMIT.suppressed_total(), 3);
 }
+
+#[test]
+fn rate_limited_macro_with_a_target_logs_under_that_module() {
+    let (vlog, console) = test_vlog();
+    static LIMIT: RateLimit = RateLimit::new(1, 2);
+    with_vlog(&vlog, || {
+        for n in 0..5 {
+            crate::vlog_rl!(WARN, &LIMIT, target: "binding", "bad binding {n}");
+        }
+    });
+    let out = take(&console);
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(out.ends_with("|binding|WARN|bad binding 1\n"), "{out}");
+    assert_eq!(LIMIT.suppressed_total(), 3);
+}

@@ -137,7 +137,11 @@ impl Net {
 
 /// Starts a lab with `chassis` running the controllers of `setup`.
 pub fn start_lab(setup: &Setup, chassis: &[&str]) -> Result<Lab> {
-    let mut lab = Lab::start()?;
+    start_lab_from(Lab::start()?, setup, chassis)
+}
+
+/// Adds `chassis` running the controllers of `setup` to a started `lab`.
+pub fn start_lab_from(mut lab: Lab, setup: &Setup, chassis: &[&str]) -> Result<Lab> {
     for name in chassis {
         let ctl = setup
             .controller(name)
@@ -177,7 +181,12 @@ pub const LR0_SW1_MAC: &str = "00:00:00:00:ff:02";
 /// every kind of path (switched, routed, local, across the tunnel) is there. `chassis` lists
 /// the chassis to start (at least hv1 and hv2).
 pub fn two_switches_one_router(setup: &Setup, chassis: &[&str]) -> Result<Net> {
-    let lab = start_lab(setup, chassis)?;
+    two_switches_one_router_in(Lab::start()?, setup, chassis)
+}
+
+/// [`two_switches_one_router`] in a started `lab` (e.g. one with another Southbound schema).
+pub fn two_switches_one_router_in(lab: Lab, setup: &Setup, chassis: &[&str]) -> Result<Net> {
+    let lab = start_lab_from(lab, setup, chassis)?;
     let vm1 = vm_port("vm1", "50:54:00:00:00:01", [10, 0, 0, 1]);
     let vm3 = vm_port("vm3", "50:54:00:00:00:03", [10, 0, 0, 3]);
     let vm2 = vm_port("vm2", "50:54:00:00:01:02", [10, 0, 1, 2]);

@@ -205,6 +205,9 @@ fn canonical_write(f: &MatchField) -> MatchField {
         return f.clone();
     };
     let d = id.def();
+    if is_variable(id) {
+        return canonical_variable_write(f, d.width);
+    }
     if f.value.len() != d.width || f.mask.as_ref().is_some_and(|m| m.len() != d.width) {
         return f.clone();
     }
@@ -235,6 +238,40 @@ fn canonical_write(f: &MatchField) -> MatchField {
         field: f.field,
         value,
         mask: (!covers_all).then(|| mask.clone()),
+    }
+}
+
+/// `tun_metadataN`: its width is the length of the Geneve option it is mapped to, and a
+/// switch dumps a value in as few bytes as it takes (Open vSwitch drops the leading zero
+/// bytes: `set_field:0x8004->tun_metadata0` sent with 4 bytes comes back with 2).
+fn is_variable(id: FieldId) -> bool {
+    id.def().name.starts_with("tun_metadata")
+}
+
+/// A write to a variable-length field: value (under its mask) and mask right-aligned in
+/// the field's largest width, a mask over all of it dropped. A value longer than the field
+/// is left as it is (it stays different from any valid one).
+fn canonical_variable_write(f: &MatchField, width: usize) -> MatchField {
+    if f.value.len() > width || f.mask.as_ref().is_some_and(|m| m.len() > width) {
+        return f.clone();
+    }
+    let align = |b: &[u8]| {
+        let mut out = vec![0u8; width - b.len()];
+        out.extend_from_slice(b);
+        out
+    };
+    let mut value = align(&f.value);
+    let mask = f.mask.as_deref().map(align);
+    if let Some(m) = &mask {
+        for (v, m) in value.iter_mut().zip(m) {
+            *v &= m;
+        }
+    }
+    let mask = mask.filter(|m| !m.iter().all(|b| *b == 0xff));
+    MatchField {
+        field: f.field,
+        value,
+        mask,
     }
 }
 
@@ -352,6 +389,35 @@ mod tests {
             &nx,
             &acts("move:NXM_OF_ETH_DST[]->NXM_OF_ETH_SRC[]")
         ));
+    }
+
+    #[test]
+    fn tun_metadata_values_of_any_length_are_equivalent() {
+        let tm0 = FieldId::tun_metadata(0);
+        let write = |v: &[u8], m: Option<&[u8]>| {
+            vec![Action::SetField(MatchField {
+                field: FieldRef::Known(tm0),
+                value: v.to_vec(),
+                mask: m.map(<[u8]>::to_vec),
+            })]
+        };
+        // As sent (the option is 4 bytes) and as Open vSwitch dumps it.
+        let sent = write(&[0, 0, 0x80, 0x04], None);
+        assert!(equivalent(&sent, &write(&[0x80, 0x04], None)));
+        assert!(equivalent(&write(&[0, 0, 0, 1], None), &write(&[1], None)));
+        assert!(!equivalent(&sent, &write(&[0x80, 0x05], None)));
+        assert!(!equivalent(&sent, &write(&[0x80, 0x04, 0], None)));
+        // Masked writes: bits outside the mask do not count, leading zero mask bytes neither.
+        assert!(equivalent(
+            &write(&[0, 0, 0x12, 0x34], Some(&[0, 0, 0xff, 0x00])),
+            &write(&[0x12, 0x00], Some(&[0xff, 0x00]))
+        ));
+        assert!(!equivalent(
+            &write(&[0x12, 0x34], Some(&[0xff, 0xff])),
+            &write(&[0x12, 0x34], None)
+        ));
+        // A value wider than any option stays different.
+        assert!(!equivalent(&write(&[0; 125], None), &write(&[0], None)));
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub enum SessionError {
     VersionMismatch(u8),
     #[error("no message from the peer for {0:?}")]
     Timeout(Duration),
-    #[error("peer sent an error before the handshake completed: {0:?}")]
+    #[error("peer sent an error before the handshake completed: {0}")]
     HandshakeError(ErrorCode),
 }
 

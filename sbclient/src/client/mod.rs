@@ -122,6 +122,10 @@ pub enum Event {
         remote: String,
         resumed: bool,
         connection: u64,
+        /// Monitored columns that the server's schema lacks (an older schema), as
+        /// `(table, column)`: not monitored, so the replica's rows keep their default
+        /// value, and not written by transactions (see [`Client::transact`]).
+        missing_columns: Vec<(String, String)>,
     },
     /// A full snapshot of the monitored rows (apply with `Replica::apply_snapshot`).
     Snapshot(Box<RawValue>),
@@ -175,6 +179,8 @@ pub struct ClientStats {
     pub probe_timeouts: u64,
     /// Messages that could not be understood.
     pub bad_messages: u64,
+    /// Columns left out of transactions because the server's schema lacks them.
+    pub columns_not_written: u64,
 }
 
 /// Errors of requests made through the handle.
@@ -249,6 +255,13 @@ impl Client {
     /// then. (Only transactions issued before the very first connection wait for it.)
     /// Conflicts and errors are returned, not retried. To be sure the transaction was
     /// built from the connection it goes out on, use [`Client::transact_on`].
+    ///
+    /// Columns that the server's schema lacks are left out of the transaction (counted in
+    /// [`ClientStats::columns_not_written`]), as they are left out of the monitor.
+    ///
+    /// Order: the server sends the updates a transaction causes before its reply, and the
+    /// client queues them on the event channel in that order, so when this returns they are
+    /// already queued; drain the channel before planning from the replica again.
     pub async fn transact(&self, txn: Transaction) -> Result<TxnOutcome, TxnError> {
         self.transact_for(None, txn).await
     }

@@ -189,8 +189,19 @@ impl MonitorState {
 
     /// The `monitor_cond_change` params for `changes`.
     pub fn change_params(monitor_id: &Value, changes: &Conditions) -> Value {
+        Self::change_params_for(monitor_id, changes, |_, _| true)
+    }
+
+    /// [`MonitorState::change_params`] for a server whose schema has only the columns for
+    /// which `has(table, column)` is true (see [`Condition::for_monitor_without`]).
+    pub fn change_params_for(
+        monitor_id: &Value,
+        changes: &Conditions,
+        has: impl Fn(&str, &str) -> bool,
+    ) -> Value {
         let mut obj = serde_json::Map::new();
         for (table, cond) in changes {
+            let cond = cond.for_monitor_without(|c| has(table, c));
             obj.insert(table.clone(), json!([{ "where": cond }]));
         }
         json!([monitor_id, monitor_id, obj])

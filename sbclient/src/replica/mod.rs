@@ -242,8 +242,10 @@ impl Replica {
         let result = UpdatesSeed { replica: self }.deserialize(&mut de);
         if let Err(error) = &result {
             self.stats.bad_messages += 1;
-            tracing::warn!(%error, bad_messages = self.stats.bad_messages,
-                "malformed table-updates, rest of the message skipped");
+            if rate_limited(self.stats.bad_messages) {
+                tracing::warn!(%error, bad_messages = self.stats.bad_messages,
+                    "malformed table-updates, rest of the message skipped");
+            }
         }
         Ok(result?)
     }
@@ -313,7 +315,10 @@ impl<'de> Visitor<'de> for UpdatesSeed<'_> {
                 })?;
             } else {
                 stats.unknown_tables += 1;
-                tracing::warn!(table = %name, "update for a table not in the replica, skipped");
+                if rate_limited(stats.unknown_tables) {
+                    tracing::warn!(table = %name, skipped_so_far = stats.unknown_tables,
+                        "update for a table not in the replica, skipped");
+                }
                 map.next_value::<IgnoredAny>()?;
             }
         }
@@ -349,9 +354,8 @@ impl<'de> Visitor<'de> for RowsSeed<'_> {
                 Ok(()) => self.stats.rows_applied += 1,
                 Err(error) => {
                     self.stats.rows_skipped += 1;
-                    // Rate-limited: the first few, then at powers of two.
                     let n = self.stats.rows_skipped;
-                    if n <= 5 || n.is_power_of_two() {
+                    if rate_limited(n) {
                         tracing::warn!(table = self.table, row = %key, %error, skipped_so_far = n,
                             "row update skipped");
                     }
@@ -360,6 +364,12 @@ impl<'de> Visitor<'de> for RowsSeed<'_> {
         }
         Ok(())
     }
+}
+
+/// Whether the `n`th occurrence (1-based) of a warning is logged: the first five, then at
+/// powers of two (the library has no clock; the count says how many there were).
+fn rate_limited(n: u64) -> bool {
+    n <= 5 || n.is_power_of_two()
 }
 
 /// Borrows `text` as raw JSON for [`Replica::apply_update`] /

@@ -89,8 +89,20 @@ impl Driver {
                             .map_err(|e| End::Protocol(e.to_string()))?;
                         self.check_server(s)?;
                     }
-                    // A server without _Server (very old): treat as standalone.
-                    Err(e) => tracing::debug!(error = %e, "no _Server database"),
+                    // A server without _Server (very old): treat as standalone, and ask
+                    // for the schema itself (to monitor and write only the columns it has).
+                    Err(e) => {
+                        tracing::debug!(error = %e, "no _Server database");
+                        let db = self.config.database.clone();
+                        return s.send("get_schema", json!([db]), Pending::GetSchema).await;
+                    }
+                }
+                self.start_data_monitor(s, true).await
+            }
+            Pending::GetSchema => {
+                match outcome {
+                    Ok(raw) => s.schema_text = Some(raw.get().to_owned()),
+                    Err(e) => tracing::debug!(error = %e, "get_schema refused"),
                 }
                 self.start_data_monitor(s, true).await
             }
@@ -182,6 +194,7 @@ impl Driver {
             remote: s.remote.clone(),
             resumed: s.resumed,
             connection: self.connections,
+            missing_columns: s.missing_columns.clone(),
         };
         self.emit(event).await?;
         let seq = self.monitor.acked_seqno();

@@ -47,7 +47,11 @@ impl std::fmt::Display for End {
 
 enum Pending {
     ServerMonitor,
-    Monitor { since: bool },
+    /// `get_schema` of the data database (a server without `_Server`).
+    GetSchema,
+    Monitor {
+        since: bool,
+    },
     CondChange,
     Transact(Transaction, oneshot::Sender<Result<TxnOutcome, TxnError>>),
     Request(oneshot::Sender<Result<Value, ClientError>>),
@@ -85,6 +89,12 @@ struct Session {
     resumed: bool,
     remote: String,
     unix: bool,
+    /// The data database's schema as the server has it (from `_Server`, or `get_schema`).
+    schema: Option<crate::schema::DatabaseSchema>,
+    /// Its text from `get_schema`, when the server has no `_Server` database.
+    schema_text: Option<String>,
+    /// Monitored columns that the server's schema lacks, as `(table, column)`.
+    missing_columns: Vec<(String, String)>,
 }
 
 impl Driver {
@@ -236,6 +246,9 @@ impl Driver {
             resumed: false,
             remote: remote.to_string(),
             unix: matches!(remote, Remote::Unix(_)),
+            schema: None,
+            schema_text: None,
+            missing_columns: Vec::new(),
         };
         let result = self.session_loop(&mut s, &mut reader).await;
         for (_, p) in s.pending.drain() {
@@ -321,7 +334,14 @@ impl Driver {
                 }));
                 Ok(())
             }
-            Command::Transact(txn, _, reply) => {
+            Command::Transact(mut txn, _, reply) => {
+                if s.schema.is_some() {
+                    let dropped = txn.retain_columns(|t, c| server_has(s.schema.as_ref(), t, c));
+                    if !dropped.is_empty() {
+                        self.stat(|st| st.columns_not_written += dropped.len() as u64);
+                        tracing::debug!(?dropped, "not written: columns the server's schema lacks");
+                    }
+                }
                 let params = txn.to_params();
                 s.send("transact", params, Pending::Transact(txn, reply))
                     .await
@@ -345,12 +365,11 @@ impl Driver {
         if let Some(changes) = self.monitor.next_change() {
             let id = json!(["monid", self.config.database]);
             self.stat(|st| st.condition_changes_sent += 1);
-            s.send(
-                "monitor_cond_change",
-                MonitorState::change_params(&id, &changes),
-                Pending::CondChange,
-            )
-            .await?;
+            let params = MonitorState::change_params_for(&id, &changes, |t, c| {
+                server_has(s.schema.as_ref(), t, c)
+            });
+            s.send("monitor_cond_change", params, Pending::CondChange)
+                .await?;
         }
         Ok(())
     }
@@ -359,12 +378,15 @@ impl Driver {
         self.events.send(event).await.map_err(|_| End::Shutdown)
     }
 
+    /// The monitor requests, and the requested columns that the server's schema lacks
+    /// (`(table, column)`; a table it lacks is not monitored and not listed).
     fn monitor_requests(
         &self,
         conditions: &std::collections::BTreeMap<String, crate::Condition>,
         server_schema: Option<&crate::schema::DatabaseSchema>,
-    ) -> Value {
+    ) -> (Value, Vec<(String, String)>) {
         let mut obj = serde_json::Map::new();
+        let mut missing = Vec::new();
         for (table, columns) in &self.config.tables {
             let columns: Vec<&String> = match server_schema {
                 None => columns.iter().collect(),
@@ -373,33 +395,33 @@ impl Driver {
                         tracing::info!(%table, "table not in the server's schema, not monitored");
                         continue;
                     };
-                    columns
-                        .iter()
-                        .filter(|c| ts.columns.contains_key(*c))
-                        .collect()
+                    let (have, lack): (Vec<&String>, Vec<&String>) =
+                        columns.iter().partition(|c| ts.columns.contains_key(*c));
+                    missing.extend(lack.into_iter().map(|c| (table.clone(), c.clone())));
+                    have
                 }
             };
             let mut req = json!({ "columns": columns });
             if let Some(c) = conditions.get(table) {
-                req["where"] = json!(c);
+                req["where"] =
+                    json!(c.for_monitor_without(|c| server_has(server_schema, table, c)));
             }
             obj.insert(table.clone(), json!([req]));
         }
-        Value::Object(obj)
+        (Value::Object(obj), missing)
     }
 
     /// Restricts the monitored tables and columns to those of the server's
     /// schema (an older server lacks newer tables and columns, and refuses a
     /// monitor request that names them).
     fn server_schema_filter(&self, s: &Session) -> Option<crate::schema::DatabaseSchema> {
-        let text = s
-            .server
-            .table::<ServerDatabase>()?
-            .iter()
-            .map(|(_, r)| r)
-            .find(|r| r.name == self.config.database)?
-            .schema
-            .clone()?;
+        let from_server = s.server.table::<ServerDatabase>().and_then(|t| {
+            t.iter()
+                .map(|(_, r)| r)
+                .find(|r| r.name == self.config.database)
+                .and_then(|r| r.schema.clone())
+        });
+        let text = from_server.or_else(|| s.schema_text.clone())?;
         match crate::schema::DatabaseSchema::parse(&text) {
             Ok(schema) => Some(schema),
             Err(e) => {
@@ -412,7 +434,9 @@ impl Driver {
     async fn start_data_monitor(&mut self, s: &mut Session, since: bool) -> Result<(), End> {
         let init = self.monitor.start_monitor();
         let schema = self.server_schema_filter(s);
-        let requests = self.monitor_requests(&init.conditions, schema.as_ref());
+        let (requests, missing) = self.monitor_requests(&init.conditions, schema.as_ref());
+        s.schema = schema;
+        s.missing_columns = missing;
         let db = self.config.database.clone();
         s.phase = Phase::Subscribing;
         if since {
@@ -464,6 +488,15 @@ impl Session {
         self.pending.insert(id, pending);
         self.write(&bytes).await
     }
+}
+
+/// Whether the server's schema (if known) has `table.column`; a table it lacks is not
+/// judged here (it is not monitored at all), and `_uuid`/`_version` always exist.
+fn server_has(schema: Option<&crate::schema::DatabaseSchema>, table: &str, column: &str) -> bool {
+    column.starts_with('_')
+        || schema
+            .and_then(|s| s.tables.get(table))
+            .is_none_or(|t| t.columns.contains_key(column))
 }
 
 fn parse<'a, T: serde::Deserialize<'a>>(raw: &'a RawValue) -> Result<T, End> {

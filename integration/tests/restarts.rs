@@ -1,0 +1,164 @@
+//! Controller starts and restarts, many times, with each controller (the oracle, then
+//! ovn-agent) on every chassis of the two-switch lab:
+//!
+//! - `exit` then start again on hv1 (the chassis leaves the Southbound database and its
+//!   tunnels go, so each start registers the chassis and its Encap and creates the tunnel
+//!   anew, as a first start does, and hv2 removes and re-creates its tunnel to hv1): no
+//!   transaction may fail with a constraint violation (a transaction planned from a replica
+//!   that lacked the effect of the previous one creates a duplicate Encap or tunnel
+//!   Interface; its claims then fail with it) and each port is claimed once per start;
+//! - a restart by SIGTERM (flows left on the switch) sends no flow_mod at all when nothing
+//!   changed (`flow mods` in ovn-agent's `inc-engine/show-stats`; ovn-controller 23.03.1
+//!   replaces the whole table after a restart, so it is not counted there).
+//!
+//! `OVN_RESTARTS=N` sets the number of exit/start cycles (default 10).
+
+mod common;
+
+use std::time::Duration;
+
+use common::{two_switches_one_router, Setup};
+use integration::scenario::wait_port_up;
+use integration::Controller;
+
+const EXIT_TIMEOUT: Duration = Duration::from_secs(20);
+
+fn log_of(net: &common::Net, chassis: &str) -> String {
+    net.lab
+        .chassis(chassis)
+        .ok()
+        .and_then(|c| c.controller())
+        .and_then(|d| std::fs::read_to_string(d.log()).ok())
+        .unwrap_or_default()
+}
+
+fn count(text: &str, what: &str) -> usize {
+    text.lines().filter(|l| l.contains(what)).count()
+}
+
+/// A counter of ovn-agent's `inc-engine/show-stats` ("flow mods 3" -> 3).
+fn agent_counter(net: &common::Net, chassis: &str, name: &str) -> Option<u64> {
+    let stats = net
+        .lab
+        .chassis(chassis)
+        .ok()?
+        .controller_appctl(&["inc-engine/show-stats"])
+        .ok()?;
+    stats.split(',').find_map(|part| {
+        let part = part.trim();
+        let at = part.find(name)?;
+        part[at + name.len()..]
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    })
+}
+
+#[test]
+fn starts_make_no_duplicate_rows_and_restarts_no_flow_mods() {
+    let cycles: usize = std::env::var("OVN_RESTARTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10);
+    let mut problems = Vec::new();
+    for setup in Setup::oracle_and_agent(&["hv1", "hv2"]) {
+        let label = setup.label.clone();
+        let mut net = two_switches_one_router(&setup, &["hv1", "hv2"])
+            .unwrap_or_else(|e| panic!("[{label}] build the lab: {e}"));
+        let ctl = setup.controller("hv1").cloned().expect("hv1's controller");
+        let agent = ctl != Controller::OvnController;
+        let mut violations = 0;
+        let mut failed_txns = 0;
+        let mut extra_claims = 0;
+        // The log of the first start counts too.
+        let mut from = [0usize, 0usize];
+        for cycle in 0..=cycles {
+            if cycle > 0 {
+                from = [log_of(&net, "hv1").len(), log_of(&net, "hv2").len()];
+                let restarted = net
+                    .lab
+                    .chassis_mut("hv1")
+                    .and_then(|c| c.exit_controller(EXIT_TIMEOUT))
+                    .and_then(|()| net.lab.start_controller("hv1", &ctl))
+                    .and_then(|()| wait_port_up(net.lab.central(), "vm1"))
+                    .and_then(|()| wait_port_up(net.lab.central(), "vm5"))
+                    .and_then(|()| net.lab.central().wait_hv_sync());
+                if let Err(e) = restarted {
+                    problems.push(format!("[{label}] cycle {cycle}: {e}"));
+                    break;
+                }
+            }
+            for (i, chassis) in ["hv1", "hv2"].iter().enumerate() {
+                let log = log_of(&net, chassis);
+                let new = log.get(from[i]..).unwrap_or("");
+                let v = count(new, "constraint violation");
+                if v > 0 {
+                    eprintln!(
+                        "[{label}] cycle {cycle}, {chassis}: {v} constraint violation(s):\n{}",
+                        new.lines()
+                            .filter(|l| l.contains("constraint violation"))
+                            .map(|l| l.chars().take(300).collect::<String>())
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    );
+                }
+                violations += v;
+                if agent {
+                    failed_txns +=
+                        count(new, "southbound transaction: ") + count(new, "OVS transaction: ");
+                }
+                if *chassis == "hv1" {
+                    for port in ["vm1", "vm5"] {
+                        let claims = count(new, &format!("Claiming lport {port} for this chassis"));
+                        extra_claims += claims.saturating_sub(1);
+                    }
+                }
+            }
+        }
+        eprintln!(
+            "[{label}] {} starts: {violations} constraint violations, {failed_txns} failed \
+             transactions (ovn-agent), {extra_claims} extra claims",
+            cycles + 1
+        );
+        if violations > 0 {
+            problems.push(format!(
+                "[{label}] {violations} constraint violation(s) in {} starts",
+                cycles + 1
+            ));
+        }
+        if agent && extra_claims > 0 {
+            problems.push(format!(
+                "[{label}] {extra_claims} port(s) claimed more than once in a start"
+            ));
+        }
+        // A restart that changes nothing sends no flow_mod.
+        let before = common::flow_dump(&net.lab, "hv1").unwrap_or_default();
+        let restarted = net
+            .lab
+            .chassis_mut("hv1")
+            .map(integration::Chassis::stop_controller)
+            .and_then(|()| net.lab.start_controller("hv1", &ctl))
+            .and_then(|()| net.lab.central().wait_hv_sync());
+        if let Err(e) = restarted {
+            problems.push(format!("[{label}] restart: {e}"));
+            continue;
+        }
+        let after = common::flow_dump(&net.lab, "hv1").unwrap_or_default();
+        problems.extend(
+            common::compare_across_restart("hv1", &before, &after, !agent)
+                .into_iter()
+                .map(|p| format!("[{label}] {p}")),
+        );
+        if agent {
+            let mods = agent_counter(&net, "hv1", "flow mods");
+            eprintln!("[{label}] flow_mods sent after a restart: {mods:?}");
+            if mods != Some(0) {
+                problems.push(format!(
+                    "[{label}] a restart that changes nothing sent {mods:?} flow_mods, expected 0"
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
