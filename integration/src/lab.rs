@@ -96,6 +96,29 @@ impl Lab {
             .map(drop)
     }
 
+    /// Stops chassis `name` (controller and OVS) and leaves its Southbound records (`Chassis`,
+    /// `Chassis_Private`, `Encap`, its claims), as a hypervisor that is switched off does: a
+    /// chassis added later under the same name takes them over. Its directory (logs, database)
+    /// is kept, renamed to `<name>.stopped<N>`, so that the name can be used again.
+    pub fn stop_chassis(&mut self, name: &str) -> Result<()> {
+        let before = self.chassis.len();
+        self.chassis.retain(|c| c.name() != name);
+        if self.chassis.len() == before {
+            return Err(HarnessError::Config(format!("no chassis named {name}")));
+        }
+        self.network.remove_link(name)?;
+        let dir = self.dir().join(name);
+        let kept = (0..)
+            .map(|n| self.dir().join(format!("{name}.stopped{n}")))
+            .find(|p| !p.exists())
+            .unwrap_or_else(|| self.dir().join(format!("{name}.stopped")));
+        std::fs::rename(&dir, &kept).map_err(io_error(format!(
+            "rename {} to {}",
+            dir.display(),
+            kept.display()
+        )))
+    }
+
     pub fn dir(&self) -> &Path {
         // The directory lives as long as the lab; it is only taken in Drop.
         self.dir
