@@ -22,6 +22,8 @@ pub struct Lab {
     central: Central,
     dir: Option<TempDir>,
     next_address: u8,
+    /// Keep the directory when the lab is dropped (see [`Lab::keep_dir`]).
+    keep_dir: bool,
 }
 
 impl Lab {
@@ -39,6 +41,7 @@ impl Lab {
             central,
             dir: Some(dir),
             next_address: 1,
+            keep_dir: false,
         })
     }
 
@@ -119,6 +122,11 @@ impl Lab {
         )))
     }
 
+    /// Keeps the directory (logs, databases) when the lab is dropped, and prints its path.
+    pub fn keep_dir(&mut self) {
+        self.keep_dir = true;
+    }
+
     pub fn dir(&self) -> &Path {
         // The directory lives as long as the lab; it is only taken in Drop.
         self.dir
@@ -158,7 +166,7 @@ impl Drop for Lab {
     fn drop(&mut self) {
         // Stop the daemons explicitly before deciding about the directory.
         self.chassis.clear();
-        if std::thread::panicking() {
+        if self.keep_dir || std::thread::panicking() {
             if let Some(dir) = self.dir.take() {
                 let kept = dir.keep();
                 eprintln!("lab directory kept for inspection: {}", kept.display());

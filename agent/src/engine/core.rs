@@ -259,6 +259,10 @@ impl Engine {
                 | "RBAC_Permission" | "Service_Monitor" | "BFD" | "Mirror" | "IGMP_Group"
                 | "Gateway_Chassis" => {}
                 "SB_Global" => {}
+                // Nothing compiles `up` (claims and `write_port_up` read the replica on
+                // every run): a change of `up` alone, our own port-up write included,
+                // recomputes nothing.
+                "Port_Binding" if self.only_up_changed() => {}
                 other => {
                     self.need_full
                         .get_or_insert_with(|| format!("{other} changed"));
@@ -268,11 +272,28 @@ impl Engine {
         self.sb.replica.clear_changes();
     }
 
-    /// The OVS replica changed.
+    /// Whether every change to Port_Binding in the current change set is to `up` alone.
+    fn only_up_changed(&self) -> bool {
+        let Some(t) = self.sb.replica.table::<PortBinding>() else {
+            return false;
+        };
+        let c = t.changes();
+        c.inserted.is_empty()
+            && c.deleted.is_empty()
+            && c.modified.iter().all(|(u, old)| {
+                t.get(u).is_some_and(|new| {
+                    let mut old = (**old).clone();
+                    old.up = new.up;
+                    old == *new
+                })
+            })
+    }
+
+    /// The OVS replica changed. Flows depend on the local OVS only through the runtime,
+    /// which every run derives from the replica again and compares (`same_runtime`): an OVS
+    /// change that leaves it the same (our own `ovn-installed`, `ovn-nb-cfg` and
+    /// `ct-zone-*` writes, a new interface nobody has bound yet) recomputes nothing.
     pub fn ovs_changed(&mut self) {
-        if !self.ovs.changed_tables().is_empty() {
-            self.runtime_changed = true;
-        }
         self.ovs.clear_changes();
     }
 

@@ -91,6 +91,9 @@ struct Args {
     /// Default: c, plus rust when the ovn-agent binary is found (`OVN_AGENT_BIN`, or built).
     #[arg(long, value_delimiter = ',')]
     controllers: Vec<String>,
+    /// Keep the lab directory (every daemon's log and database) and print its path.
+    #[arg(long)]
+    keep: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -290,6 +293,8 @@ struct Round {
     peak_rss_kib: u64,
     cpu_total: f64,
     floor: Vec<Duration>,
+    /// What the controller's incremental engine says it did (`inc-engine/show-stats`).
+    engine_stats: String,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -297,6 +302,9 @@ fn main() -> anyhow::Result<()> {
     let topology = Topology::from_args(&args)?;
     let controllers = pick_controllers(&args.controllers)?;
     let mut lab = Lab::start()?;
+    if args.keep {
+        lab.keep_dir();
+    }
     let t = Instant::now();
     println!("{}", topology.describe());
     topology.build(lab.central())?;
@@ -331,6 +339,12 @@ fn main() -> anyhow::Result<()> {
     println!();
     print!("{}", table(&rounds, args.samples, args.floor_runs));
     print!("{}", flow_differences(&rounds));
+    for r in &rounds {
+        println!(
+            "\n{} engine (inc-engine/show-stats):\n{}",
+            r.label, r.engine_stats
+        );
+    }
     Ok(())
 }
 
@@ -403,6 +417,9 @@ fn measure(
     let dump = chassis.ofctl(&["--no-stats", "dump-flows", "br-int"])?;
     let by_role = flows_by_role(&dump, layout);
     let export = export_flows(chassis, &dump)?;
+    let stats_at_sync = chassis
+        .controller_appctl(&["inc-engine/show-stats"])
+        .unwrap_or_default();
 
     let switch = topology.sample_switch();
     let mut port_up = Vec::with_capacity(args.samples);
@@ -438,6 +455,7 @@ fn measure(
     }
     let peak_rss_kib = daemon.peak_rss_kib()?;
     let cpu_total = daemon.cpu_seconds()?;
+    let engine_stats = engine_stats(chassis, controller, &stats_at_sync);
 
     // Back to the content the round started from, for the next controller.
     let mut undo: Vec<String> = Vec::new();
@@ -473,7 +491,44 @@ fn measure(
         peak_rss_kib,
         cpu_total,
         floor,
+        engine_stats,
     })
+}
+
+/// The controller's engine statistics at the first sync and at the end of the round: all of
+/// ovn-agent's; ovn-controller's recompute and compute counts of its flow nodes.
+fn engine_stats(chassis: &Chassis, controller: &Controller, at_sync: &str) -> String {
+    let now = chassis
+        .controller_appctl(&["inc-engine/show-stats"])
+        .unwrap_or_else(|e| format!("({e})"));
+    let brief = |text: &str| -> String {
+        match controller {
+            Controller::OvnController => {
+                let mut out = Vec::new();
+                let mut node = "";
+                for line in text.lines() {
+                    if let Some(n) = line.strip_prefix("Node: ") {
+                        node = n.trim();
+                    } else if ["logical_flow_output", "physical_flow_output", "flow_output"].contains(&node) {
+                        let l = line.trim().trim_start_matches("- ");
+                        if l.starts_with("recompute") || l.starts_with("compute") {
+                            out.push(format!(
+                                "{node} {}",
+                                l.split_whitespace().collect::<Vec<_>>().join(" ")
+                            ));
+                        }
+                    }
+                }
+                out.join(", ")
+            }
+            _ => text.trim_end().lines().collect::<Vec<_>>().join("\n    "),
+        }
+    };
+    format!(
+        "  at first sync:\n    {}\n  at the end of the round:\n    {}",
+        brief(at_sync),
+        brief(&now)
+    )
 }
 
 /// Flow counts of a `dump-flows` by the role of their table under `layout`.
