@@ -676,6 +676,16 @@ impl Engine {
     // ---- flows -----------------------------------------------------------------------
 
     fn recompute_flows(&mut self, cfg: &ChassisConfig) {
+        let full = self.need_full.take().or_else(|| {
+            self.runtime_changed
+                .then(|| "local state changed".to_owned())
+        });
+        self.runtime_changed = false;
+        // Most runs (a transaction reply, a put confirmed, an OVS echo) change no flow: no
+        // view to build then.
+        if full.is_none() && self.dirty_lflows.is_empty() && self.deleted_lflows.is_empty() {
+            return;
+        }
         let layout = cfg.layout;
         let facts = LocalFacts {
             chassis: self.runtime.chassis,
@@ -684,11 +694,6 @@ impl Engine {
             active_ha: self.runtime.active_ha.iter().copied().collect(),
             local_datapaths: self.runtime.local_datapaths.keys().copied().collect(),
         };
-        let full = self.need_full.take().or_else(|| {
-            self.runtime_changed
-                .then(|| "local state changed".to_owned())
-        });
-        self.runtime_changed = false;
         let view = SbView::with_facts(&self.sb, &cfg.system_id, &self.ids, &facts);
         // Parsed matches depend on address sets, port groups and port keys; a change to
         // any of them recomputes, so the cache lives for one run only (and its memory is
