@@ -136,6 +136,26 @@ impl Daemon {
             .ok_or_else(|| HarnessError::Config(format!("no VmHWM in {path}")))
     }
 
+    /// CPU time the process has used so far, user plus system, in seconds (`utime` + `stime`
+    /// of `/proc/<pid>/stat`, all threads).
+    pub fn cpu_seconds(&self) -> Result<f64> {
+        let path = format!("/proc/{}/stat", self.pid());
+        let stat = std::fs::read_to_string(&path).map_err(io_error(format!("read {path}")))?;
+        // The command name (field 2) is in parentheses and may hold spaces: count from the
+        // last ')'. Fields 14 and 15 (utime, stime) are then the 12th and 13th.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok());
+        match (ticks(11), ticks(12)) {
+            (Some(utime), Some(stime)) => Ok((utime + stime) as f64 / clock_ticks_per_second()),
+            _ => Err(HarnessError::Config(format!(
+                "no utime/stime in {path}: {stat:?}"
+            ))),
+        }
+    }
+
     /// Whether the process is still running (it may have crashed).
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
@@ -165,6 +185,21 @@ impl Drop for Daemon {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// `sysconf(_SC_CLK_TCK)`, the unit of the times in `/proc/<pid>/stat`, as `getconf` reports
+/// it (100 on Linux, whatever the kernel's HZ, if `getconf` is missing).
+fn clock_ticks_per_second() -> f64 {
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        std::process::Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+            .filter(|t: &f64| *t > 0.0)
+            .unwrap_or(100.0)
+    })
 }
 
 /// The last `lines` lines of a text file, or a note saying it could not be read.

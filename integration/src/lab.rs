@@ -22,6 +22,8 @@ pub struct Lab {
     central: Central,
     dir: Option<TempDir>,
     next_address: u8,
+    /// Keep the directory when the lab is dropped (see [`Lab::keep_dir`]).
+    keep_dir: bool,
 }
 
 impl Lab {
@@ -45,6 +47,7 @@ impl Lab {
             central,
             dir: Some(dir),
             next_address: 1,
+            keep_dir: false,
         })
     }
 
@@ -102,6 +105,34 @@ impl Lab {
             .map(drop)
     }
 
+    /// Stops chassis `name` (controller and OVS) and leaves its Southbound records (`Chassis`,
+    /// `Chassis_Private`, `Encap`, its claims), as a hypervisor that is switched off does: a
+    /// chassis added later under the same name takes them over. Its directory (logs, database)
+    /// is kept, renamed to `<name>.stopped<N>`, so that the name can be used again.
+    pub fn stop_chassis(&mut self, name: &str) -> Result<()> {
+        let before = self.chassis.len();
+        self.chassis.retain(|c| c.name() != name);
+        if self.chassis.len() == before {
+            return Err(HarnessError::Config(format!("no chassis named {name}")));
+        }
+        self.network.remove_link(name)?;
+        let dir = self.dir().join(name);
+        let kept = (0..)
+            .map(|n| self.dir().join(format!("{name}.stopped{n}")))
+            .find(|p| !p.exists())
+            .unwrap_or_else(|| self.dir().join(format!("{name}.stopped")));
+        std::fs::rename(&dir, &kept).map_err(io_error(format!(
+            "rename {} to {}",
+            dir.display(),
+            kept.display()
+        )))
+    }
+
+    /// Keeps the directory (logs, databases) when the lab is dropped, and prints its path.
+    pub fn keep_dir(&mut self) {
+        self.keep_dir = true;
+    }
+
     pub fn dir(&self) -> &Path {
         // The directory lives as long as the lab; it is only taken in Drop.
         self.dir
@@ -141,7 +172,7 @@ impl Drop for Lab {
     fn drop(&mut self) {
         // Stop the daemons explicitly before deciding about the directory.
         self.chassis.clear();
-        if std::thread::panicking() {
+        if self.keep_dir || std::thread::panicking() {
             if let Some(dir) = self.dir.take() {
                 let kept = dir.keep();
                 eprintln!("lab directory kept for inspection: {}", kept.display());

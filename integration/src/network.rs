@@ -67,6 +67,14 @@ impl Network {
         Ok(format!("unix:{}", sock.display()))
     }
 
+    /// Removes the network side of `chassis`' link (after the chassis stopped), so that a
+    /// chassis of the same name can be linked again.
+    pub(crate) fn remove_link(&self, chassis: &str) -> Result<()> {
+        let port = format!("{chassis}_br-phys");
+        self.vsctl(&["--if-exists", "del-port", NETWORK_BRIDGE, &port])
+            .map(drop)
+    }
+
     pub fn vswitchd(&self) -> &Daemon {
         &self.vswitchd
     }

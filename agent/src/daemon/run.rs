@@ -3,6 +3,7 @@
 //! arrived, runs the engine once, and starts what it asks for (at most one transaction per
 //! database and one put to the switch in flight).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -235,7 +236,9 @@ pub async fn run(
         let now = Instant::now();
         engine.sb_busy = sb_busy;
         engine.ovs_busy = ovs_busy;
+        let reasons_before = engine.stats.recompute_reasons.clone();
         let actions = tokio::task::block_in_place(|| engine.run(now));
+        log_slow_run(&engine, now.elapsed(), &reasons_before);
         if let (Some(txn), false, Some(s)) = (actions.sb_txn, sb_busy, sb.as_ref()) {
             sb_busy = true;
             spawn_txn(s.client.clone(), txn, done_tx.clone(), Done::SbTxn);
@@ -260,6 +263,30 @@ pub async fn run(
     }
     ovs_client.shutdown().await;
     Ok(exit.unwrap_or(Exit::Restart))
+}
+
+/// Runs slower than this are logged (as ovn-controller logs engine nodes over 500 ms).
+const SLOW_RUN: Duration = Duration::from_millis(500);
+
+/// Logs an engine run that took [`SLOW_RUN`] or longer, saying whether it recomputed every
+/// flow and why (`reasons_before`: the recompute counters before the run).
+fn log_slow_run(engine: &Engine, took: Duration, reasons_before: &BTreeMap<String, u64>) {
+    if took < SLOW_RUN {
+        return;
+    }
+    let ms = took.as_millis();
+    let why = engine
+        .stats
+        .recompute_reasons
+        .iter()
+        .find(|(why, n)| reasons_before.get(*why) != Some(*n))
+        .map(|(why, _)| why.as_str());
+    match why {
+        Some(why) => {
+            tracing::info!(target: "main", "engine run took {ms} ms (full recompute: {why})");
+        }
+        None => tracing::info!(target: "main", "engine run took {ms} ms (incremental)"),
+    }
 }
 
 fn start_sb(engine: &Engine, remote: &str, probe_ms: u64) -> Option<Sb> {

@@ -275,6 +275,10 @@ impl Engine {
                 | "RBAC_Permission" | "Service_Monitor" | "BFD" | "Mirror" | "IGMP_Group"
                 | "Gateway_Chassis" => {}
                 "SB_Global" => {}
+                // Nothing compiles `up` (claims and `write_port_up` read the replica on
+                // every run): a change of `up` alone, our own port-up write included,
+                // recomputes nothing.
+                "Port_Binding" if self.only_up_changed() => {}
                 other => {
                     self.need_full
                         .get_or_insert_with(|| format!("{other} changed"));
@@ -284,11 +288,28 @@ impl Engine {
         self.sb.replica.clear_changes();
     }
 
-    /// The OVS replica changed.
+    /// Whether every change to Port_Binding in the current change set is to `up` alone.
+    fn only_up_changed(&self) -> bool {
+        let Some(t) = self.sb.replica.table::<PortBinding>() else {
+            return false;
+        };
+        let c = t.changes();
+        c.inserted.is_empty()
+            && c.deleted.is_empty()
+            && c.modified.iter().all(|(u, old)| {
+                t.get(u).is_some_and(|new| {
+                    let mut old = (**old).clone();
+                    old.up = new.up;
+                    old == *new
+                })
+            })
+    }
+
+    /// The OVS replica changed. Flows depend on the local OVS only through the runtime,
+    /// which every run derives from the replica again and compares (`same_runtime`): an OVS
+    /// change that leaves it the same (our own `ovn-installed`, `ovn-nb-cfg` and
+    /// `ct-zone-*` writes, a new interface nobody has bound yet) recomputes nothing.
     pub fn ovs_changed(&mut self) {
-        if !self.ovs.changed_tables().is_empty() {
-            self.runtime_changed = true;
-        }
         self.ovs.clear_changes();
     }
 
@@ -671,6 +692,16 @@ impl Engine {
     // ---- flows -----------------------------------------------------------------------
 
     fn recompute_flows(&mut self, cfg: &ChassisConfig) {
+        let full = self.need_full.take().or_else(|| {
+            self.runtime_changed
+                .then(|| "local state changed".to_owned())
+        });
+        self.runtime_changed = false;
+        // Most runs (a transaction reply, a put confirmed, an OVS echo) change no flow: no
+        // view to build then.
+        if full.is_none() && self.dirty_lflows.is_empty() && self.deleted_lflows.is_empty() {
+            return;
+        }
         let layout = cfg.layout;
         let facts = LocalFacts {
             chassis: self.runtime.chassis,
@@ -679,11 +710,6 @@ impl Engine {
             active_ha: self.runtime.active_ha.iter().copied().collect(),
             local_datapaths: self.runtime.local_datapaths.keys().copied().collect(),
         };
-        let full = self.need_full.take().or_else(|| {
-            self.runtime_changed
-                .then(|| "local state changed".to_owned())
-        });
-        self.runtime_changed = false;
         let view = SbView::with_facts(&self.sb, &cfg.system_id, &self.ids, &facts);
         // Parsed matches depend on address sets, port groups and port keys; a change to
         // any of them recomputes, so the cache lives for one run only (and its memory is

@@ -1,86 +1,348 @@
-//! `ovn-bench`: runs `ovn-controller` and `ovn-agent` on the same Southbound content, one after
-//! the other on a fresh chassis, and prints time to first full sync, peak RSS, port-up latency
-//! and change latency for each, their ratios, and the floor that `ovs-vswitchd` itself sets
-//! (`ovs-ofctl --bundle add-flows` of the same flows into an empty bridge).
+//! `ovn-bench`: runs `ovn-controller` and `ovn-agent` in turn, each on a fresh chassis (its own
+//! `ovsdb-server` and `ovs-vswitchd`) against the same Southbound content, and prints a table
+//! per controller with their ratio ovn-agent/ovn-controller:
+//!
+//! - time to the first full sync: from starting the controller to `ovn-nbctl --wait=hv sync`
+//!   returning (every chassis acknowledged the current `nb_cfg`, which a controller does only
+//!   once the flows for it are installed), with the controller's and the switch's CPU seconds
+//!   and the controller's peak RSS by then;
+//! - the OpenFlow flows installed in `br-int` (by table role when the counts differ);
+//! - peak RSS (`VmHWM`) and CPU seconds (`utime` + `stime`) of the controller over its run;
+//! - port-up latency: from adding an OVS interface with `external_ids:iface-id` to the
+//!   Southbound `Port_Binding.up` being true (median of `--samples`);
+//! - one-ACL change latency: `ovn-nbctl --wait=hv acl-add` (median of `--samples`);
+//! - the floor that `ovs-vswitchd` itself sets: `ovs-ofctl --bundle add-flows` of the flows the
+//!   controller installed (dumped after the first sync, stats and cookies stripped) into an
+//!   empty `br-int` of another fresh switch (median of `--floor-runs`).
+//!
+//! Two shapes of Southbound: `--shape synthetic` (switches on one router, port group and
+//! address-set ACLs: [`integration::scale::build`]; the measured chassis binds
+//! `--bound-per-switch` ports of every switch), and `--shape k8s` (an ovn-kubernetes cluster:
+//! [`integration::scale::build_k8s`]; the measured chassis is node0, with its pods and
+//! management port as VIFs and `physnet` mapped to a bridge `breth0`).
+//!
+//! What a round changes in the Northbound (the sample ports and ACLs) is removed before the
+//! next round, so every controller starts from the same content. A benchmark, not a test: it
+//! prints figures and judges nothing.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
-use clap::Parser;
-use integration::scale::{build, vm_port, ScaleSpec};
-use integration::scenario::wait_port_up;
-use integration::{Chassis, Controller, Lab};
+use clap::{Parser, ValueEnum};
+use integration::central::DB_TIMEOUT_SECS;
+use integration::flows::{TableLayout, TableRole};
+use integration::scale::k8s::{
+    mac_for, node_name, node_subnet_host, node_vifs, LARGE_DB_TIMEOUT_SECS, PHYSNET,
+};
+use integration::scale::{build, build_k8s, vm_port, K8sSpec, ScaleSpec};
+use integration::{Central, Chassis, Controller, Lab};
 
 #[derive(Parser, Debug)]
 #[command(about = "Compare ovn-controller and ovn-agent on the same Southbound content")]
 struct Args {
+    /// The shape of the generated Southbound.
+    #[arg(long, value_enum, default_value_t = Shape::Synthetic)]
+    shape: Shape,
+    /// Same as `--shape k8s`.
+    #[arg(long)]
+    k8s: bool,
+
+    /// synthetic: logical switches, all on one router.
     #[arg(long, default_value_t = 20)]
     switches: usize,
+    /// synthetic: VM ports per switch.
     #[arg(long, default_value_t = 50)]
     ports_per_switch: usize,
+    /// synthetic: port-group/address-set ACLs per switch.
     #[arg(long, default_value_t = 10)]
     acls_per_switch: usize,
-    /// Ports of each switch that are bound on the measured chassis.
+    /// synthetic: ports of each switch that are bound on the measured chassis.
     #[arg(long, default_value_t = 2)]
     bound_per_switch: usize,
+
+    /// k8s: nodes (node0 is the measured one).
+    #[arg(long, default_value_t = K8sSpec::BENCHMARK.nodes)]
+    nodes: usize,
+    /// k8s: pods per node.
+    #[arg(long, default_value_t = K8sSpec::BENCHMARK.pods_per_node)]
+    pods_per_node: usize,
+    /// k8s: services (one load balancer each, all in the cluster's load balancer group).
+    #[arg(long, default_value_t = K8sSpec::BENCHMARK.services)]
+    services: usize,
+    /// k8s: namespaces.
+    #[arg(long, default_value_t = K8sSpec::BENCHMARK.namespaces)]
+    namespaces: usize,
+    /// k8s: network policies per namespace.
+    #[arg(long, default_value_t = K8sSpec::BENCHMARK.policies_per_namespace)]
+    policies_per_namespace: usize,
+    /// k8s: leave `options:hairpin_snat_ip` off the load balancers.
+    #[arg(long)]
+    no_hairpin_snat_ip: bool,
+
     /// Port-up and change-latency samples per controller.
     #[arg(long, default_value_t = 5)]
     samples: usize,
+    /// Timed `ovs-ofctl --bundle add-flows` runs per controller's dump.
+    #[arg(long, default_value_t = 3)]
+    floor_runs: usize,
     /// Controllers to measure, in order: "c" (ovn-controller), "rust" (ovn-agent).
-    /// Default: c, plus rust when the ovn-agent binary is found.
+    /// Default: c, plus rust when the ovn-agent binary is found (`OVN_AGENT_BIN`, or built).
     #[arg(long, value_delimiter = ',')]
     controllers: Vec<String>,
+    /// Keep the lab directory (every daemon's log and database) and print its path.
+    #[arg(long)]
+    keep: bool,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Shape {
+    Synthetic,
+    K8s,
+}
+
+/// The generated Southbound and where the measured chassis sits in it.
+#[derive(Debug, Clone, Copy)]
+enum Topology {
+    Synthetic {
+        spec: ScaleSpec,
+        bound_per_switch: usize,
+    },
+    K8s(K8sSpec),
+}
+
+impl Topology {
+    fn from_args(args: &Args) -> anyhow::Result<Self> {
+        if args.k8s || args.shape == Shape::K8s {
+            let spec = K8sSpec {
+                nodes: args.nodes,
+                pods_per_node: args.pods_per_node,
+                services: args.services,
+                namespaces: args.namespaces,
+                policies_per_namespace: args.policies_per_namespace,
+                hairpin_snat_ip: !args.no_hairpin_snat_ip,
+            };
+            spec.check()?;
+            // Sample ports take the addresses after node0's pods: .3 + pods onwards.
+            if 3 + spec.pods_per_node + args.samples > 254 {
+                bail!("--pods-per-node + --samples must leave room in node0's /24");
+            }
+            Ok(Self::K8s(spec))
+        } else {
+            let spec = ScaleSpec {
+                switches: args.switches,
+                ports_per_switch: args.ports_per_switch,
+                acls_per_switch: args.acls_per_switch,
+            };
+            if spec.switches == 0 || spec.ports_per_switch + args.samples > 250 {
+                bail!("needs a switch, and --ports-per-switch + --samples at most 250");
+            }
+            Ok(Self::Synthetic {
+                spec,
+                bound_per_switch: args.bound_per_switch.min(args.ports_per_switch),
+            })
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Self::Synthetic {
+                spec,
+                bound_per_switch,
+            } => format!(
+                "synthetic {spec:?}: {} ports, {bound_per_switch} per switch bound on the measured chassis",
+                spec.total_ports()
+            ),
+            Self::K8s(spec) => format!(
+                "k8s {spec:?}: {} pods, measured chassis node0",
+                spec.total_pods()
+            ),
+        }
+    }
+
+    fn build(&self, central: &Central) -> anyhow::Result<()> {
+        match self {
+            Self::Synthetic { spec, .. } => {
+                build(central, *spec)?;
+                central.nbctl_with_timeout(LARGE_DB_TIMEOUT_SECS, &["--wait=sb", "sync"])?;
+            }
+            Self::K8s(spec) => {
+                let built = build_k8s(central, *spec)?;
+                for (phase, took) in &built.phases {
+                    println!("  {phase:<36} {took:>9.1?}");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The measured chassis of round `round`. The synthetic shape takes a new chassis each
+    /// round (the last one's is deleted); the k8s one is always node0, whose `Chassis` row the
+    /// generator made and every port of node0 requests.
+    fn chassis_name(&self, round: usize) -> String {
+        match self {
+            Self::Synthetic { .. } => format!("bench{round}"),
+            Self::K8s(_) => node_name(0),
+        }
+    }
+
+    /// VIFs (interface, iface-id) on the measured chassis before its controller starts.
+    fn vifs(&self) -> Vec<(String, String)> {
+        match self {
+            Self::Synthetic {
+                spec,
+                bound_per_switch,
+            } => (0..spec.switches)
+                .flat_map(|s| (0..*bound_per_switch).map(move |p| (s, p)))
+                .map(|(s, p)| (format!("v{s}_{p}"), vm_port(s, p).0))
+                .collect(),
+            Self::K8s(spec) => node_vifs(spec, 0),
+        }
+    }
+
+    /// The logical switch that gets the sample ports and ACLs.
+    fn sample_switch(&self) -> String {
+        match self {
+            Self::Synthetic { .. } => "sw0".to_owned(),
+            Self::K8s(_) => node_name(0),
+        }
+    }
+
+    /// `ovn-nbctl` arguments that add sample port `name` (number `i`) to the sample switch.
+    fn sample_port_commands(&self, name: &str, i: usize) -> Vec<String> {
+        let switch = self.sample_switch();
+        let mut cmd: Vec<String> = vec!["lsp-add".into(), switch, name.into()];
+        match self {
+            Self::Synthetic { spec, .. } => {
+                let (_, mac, ip) = vm_port(0, spec.ports_per_switch + i);
+                cmd.extend(["--".into(), "lsp-set-addresses".into(), name.into()]);
+                cmd.push(format!("{mac} {ip}"));
+            }
+            Self::K8s(spec) => {
+                let host = u8::try_from(3 + spec.pods_per_node + i).unwrap_or(u8::MAX);
+                let ip = node_subnet_host(0, host);
+                let address = format!("{} {ip}", mac_for(ip));
+                for (command, value) in [
+                    ("lsp-set-addresses", address.clone()),
+                    ("lsp-set-port-security", address),
+                    (
+                        "lsp-set-options",
+                        format!("requested-chassis={}", node_name(0)),
+                    ),
+                ] {
+                    cmd.extend(["--".into(), command.into(), name.into(), value]);
+                }
+            }
+        }
+        cmd
+    }
+
+    /// Prepares the measured chassis' OVS beyond its VIFs: in the k8s shape, `physnet` is
+    /// mapped to a bridge `breth0`, as ovn-kubernetes does on every node.
+    fn prepare(&self, chassis: &Chassis) -> anyhow::Result<()> {
+        if let Self::K8s(_) = self {
+            chassis.vsctl(&[
+                "add-br",
+                "breth0",
+                "--",
+                "set",
+                "bridge",
+                "breth0",
+                "datapath_type=dummy",
+                "--",
+                "set",
+                "Open_vSwitch",
+                ".",
+                &format!("external-ids:ovn-bridge-mappings={PHYSNET}:breth0"),
+            ])?;
+        }
+        Ok(())
+    }
+
+    /// Stops the measured chassis: the synthetic shape deletes its Southbound records; node0
+    /// keeps them (its ports and `Chassis` row belong to the generated cluster) for the next
+    /// round's controller to take over.
+    fn stop_chassis(&self, lab: &mut Lab, name: &str) -> anyhow::Result<()> {
+        match self {
+            Self::Synthetic { .. } => lab.remove_chassis(name)?,
+            Self::K8s(_) => lab.stop_chassis(name)?,
+        }
+        Ok(())
+    }
+}
+
+/// What one controller did.
 #[derive(Debug)]
-struct Measurement {
-    label: String,
+struct Round {
+    label: &'static str,
     first_sync: Duration,
+    /// CPU seconds of the controller and of the chassis' `ovs-vswitchd` from the controller's
+    /// start to the first sync.
+    cpu_at_sync: f64,
+    vswitchd_cpu_at_sync: f64,
+    /// `VmHWM` at the first sync.
+    rss_at_sync_kib: u64,
+    /// `ovs-ofctl dump-aggregate` flow count after the first sync.
     flows: u64,
+    /// Flows per table role after the first sync.
+    by_role: BTreeMap<TableRole, u64>,
+    port_up: Vec<Duration>,
+    change: Vec<Duration>,
+    /// Over the whole round (first sync and all samples).
     peak_rss_kib: u64,
-    port_up: Duration,
-    change: Duration,
-    floor: Duration,
+    cpu_total: f64,
+    floor: Vec<Duration>,
+    /// What the controller's incremental engine says it did (`inc-engine/show-stats`).
+    engine_stats: String,
 }
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    let topology = Topology::from_args(&args)?;
     let controllers = pick_controllers(&args.controllers)?;
-    let spec = ScaleSpec {
-        switches: args.switches,
-        ports_per_switch: args.ports_per_switch,
-        acls_per_switch: args.acls_per_switch,
-    };
     let mut lab = Lab::start()?;
+    if args.keep {
+        lab.keep_dir();
+    }
     let t = Instant::now();
-    build(lab.central(), spec)?;
-    lab.central().wait_sb_sync()?;
-    let lflows = count_rows(&lab, "Logical_Flow")?;
+    println!("{}", topology.describe());
+    topology.build(lab.central())?;
+    let counts = [
+        "Logical_Flow",
+        "Logical_DP_Group",
+        "Port_Binding",
+        "Datapath_Binding",
+    ]
+    .iter()
+    .map(|table| Ok(format!("{} {table}", count_rows(lab.central(), table)?)))
+    .collect::<anyhow::Result<Vec<_>>>()?;
     println!(
-        "topology {spec:?}: {} ports, {lflows} logical flows, built in {:.1?}",
-        spec.total_ports(),
+        "Southbound: {}; built in {:.1?}",
+        counts.join(", "),
         t.elapsed()
     );
-
-    let mut results = Vec::new();
-    for (round, controller) in controllers.iter().enumerate() {
-        let m = measure(&mut lab, &args, controller, round)?;
-        println!(
-            "{:<15} first sync {:>8.3?}  flows {:>7}  peak RSS {:>7} KiB  port-up {:>8.3?}  change {:>8.3?}  floor (ovs-ofctl --bundle add-flows) {:>8.3?}",
-            m.label, m.first_sync, m.flows, m.peak_rss_kib, m.port_up, m.change, m.floor
-        );
-        results.push(m);
+    for controller in &controllers {
+        println!("controller: {}", controller.program());
     }
-    if let [c, rust] = results.as_slice() {
-        let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
+
+    let mut rounds = Vec::new();
+    for (round, controller) in controllers.iter().enumerate() {
+        let r = measure(&mut lab, &args, &topology, controller, round)
+            .with_context(|| format!("round {round} ({})", controller.program()))?;
         println!(
-            "ratios ovn-agent/ovn-controller: first sync {:.2}, peak RSS {:.2}, port-up {:.2}, change {:.2}; ovn-agent first sync / floor {:.2}",
-            ratio(rust.first_sync, c.first_sync),
-            rust.peak_rss_kib as f64 / c.peak_rss_kib as f64,
-            ratio(rust.port_up, c.port_up),
-            ratio(rust.change, c.change),
-            ratio(rust.first_sync, rust.floor),
+            "{}: first sync {:.3?}, {} flows, peak RSS {} KiB, CPU {:.2} s",
+            r.label, r.first_sync, r.flows, r.peak_rss_kib, r.cpu_total
+        );
+        rounds.push(r);
+    }
+    println!();
+    print!("{}", table(&rounds, args.samples, args.floor_runs));
+    print!("{}", flow_differences(&rounds));
+    for r in &rounds {
+        println!(
+            "\n{} engine (inc-engine/show-stats):\n{}",
+            r.label, r.engine_stats
         );
     }
     Ok(())
@@ -102,104 +364,185 @@ fn pick_controllers(names: &[String]) -> anyhow::Result<Vec<Controller>> {
         .collect()
 }
 
-fn count_rows(lab: &Lab, table: &str) -> anyhow::Result<usize> {
-    let out = lab
-        .central()
-        .sbctl(&["--bare", "--columns=_uuid", "list", table])?;
+fn count_rows(central: &Central, table: &str) -> anyhow::Result<usize> {
+    let out = central.sbctl_with_timeout(
+        LARGE_DB_TIMEOUT_SECS,
+        &["--bare", "--columns=_uuid", "list", table],
+    )?;
     Ok(out.lines().filter(|l| !l.trim().is_empty()).count())
+}
+
+/// `ovn-nbctl --wait=hv ARGS` with a timeout that large databases need.
+fn nbctl_wait_hv(central: &Central, args: &[&str]) -> anyhow::Result<()> {
+    let mut all = vec!["--wait=hv"];
+    all.extend_from_slice(args);
+    central.nbctl_with_timeout(LARGE_DB_TIMEOUT_SECS, &all)?;
+    Ok(())
 }
 
 fn measure(
     lab: &mut Lab,
     args: &Args,
+    topology: &Topology,
     controller: &Controller,
     round: usize,
-) -> anyhow::Result<Measurement> {
-    let name = format!("bench{round}");
-    let bound: Vec<(String, String)> = (0..args.switches)
-        .flat_map(|s| (0..args.bound_per_switch.min(args.ports_per_switch)).map(move |p| (s, p)))
-        .map(|(s, p)| (format!("v{s}_{p}"), vm_port(s, p).0))
-        .collect();
+) -> anyhow::Result<Round> {
+    let (label, layout) = match controller {
+        Controller::OvnController => ("ovn-controller", TableLayout::Ovn2303),
+        // The harness leaves ovn-agent at its default layout.
+        _ => ("ovn-agent", TableLayout::Classic),
+    };
+    let name = topology.chassis_name(round);
+    let vifs = topology.vifs();
+    let pairs: Vec<(&str, &str)> = vifs.iter().map(|(v, p)| (v.as_str(), p.as_str())).collect();
     let chassis = lab.add_bare_chassis(&name)?;
-    let pairs: Vec<(&str, &str)> = bound
-        .iter()
-        .map(|(v, p)| (v.as_str(), p.as_str()))
-        .collect();
     chassis.add_vifs(&pairs)?;
+    topology.prepare(chassis)?;
+    let vswitchd_cpu_before = chassis.vswitchd().cpu_seconds()?;
 
     let start = Instant::now();
     lab.start_controller(&name, controller)?;
-    lab.central().wait_hv_sync()?;
+    let central = lab.central();
+    central
+        .wait_for_chassis_private(&name, Duration::from_secs(u64::from(LARGE_DB_TIMEOUT_SECS)))?;
+    nbctl_wait_hv(central, &["sync"])?;
     let first_sync = start.elapsed();
 
     let chassis = lab.chassis(&name)?;
-    let flows = flow_count(chassis)?;
-    let mut port_up = Duration::ZERO;
-    let mut change = Duration::ZERO;
-    for i in 0..args.samples {
-        let port = format!("new{round}_{i}");
-        let (_, mac, _) = vm_port(0, 200 + i);
-        let ip = format!("10.100.0.{}", 200 + i);
-        lab.central().nbctl(&[
-            "--wait=sb",
-            "lsp-add",
-            "sw0",
-            &port,
-            "--",
-            "lsp-set-addresses",
-            &port,
-            &format!("{mac} {ip}"),
-        ])?;
-        let t = Instant::now();
-        chassis.add_vif(&format!("n{round}_{i}"), &port)?;
-        wait_port_up(lab.central(), &port)?;
-        port_up += t.elapsed();
+    let daemon = chassis.controller().context("controller")?;
+    let cpu_at_sync = daemon.cpu_seconds()?;
+    let rss_at_sync_kib = daemon.peak_rss_kib()?;
+    let vswitchd_cpu_at_sync = chassis.vswitchd().cpu_seconds()? - vswitchd_cpu_before;
+    let flows = chassis.flow_count("br-int")?;
+    let dump = chassis.ofctl(&["--no-stats", "dump-flows", "br-int"])?;
+    let by_role = flows_by_role(&dump, layout);
+    let export = export_flows(chassis, &dump)?;
+    let stats_at_sync = chassis
+        .controller_appctl(&["inc-engine/show-stats"])
+        .unwrap_or_default();
 
+    let switch = topology.sample_switch();
+    let mut port_up = Vec::with_capacity(args.samples);
+    let mut change = Vec::with_capacity(args.samples);
+    let mut ports = Vec::new();
+    let mut acls = Vec::new();
+    for i in 0..args.samples {
+        let port = format!("bench{round}-new{i}");
+        let mut cmd = vec!["--wait=sb".to_owned()];
+        cmd.extend(topology.sample_port_commands(&port, i));
+        central.nbctl(&cmd)?;
+        ports.push(port.clone());
         let t = Instant::now();
+        chassis.add_vif(&format!("new{i}"), &port)?;
+        central.sbctl_with_timeout(
+            DB_TIMEOUT_SECS,
+            &["wait-until", "Port_Binding", &port, "up=true"],
+        )?;
+        port_up.push(t.elapsed());
+
         let acl = format!(
-            "ip4.src == 10.{}.0.{} && udp.dst == {}",
-            200 + round,
-            i,
+            "ip4.src == 198.18.{round}.{} && udp.dst == {}",
+            i % 250,
             5000 + i
         );
-        lab.central().nbctl(&[
-            "--wait=hv",
-            "acl-add",
-            "sw0",
-            "from-lport",
-            "2000",
-            &acl,
-            "drop",
-        ])?;
-        change += t.elapsed();
+        let t = Instant::now();
+        nbctl_wait_hv(
+            central,
+            &["acl-add", &switch, "from-lport", "2000", &acl, "drop"],
+        )?;
+        change.push(t.elapsed());
+        acls.push(acl);
     }
-    let samples = u32::try_from(args.samples.max(1)).context("samples")?;
-    let peak_rss_kib = chassis.controller().context("controller")?.peak_rss_kib()?;
-    let export = export_flows(chassis)?;
-    let floor = floor(lab, &export, round)?;
-    let label = match controller {
-        Controller::OvnController => "ovn-controller".to_owned(),
-        _ => "ovn-agent".to_owned(),
-    };
-    lab.remove_chassis(&name)?;
+    let peak_rss_kib = daemon.peak_rss_kib()?;
+    let cpu_total = daemon.cpu_seconds()?;
+    let engine_stats = engine_stats(chassis, controller, &stats_at_sync);
+
+    // Back to the content the round started from, for the next controller.
+    let mut undo: Vec<String> = Vec::new();
+    for port in &ports {
+        undo.extend(["--".into(), "lsp-del".into(), port.clone()]);
+    }
+    for acl in &acls {
+        undo.extend(
+            ["--", "acl-del", &switch, "from-lport", "2000", acl]
+                .iter()
+                .map(|s| (*s).to_owned()),
+        );
+    }
+    if !undo.is_empty() {
+        let mut cmd = vec!["--wait=hv".to_owned()];
+        cmd.extend(undo.into_iter().skip(1));
+        central.nbctl_with_timeout(LARGE_DB_TIMEOUT_SECS, &cmd)?;
+    }
+    topology.stop_chassis(lab, &name)?;
+
+    let floor = floor(lab, &export, round, args.floor_runs)?;
     lab.remove_chassis(&format!("floor{round}"))?;
-    Ok(Measurement {
+    Ok(Round {
         label,
         first_sync,
+        cpu_at_sync,
+        vswitchd_cpu_at_sync,
+        rss_at_sync_kib,
         flows,
+        by_role,
+        port_up,
+        change,
         peak_rss_kib,
-        port_up: port_up / samples,
-        change: change / samples,
+        cpu_total,
         floor,
+        engine_stats,
     })
 }
 
-fn flow_count(chassis: &Chassis) -> anyhow::Result<u64> {
-    let out = chassis.ofctl(&["dump-aggregate", "br-int"])?;
-    out.split_whitespace()
-        .find_map(|w| w.strip_prefix("flow_count="))
-        .and_then(|n| n.parse().ok())
-        .with_context(|| format!("no flow_count in {out:?}"))
+/// The controller's engine statistics at the first sync and at the end of the round: all of
+/// ovn-agent's; ovn-controller's recompute and compute counts of its flow nodes.
+fn engine_stats(chassis: &Chassis, controller: &Controller, at_sync: &str) -> String {
+    let now = chassis
+        .controller_appctl(&["inc-engine/show-stats"])
+        .unwrap_or_else(|e| format!("({e})"));
+    let brief = |text: &str| -> String {
+        match controller {
+            Controller::OvnController => {
+                let mut out = Vec::new();
+                let mut node = "";
+                for line in text.lines() {
+                    if let Some(n) = line.strip_prefix("Node: ") {
+                        node = n.trim();
+                    } else if ["logical_flow_output", "physical_flow_output", "flow_output"].contains(&node) {
+                        let l = line.trim().trim_start_matches("- ");
+                        if l.starts_with("recompute") || l.starts_with("compute") {
+                            out.push(format!(
+                                "{node} {}",
+                                l.split_whitespace().collect::<Vec<_>>().join(" ")
+                            ));
+                        }
+                    }
+                }
+                out.join(", ")
+            }
+            _ => text.trim_end().lines().collect::<Vec<_>>().join("\n    "),
+        }
+    };
+    format!(
+        "  at first sync:\n    {}\n  at the end of the round:\n    {}",
+        brief(at_sync),
+        brief(&now)
+    )
+}
+
+/// Flow counts of a `dump-flows` by the role of their table under `layout`.
+fn flows_by_role(dump: &str, layout: TableLayout) -> BTreeMap<TableRole, u64> {
+    let mut by_role = BTreeMap::new();
+    for line in dump.lines().filter(|l| l.contains("actions=")) {
+        let table = line
+            .split([',', ' '])
+            .find_map(|w| w.strip_prefix("table="))
+            .and_then(|t| t.parse::<u8>().ok())
+            .unwrap_or(0);
+        *by_role.entry(layout.role(table)).or_insert(0) += 1;
+    }
+    by_role
 }
 
 /// A chassis' installed OpenFlow state, written to files that `ovs-ofctl` reads back.
@@ -210,16 +553,28 @@ struct Export {
     flows: u64,
 }
 
-fn export_flows(measured: &Chassis) -> anyhow::Result<Export> {
-    let dir = measured.host().dir().to_owned();
-    let flows: String = measured
-        .ofctl(&["--no-stats", "dump-flows", "br-int"])?
-        .lines()
-        .filter(|l| l.contains("actions="))
-        .fold(String::new(), |mut s, l| {
-            let _ = writeln!(s, "{}", l.trim());
-            s
-        });
+/// Writes `dump` (`dump-flows --no-stats`) as `add-flows` input without cookies, and the
+/// chassis' groups, for [`floor`].
+fn export_flows(measured: &Chassis, dump: &str) -> anyhow::Result<Export> {
+    let dir = measured
+        .host()
+        .dir()
+        .parent()
+        .context("lab dir")?
+        .to_owned();
+    let name = measured.name();
+    let flows: String =
+        dump.lines()
+            .filter(|l| l.contains("actions="))
+            .fold(String::new(), |mut s, l| {
+                let l = l.trim();
+                let l = match l.split_once(", ") {
+                    Some((cookie, rest)) if cookie.starts_with("cookie=") => rest,
+                    _ => l,
+                };
+                let _ = writeln!(s, "{l}");
+                s
+            });
     let groups: String = measured
         .ofctl(&["dump-groups", "br-int"])?
         .lines()
@@ -229,8 +584,9 @@ fn export_flows(measured: &Chassis) -> anyhow::Result<Export> {
             s
         });
     let tlv_maps = tlv_maps(&measured.ofctl(&["dump-tlv-map", "br-int"])?);
-    let flows_file = dir.join("floor-flows.txt");
-    let groups_file = dir.join("floor-groups.txt");
+    // Next to the chassis' directory, which is renamed or left behind when it stops.
+    let flows_file = dir.join(format!("floor-{name}-flows.txt"));
+    let groups_file = dir.join(format!("floor-{name}-groups.txt"));
     std::fs::write(&flows_file, &flows)?;
     std::fs::write(&groups_file, groups)?;
     Ok(Export {
@@ -241,31 +597,37 @@ fn export_flows(measured: &Chassis) -> anyhow::Result<Export> {
     })
 }
 
-/// Time for `ovs-ofctl --bundle add-flows` to install the exported flows (after the groups and
-/// the Geneve TLV map they need) into an empty `br-int` of a fresh chassis.
-fn floor(lab: &mut Lab, export: &Export, round: usize) -> anyhow::Result<Duration> {
+/// Times of `ovs-ofctl --bundle add-flows` installing the exported flows (after the groups and
+/// the Geneve TLV map they need) into the empty `br-int` of a fresh chassis without a
+/// controller, `runs` times (the flows are deleted between runs, untimed).
+fn floor(
+    lab: &mut Lab,
+    export: &Export,
+    round: usize,
+    runs: usize,
+) -> anyhow::Result<Vec<Duration>> {
     let target = lab.add_bare_chassis(&format!("floor{round}"))?;
     for map in &export.tlv_maps {
         target.ofctl(&["add-tlv-map", "br-int", map])?;
     }
     let groups = export.groups_file.display().to_string();
     target.ofctl(&["--bundle", "add-groups", "br-int", &groups])?;
-    let t = Instant::now();
-    target.ofctl(&[
-        "--bundle",
-        "add-flows",
-        "br-int",
-        &export.flows_file.display().to_string(),
-    ])?;
-    let took = t.elapsed();
-    let installed = flow_count(target)?;
-    if installed != export.flows {
-        bail!(
-            "floor chassis has {installed} flows, exported {}",
-            export.flows
-        );
+    let flows = export.flows_file.display().to_string();
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs.max(1) {
+        let t = Instant::now();
+        target.ofctl(&["--bundle", "add-flows", "br-int", &flows])?;
+        times.push(t.elapsed());
+        let installed = target.flow_count("br-int")?;
+        if installed != export.flows {
+            bail!(
+                "floor chassis has {installed} flows, exported {}",
+                export.flows
+            );
+        }
+        target.ofctl(&["del-flows", "br-int"])?;
     }
-    Ok(took)
+    Ok(times)
 }
 
 /// `ovs-ofctl dump-tlv-map` rows (` 0x102  0x80  4  0`) as `add-tlv-map` arguments.
@@ -281,4 +643,184 @@ fn tlv_maps(dump: &str) -> Vec<String> {
             }
         })
         .collect()
+}
+
+fn median(values: &[Duration]) -> Duration {
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    match v.len() {
+        0 => Duration::ZERO,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2,
+    }
+}
+
+fn spread(values: &[Duration]) -> String {
+    let min = values.iter().min().copied().unwrap_or_default();
+    let max = values.iter().max().copied().unwrap_or_default();
+    format!("{:.1}-{:.1} ms", ms(min), ms(max))
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+/// The table: a row per figure, a column per controller, and the ratio ovn-agent /
+/// ovn-controller when both ran.
+fn table(rounds: &[Round], samples: usize, floor_runs: usize) -> String {
+    type Figure = (String, Box<dyn Fn(&Round) -> (f64, String)>);
+    let figures: Vec<Figure> = vec![
+        (
+            "first full sync (start -> --wait=hv sync)".into(),
+            Box::new(|r| {
+                let s = r.first_sync.as_secs_f64();
+                (s, format!("{s:.3} s"))
+            }),
+        ),
+        (
+            "  controller CPU until then".into(),
+            Box::new(|r| (r.cpu_at_sync, format!("{:.2} s", r.cpu_at_sync))),
+        ),
+        (
+            "  ovs-vswitchd CPU until then".into(),
+            Box::new(|r| {
+                (
+                    r.vswitchd_cpu_at_sync,
+                    format!("{:.2} s", r.vswitchd_cpu_at_sync),
+                )
+            }),
+        ),
+        (
+            "  controller peak RSS until then".into(),
+            Box::new(|r| {
+                let m = mib(r.rss_at_sync_kib);
+                (m, format!("{m:.1} MiB"))
+            }),
+        ),
+        (
+            "installed flows (br-int)".into(),
+            Box::new(|r| (r.flows as f64, r.flows.to_string())),
+        ),
+        (
+            "peak RSS, whole run (VmHWM)".into(),
+            Box::new(|r| {
+                let m = mib(r.peak_rss_kib);
+                (m, format!("{m:.1} MiB"))
+            }),
+        ),
+        (
+            "CPU, whole run (utime+stime)".into(),
+            Box::new(|r| (r.cpu_total, format!("{:.2} s", r.cpu_total))),
+        ),
+        (
+            format!("port-up, median of {samples} (iface -> PB.up)"),
+            Box::new(|r| {
+                let m = median(&r.port_up);
+                (ms(m), format!("{:.1} ms", ms(m)))
+            }),
+        ),
+        (
+            "  min-max".into(),
+            Box::new(|r| (f64::NAN, spread(&r.port_up))),
+        ),
+        (
+            format!("ACL add --wait=hv, median of {samples}"),
+            Box::new(|r| {
+                let m = median(&r.change);
+                (ms(m), format!("{:.1} ms", ms(m)))
+            }),
+        ),
+        (
+            "  min-max".into(),
+            Box::new(|r| (f64::NAN, spread(&r.change))),
+        ),
+        (
+            format!("floor: ofctl --bundle add-flows, median of {floor_runs}"),
+            Box::new(|r| {
+                let s = median(&r.floor).as_secs_f64();
+                (s, format!("{s:.3} s"))
+            }),
+        ),
+        (
+            "first sync / floor".into(),
+            Box::new(|r| {
+                let x = r.first_sync.as_secs_f64() / median(&r.floor).as_secs_f64();
+                (x, format!("{x:.2}"))
+            }),
+        ),
+    ];
+    let agent = rounds.iter().position(|r| r.label == "ovn-agent");
+    let c = rounds.iter().position(|r| r.label == "ovn-controller");
+    let mut out = String::new();
+    let _ = write!(out, "{:<46}", "");
+    for r in rounds {
+        let _ = write!(out, "{:>18}", r.label);
+    }
+    if agent.is_some() && c.is_some() {
+        let _ = write!(out, "{:>14}", "agent/c");
+    }
+    out.push('\n');
+    for (name, figure) in &figures {
+        let _ = write!(out, "{name:<46}");
+        let values: Vec<(f64, String)> = rounds.iter().map(|r| figure(r)).collect();
+        for (_, text) in &values {
+            let _ = write!(out, "{text:>18}");
+        }
+        if let (Some(a), Some(c)) = (agent, c) {
+            let (a, c) = (values[a].0, values[c].0);
+            if a.is_finite() && c.is_finite() && c != 0.0 {
+                let _ = write!(out, "{:>14.2}", a / c);
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// When the controllers installed different numbers of flows, the table roles where they
+/// differ, largest difference first.
+fn flow_differences(rounds: &[Round]) -> String {
+    let mut out = String::new();
+    let (Some(a), Some(c)) = (
+        rounds.iter().find(|r| r.label == "ovn-agent"),
+        rounds.iter().find(|r| r.label == "ovn-controller"),
+    ) else {
+        return out;
+    };
+    if a.flows == c.flows {
+        return out;
+    }
+    let mut diffs: Vec<(TableRole, u64, u64)> = a
+        .by_role
+        .keys()
+        .chain(c.by_role.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .map(|role| {
+            let get = |r: &Round| r.by_role.get(role).copied().unwrap_or(0);
+            (*role, get(c), get(a))
+        })
+        .filter(|(_, c, a)| c != a)
+        .collect();
+    diffs.sort_by_key(|(_, c, a)| std::cmp::Reverse(c.abs_diff(*a)));
+    let _ = writeln!(
+        out,
+        "\nflows by table role where the counts differ (ovn-controller, ovn-agent, difference):"
+    );
+    for (role, c, a) in diffs.iter().take(15) {
+        let _ = writeln!(
+            out,
+            "  {:<28} {c:>8} {a:>8} {:>+8}",
+            role.to_string(),
+            *a as i64 - *c as i64
+        );
+    }
+    if diffs.len() > 15 {
+        let _ = writeln!(out, "  ... and {} more roles", diffs.len() - 15);
+    }
+    out
 }
