@@ -117,7 +117,7 @@ impl Lab {
         }
         self.network.remove_link(name)?;
         let dir = self.dir().join(name);
-        let kept = (0..)
+        let kept = (0..u32::MAX)
             .map(|n| self.dir().join(format!("{name}.stopped{n}")))
             .find(|p| !p.exists())
             .unwrap_or_else(|| self.dir().join(format!("{name}.stopped")));

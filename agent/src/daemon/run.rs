@@ -281,11 +281,10 @@ fn log_slow_run(engine: &Engine, took: Duration, reasons_before: &BTreeMap<Strin
         .iter()
         .find(|(why, n)| reasons_before.get(*why) != Some(*n))
         .map(|(why, _)| why.as_str());
-    match why {
-        Some(why) => {
-            tracing::info!(target: "main", "engine run took {ms} ms (full recompute: {why})");
-        }
-        None => tracing::info!(target: "main", "engine run took {ms} ms (incremental)"),
+    if let Some(why) = why {
+        tracing::info!(target: "main", "engine run took {ms} ms (full recompute: {why})");
+    } else {
+        tracing::info!(target: "main", "engine run took {ms} ms (incremental)");
     }
 }
 
@@ -334,7 +333,7 @@ fn on_ovs_event(engine: &mut Engine, ev: &Event) -> bool {
         Ok(true) => engine.ovs_changed(),
         Ok(false) => {}
         Err(e) => {
-            crate::vlog_rl!(WARN, &crate::vlog::limits::BAD_UPDATE, target: "main", "OVS update not applied: {e}")
+            crate::vlog_rl!(WARN, &crate::vlog::limits::BAD_UPDATE, target: "main", "OVS update not applied: {e}");
         }
     }
     true
@@ -366,7 +365,7 @@ fn on_sb_event(engine: &mut Engine, ev: &Event) -> bool {
         Ok(true) => engine.sb_changed(),
         Ok(false) => {}
         Err(e) => {
-            crate::vlog_rl!(WARN, &crate::vlog::limits::BAD_UPDATE, target: "main", "southbound update not applied: {e}")
+            crate::vlog_rl!(WARN, &crate::vlog::limits::BAD_UPDATE, target: "main", "southbound update not applied: {e}");
         }
     }
     true

@@ -905,7 +905,7 @@ impl Engine {
             })) {
                 Ok(_) => entries.push(None),
                 Err(e) => {
-                    crate::vlog_rl!(WARN, &crate::vlog::limits::REFUSED_FLOW, target: "ofctrl", "group {id} not encodable: {e}")
+                    crate::vlog_rl!(WARN, &crate::vlog::limits::REFUSED_FLOW, target: "ofctrl", "group {id} not encodable: {e}");
                 }
             }
         }

@@ -122,7 +122,7 @@ fn prereqs_of(symbol: &str, depth: usize) -> Result<Option<AExpr>> {
 
 fn unique_symbol(e: &Expr<Cmp>) -> Option<&str> {
     match e {
-        Expr::Leaf(c) => Some(&c.symbol),
+        Expr::Leaf(c) => Some(c.symbol),
         Expr::And(v) | Expr::Or(v) => {
             let first = unique_symbol(v.first()?)?;
             v.iter()
@@ -177,7 +177,7 @@ fn single_field_symbol(v: &[Expr<Cmp>]) -> Option<String> {
 
 fn annotate_cmp(c: Cmp, depth: usize, with_prereqs: bool) -> Result<AExpr> {
     let t: &'static SymbolTable = symtab();
-    let Some(sym) = t.get(&c.symbol) else {
+    let Some(sym) = t.get(c.symbol) else {
         return semantic(format!("{}: unknown symbol", c.symbol));
     };
     let sym_name: &'static str = sym.name.as_str();
@@ -199,10 +199,10 @@ fn annotate_cmp(c: Cmp, depth: usize, with_prereqs: bool) -> Result<AExpr> {
             name,
         }),
         (SymKind::Field(_) | SymKind::Subfield { .. }, CmpValue::Int { value, mask }) => {
-            let (field, off) = t.resolve(&c.symbol).ok_or_else(|| {
+            let (field, off) = t.resolve(c.symbol).ok_or_else(|| {
                 super::error::LflowError::Semantic(format!("{}: cannot resolve", c.symbol))
             })?;
-            let root = root_symbol(&c.symbol).unwrap_or(sym_name);
+            let root = root_symbol(c.symbol).unwrap_or(sym_name);
             let shift = off + c.lo;
             Expr::Leaf(Leaf::Int {
                 sym: root,
@@ -220,7 +220,7 @@ fn annotate_cmp(c: Cmp, depth: usize, with_prereqs: bool) -> Result<AExpr> {
     if !with_prereqs {
         return Ok(core);
     }
-    Ok(match prereqs_of(&c.symbol, depth)? {
+    Ok(match prereqs_of(c.symbol, depth)? {
         Some(p) => Expr::and_or(true, vec![core, p]),
         None => core,
     })

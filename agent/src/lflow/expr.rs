@@ -55,7 +55,8 @@ impl Relop {
 /// A comparison as written: symbol (possibly a subfield or predicate) and slice.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cmp {
-    pub symbol: String,
+    /// The symbol as written (an entry of the static symbol table).
+    pub symbol: &'static str,
     pub lo: u32,
     pub width: u32,
     pub relop: Relop,
@@ -370,7 +371,7 @@ impl Parser<'_> {
             msg: format!("Syntax error at `{name}' expecting field name."),
         })?;
         let mut f = FieldRef {
-            sym: sym.clone(),
+            sym,
             lo: 0,
             width: sym.width,
         };
@@ -468,9 +469,9 @@ impl Parser<'_> {
 }
 
 /// A symbol with a bit slice.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct FieldRef {
-    pub sym: Symbol,
+    pub sym: &'static Symbol,
     pub lo: u32,
     pub width: u32,
 }
@@ -492,7 +493,7 @@ fn bare_field(f: FieldRef, negated_context: bool) -> Result<Expr<Cmp>> {
     }
     if f.width == 1 || matches!(f.sym.kind, SymKind::Predicate(_)) {
         return Ok(Expr::Leaf(Cmp {
-            symbol: f.sym.name,
+            symbol: f.sym.name.as_str(),
             lo: f.lo,
             width: 1,
             relop: Relop::Eq,
@@ -507,7 +508,7 @@ fn bare_field(f: FieldRef, negated_context: bool) -> Result<Expr<Cmp>> {
     }
     // Caller negates this into `field == 0`.
     Ok(Expr::Leaf(Cmp {
-        symbol: f.sym.name,
+        symbol: f.sym.name.as_str(),
         lo: f.lo,
         width: f.width,
         relop: Relop::Ne,
@@ -525,7 +526,7 @@ fn build_cmp(
     braced: bool,
     unbraced_macro: bool,
 ) -> Result<Expr<Cmp>> {
-    let name = &f.sym.name;
+    let name = f.sym.name.as_str();
     let relational = !matches!(relop, Relop::Eq | Relop::Ne);
     if relational {
         if braced {
@@ -581,7 +582,7 @@ fn build_cmp(
             }
         };
         leaves.push(Expr::Leaf(Cmp {
-            symbol: name.clone(),
+            symbol: name,
             lo: f.lo,
             width: f.width,
             relop,
@@ -613,7 +614,7 @@ pub fn negate(e: Expr<Cmp>) -> Expr<Cmp> {
 fn check_nominal(e: &Expr<Cmp>) -> Result<()> {
     match e {
         Expr::Leaf(c) => {
-            let Some(sym) = symtab().get(&c.symbol) else {
+            let Some(sym) = symtab().get(c.symbol) else {
                 return Ok(());
             };
             if sym.level == Level::Nominal {

@@ -509,7 +509,9 @@ fn engine_stats(chassis: &Chassis, controller: &Controller, at_sync: &str) -> St
                 for line in text.lines() {
                     if let Some(n) = line.strip_prefix("Node: ") {
                         node = n.trim();
-                    } else if ["logical_flow_output", "physical_flow_output", "flow_output"].contains(&node) {
+                    } else if ["logical_flow_output", "physical_flow_output", "flow_output"]
+                        .contains(&node)
+                    {
                         let l = line.trim().trim_start_matches("- ");
                         if l.starts_with("recompute") || l.starts_with("compute") {
                             out.push(format!(
@@ -766,7 +768,7 @@ fn table(rounds: &[Round], samples: usize, floor_runs: usize) -> String {
     out.push('\n');
     for (name, figure) in &figures {
         let _ = write!(out, "{name:<46}");
-        let values: Vec<(f64, String)> = rounds.iter().map(|r| figure(r)).collect();
+        let values: Vec<(f64, String)> = rounds.iter().map(figure).collect();
         for (_, text) in &values {
             let _ = write!(out, "{text:>18}");
         }
