@@ -140,7 +140,7 @@ fn lflow_spec<'r>(
 }
 
 /// The datapaths a logical flow applies to.
-fn lflow_datapaths(lf: &LogicalFlow, view: &SbView<'_>) -> Vec<Uuid> {
+pub(crate) fn lflow_datapaths(lf: &LogicalFlow, view: &SbView<'_>) -> Vec<Uuid> {
     match (lf.logical_datapath, lf.logical_dp_group) {
         (Some(d), _) => vec![d],
         (None, Some(g)) => view
@@ -483,25 +483,29 @@ pub fn compile_all(cx: &Context<'_>, threads: usize) -> CompileReport {
 /// Every owner's flows (logical flows first, in uuid order, then the other rows in uuid
 /// order), and how many logical flows there were.
 pub fn compile_owners(cx: &Context<'_>, threads: usize) -> (Vec<(Owner, Compiled)>, usize) {
-    let replica = cx.view.replica();
     let mut per_owner = compile_lflows(cx, threads);
     let n_lflows = per_owner.len();
-    for_each_row::<MacBinding>(replica, &mut per_owner, |u, r| {
+    compile_other_owners(cx, &mut per_owner);
+    (per_owner, n_lflows)
+}
+
+/// The flows of every owner that is not a logical flow (MAC bindings, FDB entries, port
+/// security, load-balancer hairpin), appended to `per_owner` in kind then uuid order.
+pub fn compile_other_owners(cx: &Context<'_>, per_owner: &mut Vec<(Owner, Compiled)>) {
+    let replica = cx.view.replica();
+    for_each_row::<MacBinding>(replica, per_owner, |u, r| {
         (Owner::MacBinding(*u), mac_binding(u, r, cx))
     });
-    for_each_row::<StaticMacBinding>(replica, &mut per_owner, |u, r| {
+    for_each_row::<StaticMacBinding>(replica, per_owner, |u, r| {
         (Owner::StaticMacBinding(*u), static_mac_binding(u, r, cx))
     });
-    for_each_row::<Fdb>(replica, &mut per_owner, |u, r| {
-        (Owner::Fdb(*u), fdb(u, r, cx))
-    });
-    for_each_row::<PortBinding>(replica, &mut per_owner, |u, r| {
+    for_each_row::<Fdb>(replica, per_owner, |u, r| (Owner::Fdb(*u), fdb(u, r, cx)));
+    for_each_row::<PortBinding>(replica, per_owner, |u, r| {
         (Owner::PortSecurity(*u), port_security(u, r, cx))
     });
-    for_each_row::<LoadBalancer>(replica, &mut per_owner, |u, r| {
+    for_each_row::<LoadBalancer>(replica, per_owner, |u, r| {
         (Owner::LbHairpin(*u), lb_hairpin(u, r, cx))
     });
-    (per_owner, n_lflows)
 }
 
 /// Every logical flow's flows, in uuid order, compiled on `threads` threads.

@@ -363,6 +363,20 @@ impl<'a> SbView<'a> {
         self.ids
     }
 
+    /// Every port and multicast group name by datapath, with its tunnel key.
+    pub fn port_names(&self) -> impl Iterator<Item = (&Uuid, &str, u32)> {
+        self.ports
+            .iter()
+            .flat_map(|(dp, m)| m.iter().map(move |(n, k)| (dp, n.as_str(), *k)))
+    }
+
+    /// Every port group with its members related to this chassis (what `@name` expands to).
+    pub fn port_groups_filtered(&self) -> impl Iterator<Item = (&str, &[String])> {
+        self.port_groups
+            .iter()
+            .map(|(n, m)| (n.as_str(), m.as_slice()))
+    }
+
     pub fn datapath(&self, uuid: &Uuid) -> Option<&DatapathInfo> {
         self.datapaths.get(uuid)
     }

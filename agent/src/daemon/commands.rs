@@ -84,6 +84,11 @@ fn show_stats(engine: &Engine) -> String {
         replica.bad_messages,
         crate::vlog::limits::suppressed_total()
     );
+    let _ = writeln!(
+        out,
+        "dependency runs {} ({} lflows recompiled for changed ports, port groups or datapaths)",
+        s.dependency_runs, s.dependency_lflows
+    );
     for (why, n) in &s.recompute_reasons {
         let _ = writeln!(out, "full recompute because {why}: {n}");
     }

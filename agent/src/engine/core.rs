@@ -15,7 +15,10 @@ use openflow::wire::group_mod::{OFPGC_ADD, OFPGC_DELETE};
 use openflow::wire::meter_mod::OFPMF_STATS;
 use openflow::wire::{Group, GroupMod, Message, MeterMod};
 use sbclient::datum::{Atom, Datum};
-use sbclient::ovn_sb::{self, LogicalFlow, PortBinding, SbGlobal};
+use sbclient::ovn_sb::{
+    self, AddressSet, DatapathBinding, LogicalDpGroup, LogicalFlow, PortBinding, PortGroup,
+    SbGlobal,
+};
 use sbclient::transaction::{by_uuid, Columns, Mutator};
 use sbclient::vswitch::{Bridge, Interface, OpenVswitch, Port};
 use sbclient::{Condition, Replica, Transaction, Uuid};
@@ -23,9 +26,15 @@ use sbclient::{Condition, Replica, Transaction, Uuid};
 use super::binding::{self, LocalIfaces, Me};
 use super::conditions::{conditions, Interest};
 use super::config::{ChassisConfig, ConfigError};
+use super::deps::{
+    affected_lflows, changed_names, changed_rows, lflows_matching, lflows_on, port_group_needles,
+    Deps,
+};
 use super::ovs_config::{self, BridgeKeys};
 use super::zones::Zones;
-use crate::compile::{compile_logical_flow, compile_owners, Compiled, Context, Owner};
+use crate::compile::{
+    compile_logical_flow, compile_other_owners, compile_owners, Compiled, Context, Owner,
+};
 use crate::lflow::flows::{IdUse, MatchCache};
 use crate::ofctrl::conn::{Dump, Put, PutError};
 use crate::ofctrl::{FlowBatch, FlowTable, ForeignFlow};
@@ -60,6 +69,11 @@ pub struct EngineStats {
     /// Why full recomputes happened (the change not handled incrementally).
     pub recompute_reasons: BTreeMap<String, u64>,
     pub incremental_lflows: u64,
+    /// Runs that recompiled only the logical flows naming a changed port, port group or
+    /// datapath (a claim, a release, a new port), with the other and physical owners.
+    pub dependency_runs: u64,
+    /// Logical flows those runs recompiled.
+    pub dependency_lflows: u64,
     pub puts: u64,
     pub put_failures: u64,
     pub rejected_flows: u64,
@@ -153,6 +167,13 @@ pub struct Engine {
     deleted_lflows: BTreeSet<Uuid>,
     /// A change the engine cannot yet attribute (first run, reconnect): recompute all.
     runtime_changed: bool,
+    /// Ports, multicast groups or local state changed: recompile the logical flows that
+    /// depend on what changed ([`Deps`]), and every other and physical owner.
+    deps_dirty: bool,
+    /// Rows of the non-lflow logical owners changed (MAC bindings, FDB, load balancers).
+    others_dirty: bool,
+    /// What the last view built showed of ports and local datapaths.
+    deps: Option<Deps>,
 }
 
 impl Engine {
@@ -200,6 +221,9 @@ impl Engine {
             dirty_lflows: BTreeSet::new(),
             deleted_lflows: BTreeSet::new(),
             runtime_changed: true,
+            deps_dirty: false,
+            others_dirty: false,
+            deps: None,
         }
     }
 
@@ -279,6 +303,49 @@ impl Engine {
                 // every run): a change of `up` alone, our own port-up write included,
                 // recomputes nothing.
                 "Port_Binding" if self.only_up_changed() => {}
+                "Port_Binding" | "Multicast_Group" | "Chassis" | "Encap" => {
+                    self.deps_dirty = true;
+                }
+                "Address_Set" => {
+                    if let Some(tab) = self.sb.replica.table::<AddressSet>() {
+                        let needles: Vec<String> = changed_names(tab, |a| &a.name)
+                            .iter()
+                            .map(|n| format!("${n}"))
+                            .collect();
+                        let lflows = lflows_matching(&self.sb.replica, &needles);
+                        self.dirty_lflows.extend(lflows);
+                    }
+                }
+                "Port_Group" => {
+                    if let Some(tab) = self.sb.replica.table::<PortGroup>() {
+                        let needles: Vec<String> = changed_names(tab, |g| &g.name)
+                            .iter()
+                            .flat_map(|n| port_group_needles(n))
+                            .collect();
+                        let lflows = lflows_matching(&self.sb.replica, &needles);
+                        self.dirty_lflows.extend(lflows);
+                    }
+                }
+                "Logical_DP_Group" => {
+                    if let Some(tab) = self.sb.replica.table::<LogicalDpGroup>() {
+                        let groups = changed_rows(tab);
+                        let lflows = lflows_on(&self.sb.replica, &BTreeSet::new(), &groups);
+                        self.dirty_lflows.extend(lflows);
+                    }
+                    // Load balancers name datapath groups too.
+                    self.others_dirty = true;
+                }
+                "Datapath_Binding" => {
+                    if let Some(tab) = self.sb.replica.table::<DatapathBinding>() {
+                        let dps = changed_rows(tab);
+                        let lflows = lflows_on(&self.sb.replica, &dps, &BTreeSet::new());
+                        self.dirty_lflows.extend(lflows);
+                    }
+                    self.deps_dirty = true;
+                }
+                "MAC_Binding" | "Static_MAC_Binding" | "FDB" | "Load_Balancer" => {
+                    self.others_dirty = true;
+                }
                 other => {
                     self.need_full
                         .get_or_insert_with(|| format!("{other} changed"));
@@ -473,8 +540,10 @@ impl Engine {
         // Zones are released only once the view is complete (after the first put).
         self.zones.update(&wanted_zones, self.initial_sync_done);
         rt.ct_zones.clone_from(&self.zones.by_name);
-        if !same_runtime(&rt, &self.runtime) {
+        if rt.chassis != self.runtime.chassis || rt.geneve_field != self.runtime.geneve_field {
             self.runtime_changed = true;
+        } else if !same_runtime(&rt, &self.runtime) {
+            self.deps_dirty = true;
         }
         self.runtime = rt;
         // Conditions.
@@ -692,14 +761,20 @@ impl Engine {
     // ---- flows -----------------------------------------------------------------------
 
     fn recompute_flows(&mut self, cfg: &ChassisConfig) {
-        let full = self.need_full.take().or_else(|| {
+        let mut full = self.need_full.take().or_else(|| {
             self.runtime_changed
                 .then(|| "local state changed".to_owned())
         });
         self.runtime_changed = false;
+        let deps_dirty = std::mem::take(&mut self.deps_dirty);
+        let others_dirty = std::mem::take(&mut self.others_dirty) || deps_dirty;
         // Most runs (a transaction reply, a put confirmed, an OVS echo) change no flow: no
         // view to build then.
-        if full.is_none() && self.dirty_lflows.is_empty() && self.deleted_lflows.is_empty() {
+        if full.is_none()
+            && !others_dirty
+            && self.dirty_lflows.is_empty()
+            && self.deleted_lflows.is_empty()
+        {
             return;
         }
         let layout = cfg.layout;
@@ -711,6 +786,23 @@ impl Engine {
             local_datapaths: self.runtime.local_datapaths.keys().copied().collect(),
         };
         let view = SbView::with_facts(&self.sb, &cfg.system_id, &self.ids, &facts);
+        if full.is_some() || deps_dirty || self.deps.is_none() {
+            let deps = Deps::of(&view);
+            if full.is_none() {
+                match self.deps.as_ref().map(|old| old.changes(&deps)) {
+                    None => full = Some("first view".to_owned()),
+                    Some(changed) => match affected_lflows(&view, &changed) {
+                        Some(lflows) => {
+                            self.stats.dependency_runs += 1;
+                            self.stats.dependency_lflows += lflows.len() as u64;
+                            self.dirty_lflows.extend(lflows);
+                        }
+                        None => full = Some("many ports changed".to_owned()),
+                    },
+                }
+            }
+            self.deps = Some(deps);
+        }
         // Parsed matches depend on address sets, port groups and port keys; a change to
         // any of them recomputes, so the cache lives for one run only (and its memory is
         // not kept between runs).
@@ -733,27 +825,17 @@ impl Engine {
             self.stats.full_recomputes += 1;
             *self.stats.recompute_reasons.entry(reason).or_default() += 1;
             let (owners, _) = compile_owners(&cx, threads);
-            let keep: HashSet<Owner> = owners.iter().map(|(o, _)| *o).collect();
-            gone.extend(
-                self.flows
-                    .owners_all()
-                    .copied()
-                    .filter(|o| !keep.contains(o) && !is_physical(o)),
-            );
             results = owners;
             self.dirty_lflows.clear();
             self.deleted_lflows.clear();
             results.extend(physical_owners(&self.sb.replica, &self.runtime, &layout));
-            let keep_phys: HashSet<Owner> = results
-                .iter()
-                .filter(|(o, _)| is_physical(o))
-                .map(|(o, _)| *o)
-                .collect();
+            // Every owner not produced again is gone.
+            let keep: HashSet<Owner> = results.iter().map(|(o, _)| *o).collect();
             gone.extend(
                 self.flows
                     .owners_all()
                     .copied()
-                    .filter(|o| is_physical(o) && !keep_phys.contains(o)),
+                    .filter(|o| !keep.contains(o)),
             );
         } else {
             let lflows = self.sb.replica.table::<LogicalFlow>();
@@ -768,6 +850,20 @@ impl Engine {
                     .into_iter()
                     .map(Owner::Lflow),
             );
+            if others_dirty {
+                // The non-lflow owners are few and cheap: all of them again, with the
+                // physical flows, and those not produced again are gone.
+                let first = results.len();
+                compile_other_owners(&cx, &mut results);
+                results.extend(physical_owners(&self.sb.replica, &self.runtime, &layout));
+                let keep: HashSet<Owner> = results[first..].iter().map(|(o, _)| *o).collect();
+                gone.extend(
+                    self.flows
+                        .owners_all()
+                        .copied()
+                        .filter(|o| !matches!(o, Owner::Lflow(_)) && !keep.contains(o)),
+                );
+            }
         }
         drop(view);
         for o in gone {
@@ -1083,19 +1179,6 @@ impl Engine {
             "not connected"
         }
     }
-}
-
-/// The owners of physical flows.
-fn is_physical(o: &Owner) -> bool {
-    !matches!(
-        o,
-        Owner::Lflow(_)
-            | Owner::MacBinding(_)
-            | Owner::StaticMacBinding(_)
-            | Owner::Fdb(_)
-            | Owner::PortSecurity(_)
-            | Owner::LbHairpin(_)
-    )
 }
 
 /// The physical flows by owner.

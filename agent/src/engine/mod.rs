@@ -6,6 +6,7 @@ pub mod chassis;
 pub mod conditions;
 pub mod config;
 pub mod core;
+pub mod deps;
 pub mod local;
 pub mod ovs_config;
 pub mod zones;

@@ -1,0 +1,227 @@
+//! What logical flows depend on besides their own row, as one run's view saw it: the local
+//! datapaths, and for every port and multicast group name its tunnel key, whether it is
+//! resident here and whether it is related to this chassis, and the port groups as filtered
+//! to related ports. Comparing two runs' [`Deps`] names what changed; [`affected_lflows`]
+//! turns that into the logical flows to compile again, so that a claim, a release or a new
+//! port does not recompile every logical flow.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use sbclient::ovn_sb::{LogicalDpGroup, LogicalFlow};
+use sbclient::{Replica, Row, Table, Uuid};
+
+use crate::compile::lflow_datapaths;
+use crate::lflow::flows::ChassisView as _;
+use crate::view::SbView;
+
+/// More changed names than this recompile everything (scanning every lflow for each name
+/// would cost more than compiling).
+const MAX_CHANGED_NAMES: usize = 256;
+
+/// How one port (or multicast group) name of a datapath looks to the compiler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct PortState {
+    key: u32,
+    resident: bool,
+    related: bool,
+}
+
+/// What the compiler read of the view, beyond the logical flows themselves.
+#[derive(Debug, Default)]
+pub struct Deps {
+    local_datapaths: BTreeSet<Uuid>,
+    ports: HashMap<(Uuid, String), PortState>,
+    port_groups: HashMap<String, Vec<String>>,
+}
+
+/// What differs between two [`Deps`].
+#[derive(Debug, Default)]
+pub struct Changed {
+    pub datapaths: HashSet<Uuid>,
+    pub names: HashSet<String>,
+    pub port_groups: HashSet<String>,
+}
+
+impl Changed {
+    pub fn is_empty(&self) -> bool {
+        self.datapaths.is_empty() && self.names.is_empty() && self.port_groups.is_empty()
+    }
+}
+
+impl Deps {
+    pub fn of(view: &SbView<'_>) -> Self {
+        let mut ports = HashMap::new();
+        for (dp, name, key) in view.port_names() {
+            let dp_key = view.datapath(dp).map_or(0, |d| d.key);
+            let state = PortState {
+                key,
+                resident: view.is_resident(name),
+                related: view.is_related(dp_key, key),
+            };
+            ports.insert((*dp, name.to_owned()), state);
+        }
+        Self {
+            local_datapaths: view.local_datapaths.clone(),
+            ports,
+            port_groups: view
+                .port_groups_filtered()
+                .map(|(n, m)| (n.to_owned(), m.to_vec()))
+                .collect(),
+        }
+    }
+
+    /// What changed from `self` to `new`.
+    pub fn changes(&self, new: &Self) -> Changed {
+        let mut out = Changed {
+            datapaths: self
+                .local_datapaths
+                .symmetric_difference(&new.local_datapaths)
+                .copied()
+                .collect(),
+            ..Changed::default()
+        };
+        for (k, v) in &self.ports {
+            if new.ports.get(k) != Some(v) {
+                out.names.insert(k.1.clone());
+            }
+        }
+        for k in new.ports.keys() {
+            if !self.ports.contains_key(k) {
+                out.names.insert(k.1.clone());
+            }
+        }
+        for (name, members) in &self.port_groups {
+            if new.port_groups.get(name) != Some(members) {
+                out.port_groups.insert(name.clone());
+            }
+        }
+        for name in new.port_groups.keys() {
+            if !self.port_groups.contains_key(name) {
+                out.port_groups.insert(name.clone());
+            }
+        }
+        out
+    }
+}
+
+/// The logical flows whose compiled flows may differ after `changed`: those on a datapath
+/// that became local or stopped being local, and those on a local datapath whose match,
+/// actions or `in_out_port` tag name a changed port (as a quoted string, as northd writes
+/// port names) or a changed port group (`@name`). `None` when the change is too large to be
+/// worth the scan, or names a port that could be written otherwise (escaped characters).
+pub fn affected_lflows(view: &SbView<'_>, changed: &Changed) -> Option<Vec<Uuid>> {
+    if changed.names.len() > MAX_CHANGED_NAMES
+        || changed
+            .names
+            .iter()
+            .any(|n| n.contains(['"', '\\']) || n.is_empty())
+    {
+        return None;
+    }
+    let quoted: Vec<String> = changed.names.iter().map(|n| format!("\"{n}\"")).collect();
+    let groups: Vec<String> = changed
+        .port_groups
+        .iter()
+        .flat_map(|n| port_group_needles(n))
+        .collect();
+    let mentions = |lf: &LogicalFlow| {
+        quoted
+            .iter()
+            .any(|q| lf.match_.contains(q.as_str()) || lf.actions.contains(q.as_str()))
+            || groups.iter().any(|g| lf.match_.contains(g.as_str()))
+            || lf
+                .tags
+                .get("in_out_port")
+                .is_some_and(|p| changed.names.contains(p))
+    };
+    let lflows = view.replica().table::<LogicalFlow>()?;
+    let mut out = Vec::new();
+    for (u, lf) in lflows.iter() {
+        let dps = lflow_datapaths(lf, view);
+        let moved = dps.iter().any(|d| changed.datapaths.contains(d));
+        if moved || (dps.iter().any(|d| view.local_datapaths.contains(d)) && mentions(lf)) {
+            out.push(*u);
+        }
+    }
+    Some(out)
+}
+
+/// How a match names port group `name`: `@name`, and without the datapath key northd puts
+/// in front of the Southbound copy's name ("<dp key>_<name>"), as matches keep the name they
+/// were written with.
+pub fn port_group_needles(name: &str) -> Vec<String> {
+    let mut out = vec![format!("@{name}")];
+    if let Some((key, rest)) = name.split_once('_') {
+        if !rest.is_empty() && key.bytes().all(|b| b.is_ascii_digit()) {
+            out.push(format!("@{rest}"));
+        }
+    }
+    out
+}
+
+/// The names of the rows of `table` in its current change set: inserted and modified rows'
+/// names now, and modified and deleted rows' names before.
+pub fn changed_names<T: Row>(table: &Table<T>, name: impl Fn(&T) -> &str) -> BTreeSet<String> {
+    let c = table.changes();
+    let now = c
+        .inserted
+        .iter()
+        .chain(c.modified.keys())
+        .filter_map(|u| table.get(u));
+    let before = c
+        .modified
+        .values()
+        .chain(c.deleted.values())
+        .map(AsRef::as_ref);
+    now.chain(before).map(|r| name(r).to_owned()).collect()
+}
+
+/// The uuids of the rows of `table` in its current change set.
+pub fn changed_rows<T: Row>(table: &Table<T>) -> BTreeSet<Uuid> {
+    let c = table.changes();
+    c.inserted
+        .iter()
+        .chain(c.modified.keys())
+        .chain(c.deleted.keys())
+        .copied()
+        .collect()
+}
+
+/// The logical flows whose match contains one of `needles` (`$set`, `@group`).
+pub fn lflows_matching(replica: &Replica, needles: &[String]) -> Vec<Uuid> {
+    let Some(lflows) = replica.table::<LogicalFlow>() else {
+        return Vec::new();
+    };
+    lflows
+        .iter()
+        .filter(|(_, lf)| needles.iter().any(|n| lf.match_.contains(n.as_str())))
+        .map(|(u, _)| *u)
+        .collect()
+}
+
+/// The logical flows in one of `groups`, or on one of `datapaths` directly or through their
+/// datapath group.
+pub fn lflows_on(
+    replica: &Replica,
+    datapaths: &BTreeSet<Uuid>,
+    groups: &BTreeSet<Uuid>,
+) -> Vec<Uuid> {
+    let Some(lflows) = replica.table::<LogicalFlow>() else {
+        return Vec::new();
+    };
+    let dp_groups = replica.table::<LogicalDpGroup>();
+    let in_group = |g: &Uuid| {
+        groups.contains(g)
+            || dp_groups
+                .and_then(|t| t.get(g))
+                .is_some_and(|g| g.datapaths.iter().any(|d| datapaths.contains(d)))
+    };
+    lflows
+        .iter()
+        .filter(|(_, lf)| {
+            lf.logical_datapath.is_some_and(|d| datapaths.contains(&d))
+                || lf.logical_dp_group.as_ref().is_some_and(in_group)
+        })
+        .map(|(u, _)| *u)
+        .collect()
+}

@@ -1,0 +1,321 @@
+//! A random sequence of Northbound and local changes, then a restart of every chassis'
+//! controller: what the running controllers installed, change by change, must be exactly
+//! what a fresh start computes from the same databases (br-int's flows compared before and
+//! after, [`common::restart_changes_no_flow`]). The changes: ports added and removed (each
+//! bound on a random chassis), an interface moved to the other chassis, drop ACLs on address
+//! sets and port groups added and removed, addresses added to and removed from an address
+//! set, port-group members changed, a load balancer attached and detached.
+//!
+//! Run with ovn-controller on both chassis first (the oracle: the test itself must hold
+//! there), then ovn-agent on both. `OVN_SEED=N` replays a sequence; `OVN_STEPS=N` sets its
+//! length (default 40).
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::{two_switches_one_router, Net, Setup};
+use integration::scenario::wait_port_up;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+const CHASSIS: [&str; 2] = ["hv1", "hv2"];
+
+/// A port this test added: its switch and the chassis its interface is on.
+struct Added {
+    switch: &'static str,
+    chassis: &'static str,
+}
+
+struct Changes<'a> {
+    net: &'a Net,
+    rng: StdRng,
+    ports: BTreeMap<String, Added>,
+    next_port: u32,
+    acls: u32,
+    lb_attached: bool,
+    log: Vec<String>,
+}
+
+impl Changes<'_> {
+    fn nbctl(&mut self, args: &[&str]) {
+        self.log.push(format!("ovn-nbctl {}", args.join(" ")));
+        self.net
+            .lab
+            .central()
+            .nbctl(args)
+            .unwrap_or_else(|e| panic!("ovn-nbctl {args:?}: {e}\nsteps:\n{}", self.steps()));
+    }
+
+    fn vsctl(&mut self, chassis: &str, args: &[&str]) {
+        self.log
+            .push(format!("{chassis}: ovs-vsctl {}", args.join(" ")));
+        self.net
+            .lab
+            .chassis(chassis)
+            .and_then(|c| c.vsctl(args))
+            .unwrap_or_else(|e| panic!("ovs-vsctl {args:?}: {e}\nsteps:\n{}", self.steps()));
+    }
+
+    fn steps(&self) -> String {
+        self.log.join("\n")
+    }
+
+    fn pick_chassis(&mut self) -> &'static str {
+        CHASSIS[self.rng.gen_range(0..CHASSIS.len())]
+    }
+
+    fn pick_port(&mut self) -> Option<String> {
+        if self.ports.is_empty() {
+            return None;
+        }
+        let at = self.rng.gen_range(0..self.ports.len());
+        self.ports.keys().nth(at).cloned()
+    }
+
+    fn add_port(&mut self) {
+        let n = self.next_port;
+        self.next_port += 1;
+        let (switch, subnet) = if self.rng.gen_bool(0.5) {
+            ("sw0", 0)
+        } else {
+            ("sw1", 1)
+        };
+        let name = format!("r{n}");
+        let addr = format!(
+            "50:54:00:00:{subnet:02x}:{:02x} 10.0.{subnet}.{}",
+            20 + n,
+            20 + n
+        );
+        self.nbctl(&["lsp-add", switch, &name]);
+        self.nbctl(&["lsp-set-addresses", &name, &addr]);
+        let chassis = self.pick_chassis();
+        self.log.push(format!("{chassis}: add VIF {name}"));
+        self.net
+            .lab
+            .chassis(chassis)
+            .and_then(|c| c.add_vif(&name, &name))
+            .unwrap_or_else(|e| panic!("add VIF {name}: {e}"));
+        self.ports.insert(name, Added { switch, chassis });
+    }
+
+    fn remove_port(&mut self) {
+        let Some(name) = self.pick_port() else { return };
+        let added = self.ports.remove(&name).expect("picked");
+        if self.rng.gen_bool(0.5) {
+            self.nbctl(&["lsp-del", &name]);
+            self.vsctl(added.chassis, &["del-port", "br-int", &name]);
+        } else {
+            self.vsctl(added.chassis, &["del-port", "br-int", &name]);
+            self.nbctl(&["lsp-del", &name]);
+        }
+    }
+
+    fn move_port(&mut self) {
+        let Some(name) = self.pick_port() else { return };
+        let from = self.ports[&name].chassis;
+        let to = if from == "hv1" { "hv2" } else { "hv1" };
+        self.vsctl(from, &["del-port", "br-int", &name]);
+        self.log.push(format!("{to}: add VIF {name}"));
+        self.net
+            .lab
+            .chassis(to)
+            .and_then(|c| c.add_vif(&name, &name))
+            .unwrap_or_else(|e| panic!("add VIF {name}: {e}"));
+        self.ports.get_mut(&name).expect("picked").chassis = to;
+    }
+
+    fn add_acl(&mut self) {
+        self.acls += 1;
+        let priority = (1000 + self.acls).to_string();
+        let (direction, matching) = match self.rng.gen_range(0..3) {
+            0 => ("to-lport", "ip4.src == $blocked && udp"),
+            1 => ("from-lport", "inport == @pg1 && tcp.dst == 22"),
+            _ => ("to-lport", "outport == @pg1 && ip4.src == $blocked"),
+        };
+        let switch = if self.rng.gen_bool(0.5) { "sw0" } else { "sw1" };
+        self.nbctl(&["acl-add", switch, direction, &priority, matching, "drop"]);
+    }
+
+    fn remove_acls(&mut self) {
+        let switch = if self.rng.gen_bool(0.5) { "sw0" } else { "sw1" };
+        self.nbctl(&["acl-del", switch]);
+    }
+
+    fn change_address_set(&mut self) {
+        let addr = format!(
+            "\"192.168.{}.{}\"",
+            self.rng.gen_range(0..4),
+            self.rng.gen_range(1..8)
+        );
+        let verb = if self.rng.gen_bool(0.6) {
+            "add"
+        } else {
+            "remove"
+        };
+        self.nbctl(&[
+            "--if-exists",
+            verb,
+            "Address_Set",
+            "blocked",
+            "addresses",
+            &addr,
+        ]);
+    }
+
+    fn change_port_group(&mut self) {
+        let mut members: Vec<String> = vec!["vm1".into(), "vm2".into()];
+        members.extend(
+            self.ports
+                .keys()
+                .filter(|_| self.rng.gen_bool(0.5))
+                .cloned(),
+        );
+        let mut args = vec!["pg-set-ports", "pg1"];
+        args.extend(members.iter().map(String::as_str));
+        self.nbctl(&args);
+    }
+
+    fn toggle_load_balancer(&mut self) {
+        let verb = if self.lb_attached {
+            "ls-lb-del"
+        } else {
+            "ls-lb-add"
+        };
+        self.lb_attached = !self.lb_attached;
+        self.nbctl(&[verb, "sw0", "lb1"]);
+    }
+
+    fn step(&mut self) {
+        match self.rng.gen_range(0..10) {
+            0..=1 => self.add_port(),
+            2 => self.remove_port(),
+            3 => self.move_port(),
+            4 => self.add_acl(),
+            5 => self.remove_acls(),
+            6 => self.change_address_set(),
+            7 => self.change_port_group(),
+            8 => self.toggle_load_balancer(),
+            _ => {
+                self.log.push("--wait=hv sync".into());
+                self.net
+                    .lab
+                    .central()
+                    .wait_hv_sync()
+                    .unwrap_or_else(|e| panic!("--wait=hv sync: {e}\nsteps:\n{}", self.steps()));
+            }
+        }
+    }
+}
+
+fn run_sequence(net: &Net, seed: u64, steps: usize) -> Vec<String> {
+    let central = net.lab.central();
+    for args in [
+        &[
+            "create",
+            "Address_Set",
+            "name=blocked",
+            "addresses=\"192.168.0.1\"",
+        ][..],
+        &["pg-add", "pg1", "vm1", "vm2"],
+        &[
+            "lb-add",
+            "lb1",
+            "10.0.0.100:80",
+            "10.0.0.3:8080,10.0.1.2:8080",
+            "tcp",
+        ],
+    ] {
+        central
+            .nbctl(args)
+            .unwrap_or_else(|e| panic!("ovn-nbctl {args:?}: {e}"));
+    }
+    let mut changes = Changes {
+        net,
+        rng: StdRng::seed_from_u64(seed),
+        ports: BTreeMap::new(),
+        next_port: 0,
+        acls: 0,
+        lb_attached: false,
+        log: Vec::new(),
+    };
+    for _ in 0..steps {
+        changes.step();
+        // Half the changes are waited for, so that the controllers see them one by one
+        // (each an incremental run) as well as in batches.
+        if changes.rng.gen_bool(0.5) {
+            changes.log.push("--wait=hv sync".into());
+            central
+                .wait_hv_sync()
+                .unwrap_or_else(|e| panic!("--wait=hv sync: {e}\nsteps:\n{}", changes.steps()));
+        }
+    }
+    for (name, added) in &changes.ports {
+        if let Err(e) = wait_port_up(central, name) {
+            panic!(
+                "{name} (on {}, {}) never up: {e}\nsteps:\n{}",
+                added.chassis,
+                added.switch,
+                changes.steps()
+            );
+        }
+    }
+    central
+        .wait_hv_sync()
+        .unwrap_or_else(|e| panic!("--wait=hv sync: {e}"));
+    changes.log
+}
+
+#[test]
+fn random_changes_then_a_fresh_start_install_the_same_flows() {
+    let seed: u64 = std::env::var("OVN_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_secs())
+        });
+    let steps: usize = std::env::var("OVN_STEPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40);
+    eprintln!("OVN_SEED={seed} OVN_STEPS={steps}");
+    let mut problems = Vec::new();
+    for setup in Setup::oracle_and_agent(&CHASSIS) {
+        let label = setup.label.clone();
+        let mut net = two_switches_one_router(&setup, &CHASSIS)
+            .unwrap_or_else(|e| panic!("[{label}] build the lab: {e}"));
+        let log = run_sequence(&net, seed, steps);
+        if setup.controller("hv1") != Some(&integration::Controller::OvnController) {
+            for chassis in CHASSIS {
+                let stats = net
+                    .lab
+                    .chassis(chassis)
+                    .and_then(|c| c.controller_appctl(&["inc-engine/show-stats"]))
+                    .unwrap_or_default();
+                let paths: Vec<&str> = stats
+                    .lines()
+                    .filter(|l| l.starts_with("dependency runs") || l.starts_with("full recompute"))
+                    .collect();
+                eprintln!("[{label}] {chassis}: {}", paths.join("; "));
+            }
+        }
+        let outcome = common::restart_changes_no_flow(&mut net, &CHASSIS);
+        eprintln!(
+            "[{label}] {} steps, then restarts: {} problem(s)",
+            log.len(),
+            outcome.failures.len()
+        );
+        if !outcome.failures.is_empty() {
+            eprintln!("[{label}] steps:\n{}", log.join("\n"));
+            problems.extend(outcome.failures.iter().map(|f| format!("[{label}] {f}")));
+            net.lab.keep_dir();
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "OVN_SEED={seed}: {}",
+        problems.join("\n")
+    );
+}
