@@ -103,6 +103,9 @@ pub struct Runtime {
     pub ct_zones: BTreeMap<String, u16>,
     /// chassisredirect / external ports whose HA group makes this chassis active.
     pub active_ha: BTreeSet<Uuid>,
+    /// chassisredirect / external ports whose HA group names this chassis, active or not
+    /// (their flows are installed here either way, as ovn-controller relates them).
+    pub ha_members: BTreeSet<Uuid>,
     /// `tun_metadataN` holding OVN's Geneve option (negotiated with the switch); `None`
     /// when Geneve is unavailable.
     pub geneve_field: Option<u8>,

@@ -168,7 +168,22 @@ pub struct SbView<'a> {
 }
 
 /// Types of port bindings that are related to every chassis that has their datapath.
-const ALWAYS_RELATED: [&str; 5] = ["patch", "localnet", "l2gateway", "vtep", "l3gateway"];
+const ALWAYS_RELATED: [&str; 3] = ["patch", "localnet", "vtep"];
+
+/// Whether `p` is related to chassis `chassis` (its `in_out_port` flows are installed here):
+/// bound or active here, a localport with an interface here, a member of an HA group naming
+/// this chassis, a port of a type related everywhere, or an l2gateway / l3gateway port whose
+/// option names this chassis (as ovn-controller's binding decides).
+fn is_related_port(u: &Uuid, p: &PortBinding, chassis: &str, facts: &LocalFacts) -> bool {
+    let gateway_here = |option: &str| p.options.get(option).is_some_and(|c| c == chassis);
+    facts.bound.contains(u)
+        || facts.localports.contains(u)
+        || facts.active_ha.contains(u)
+        || facts.ha_members.contains(u)
+        || ALWAYS_RELATED.contains(&p.type_.as_str())
+        || (p.type_ == "l2gateway" && gateway_here("l2gateway-chassis"))
+        || (p.type_ == "l3gateway" && gateway_here("l3gateway-chassis"))
+}
 
 /// Every row of table `T` (none if the replica lacks the table).
 fn rows<T: sbclient::Row>(replica: &Replica) -> impl Iterator<Item = (&Uuid, &T)> {
@@ -193,6 +208,8 @@ pub struct LocalFacts {
     pub localports: HashSet<Uuid>,
     /// chassisredirect / external ports active here.
     pub active_ha: HashSet<Uuid>,
+    /// chassisredirect / external ports whose HA group names this chassis, active or not.
+    pub ha_members: HashSet<Uuid>,
     pub local_datapaths: BTreeSet<Uuid>,
 }
 
@@ -243,6 +260,7 @@ impl LocalFacts {
         )
         .into_keys()
         .collect();
+        facts.ha_members = members;
         facts
     }
 }
@@ -289,10 +307,7 @@ impl<'a> SbView<'a> {
             if facts.bound.contains(u) || facts.active_ha.contains(u) {
                 resident.insert(p.logical_port.clone());
             }
-            if facts.bound.contains(u)
-                || facts.localports.contains(u)
-                || ALWAYS_RELATED.contains(&p.type_.as_str())
-            {
+            if is_related_port(u, p, chassis, facts) {
                 if let Some(d) = datapaths.get(&p.datapath) {
                     related.insert((d.key, key));
                 }

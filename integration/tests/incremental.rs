@@ -289,11 +289,7 @@ fn random_changes_then_a_fresh_start_install_the_same_flows() {
         let log = run_sequence(&net, seed, steps);
         if setup.controller("hv1") != Some(&integration::Controller::OvnController) {
             for chassis in CHASSIS {
-                let stats = net
-                    .lab
-                    .chassis(chassis)
-                    .and_then(|c| c.controller_appctl(&["inc-engine/show-stats"]))
-                    .unwrap_or_default();
+                let stats = common::show_stats(&net, chassis);
                 let paths: Vec<&str> = stats
                     .lines()
                     .filter(|l| l.starts_with("dependency runs") || l.starts_with("full recompute"))

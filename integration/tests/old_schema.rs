@@ -104,22 +104,6 @@ fn is_agent(net: &Net, chassis: &str) -> bool {
         .is_some_and(|c| *c != Controller::OvnController)
 }
 
-fn controller_log(net: &Net, chassis: &str) -> String {
-    net.lab
-        .chassis(chassis)
-        .ok()
-        .and_then(|c| c.controller())
-        .and_then(|d| std::fs::read_to_string(d.log()).ok())
-        .unwrap_or_default()
-}
-
-fn show_stats(net: &Net, chassis: &str) -> String {
-    net.lab
-        .chassis(chassis)
-        .and_then(|c| c.controller_appctl(&["inc-engine/show-stats"]))
-        .unwrap_or_default()
-}
-
 fn connect_claim_forward(net: &Net) -> Outcome {
     let mut p = net.probe();
     forwards(&mut p, net);
@@ -127,7 +111,7 @@ fn connect_claim_forward(net: &Net) -> Outcome {
         if !is_agent(net, chassis) {
             continue;
         }
-        let stats = show_stats(net, chassis);
+        let stats = common::show_stats(net, chassis);
         if !stats.contains(&format!("missing columns {} (0 required)", DROPPED.len()))
             && !stats.contains(&format!(
                 "missing columns {} (0 required)",
@@ -138,7 +122,7 @@ fn connect_claim_forward(net: &Net) -> Outcome {
                 "{chassis}: show-stats does not count the missing columns:\n{stats}"
             ));
         }
-        let log = controller_log(net, chassis);
+        let log = common::controller_log(net, chassis);
         for (table, column) in DROPPED {
             if !log.contains(&format!("has no column {table}.{column}")) {
                 p.fail(format!("{chassis}: the log does not name {table}.{column}"));
@@ -243,11 +227,11 @@ fn an_older_southbound_schema_still_connects_claims_and_forwards() {
         );
     }
     for chassis in ["hv1", "hv2"] {
-        let stats = show_stats(&net, chassis);
+        let stats = common::show_stats(&net, chassis);
         if !stats.contains(&format!("missing columns {} (0 required)", dropped.len())) {
             problems.push(format!("{chassis}: show-stats:\n{stats}"));
         }
-        let log = controller_log(&net, chassis);
+        let log = common::controller_log(&net, chassis);
         for (table, column) in DROPPED_TOO {
             if !log.contains(&format!("has no column {table}.{column}")) {
                 problems.push(format!("{chassis}: {table}.{column} not logged as missing"));

@@ -23,36 +23,8 @@ use integration::Controller;
 
 const EXIT_TIMEOUT: Duration = Duration::from_secs(20);
 
-fn log_of(net: &common::Net, chassis: &str) -> String {
-    net.lab
-        .chassis(chassis)
-        .ok()
-        .and_then(|c| c.controller())
-        .and_then(|d| std::fs::read_to_string(d.log()).ok())
-        .unwrap_or_default()
-}
-
 fn count(text: &str, what: &str) -> usize {
     text.lines().filter(|l| l.contains(what)).count()
-}
-
-/// A counter of ovn-agent's `inc-engine/show-stats` ("flow mods 3" -> 3).
-fn agent_counter(net: &common::Net, chassis: &str, name: &str) -> Option<u64> {
-    let stats = net
-        .lab
-        .chassis(chassis)
-        .ok()?
-        .controller_appctl(&["inc-engine/show-stats"])
-        .ok()?;
-    stats.split(',').find_map(|part| {
-        let part = part.trim();
-        let at = part.find(name)?;
-        part[at + name.len()..]
-            .split_whitespace()
-            .next()?
-            .parse()
-            .ok()
-    })
 }
 
 #[test]
@@ -75,7 +47,10 @@ fn starts_make_no_duplicate_rows_and_restarts_no_flow_mods() {
         let mut from = [0usize, 0usize];
         for cycle in 0..=cycles {
             if cycle > 0 {
-                from = [log_of(&net, "hv1").len(), log_of(&net, "hv2").len()];
+                from = [
+                    common::controller_log(&net, "hv1").len(),
+                    common::controller_log(&net, "hv2").len(),
+                ];
                 let restarted = net
                     .lab
                     .chassis_mut("hv1")
@@ -90,7 +65,7 @@ fn starts_make_no_duplicate_rows_and_restarts_no_flow_mods() {
                 }
             }
             for (i, chassis) in ["hv1", "hv2"].iter().enumerate() {
-                let log = log_of(&net, chassis);
+                let log = common::controller_log(&net, chassis);
                 let new = log.get(from[i]..).unwrap_or("");
                 let v = count(new, "constraint violation");
                 if v > 0 {
@@ -151,7 +126,7 @@ fn starts_make_no_duplicate_rows_and_restarts_no_flow_mods() {
                 .map(|p| format!("[{label}] {p}")),
         );
         if agent {
-            let mods = agent_counter(&net, "hv1", "flow mods");
+            let mods = common::agent_counter(&net, "hv1", "flow mods");
             eprintln!("[{label}] flow_mods sent after a restart: {mods:?}");
             if mods != Some(0) {
                 problems.push(format!(

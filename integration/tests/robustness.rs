@@ -73,35 +73,6 @@ fn controller(net: &Net, chassis: &str) -> Controller {
         .unwrap_or(Controller::OvnController)
 }
 
-/// The log of the controller on `chassis`.
-fn controller_log(net: &Net, chassis: &str) -> String {
-    net.lab
-        .chassis(chassis)
-        .ok()
-        .and_then(|c| c.controller())
-        .and_then(|d| std::fs::read_to_string(d.log()).ok())
-        .unwrap_or_default()
-}
-
-/// A counter of ovn-agent's `inc-engine/show-stats` ("bad rows 3" -> 3).
-fn agent_counter(net: &Net, chassis: &str, name: &str) -> Option<u64> {
-    let stats = net
-        .lab
-        .chassis(chassis)
-        .ok()?
-        .controller_appctl(&["inc-engine/show-stats"])
-        .ok()?;
-    stats.split(',').find_map(|part| {
-        let part = part.trim();
-        let at = part.find(name)?;
-        part[at + name.len()..]
-            .split_whitespace()
-            .next()?
-            .parse()
-            .ok()
-    })
-}
-
 /// Expects the controller of `chassis` to have logged, since the scenario started (the log
 /// had `from` bytes then), lines containing each of `oracle` (ovn-controller) or `agent`
 /// (ovn-agent).
@@ -113,7 +84,7 @@ fn expect_logged(
     oracle: &[&str],
     agent: &[&str],
 ) {
-    let log = controller_log(net, chassis);
+    let log = common::controller_log(net, chassis);
     let new = log.get(from..).unwrap_or("");
     let wanted = if controller(net, chassis) == Controller::OvnController {
         oracle
@@ -132,7 +103,7 @@ fn expect_logged(
 fn log_sizes(net: &Net) -> Vec<(String, usize)> {
     ["hv1", "hv2"]
         .iter()
-        .map(|c| ((*c).to_owned(), controller_log(net, c).len()))
+        .map(|c| ((*c).to_owned(), common::controller_log(net, c).len()))
         .collect()
 }
 
@@ -174,7 +145,7 @@ fn rejected_logical_flows(net: &Net) -> Outcome {
     let logs = log_sizes(net);
     let bad_before: Vec<Option<u64>> = ["hv1", "hv2"]
         .iter()
-        .map(|c| agent_counter(net, c, "failing owners"))
+        .map(|c| common::agent_counter(net, c, "failing owners"))
         .collect();
     pause_northd(&mut p);
     let Some(sw0) = datapath_uuid(&mut p, "sw0") else {
@@ -218,7 +189,7 @@ fn rejected_logical_flows(net: &Net) -> Outcome {
             &["no.such.field", "frobnicate"],
         );
         if controller(net, chassis) != Controller::OvnController {
-            let now = agent_counter(net, chassis, "failing owners");
+            let now = common::agent_counter(net, chassis, "failing owners");
             let before = bad_before[i].unwrap_or(0);
             if now.is_none_or(|n| n < before + 2) {
                 p.fail(format!(
@@ -235,7 +206,7 @@ fn rejected_logical_flows(net: &Net) -> Outcome {
     sb_acked(&mut p, "bad logical flows removed");
     for (i, (chassis, _)) in logs.iter().enumerate() {
         if controller(net, chassis) != Controller::OvnController {
-            let now = agent_counter(net, chassis, "failing owners");
+            let now = common::agent_counter(net, chassis, "failing owners");
             if now != bad_before[i] {
                 p.fail(format!(
                     "{chassis}: {now:?} failing owners once the bad flows are gone, expected {:?}",
@@ -263,7 +234,7 @@ fn bad_port_bindings(net: &Net) -> Outcome {
     let logs = log_sizes(net);
     let bad_before: Vec<Option<u64>> = ["hv1", "hv2"]
         .iter()
-        .map(|c| agent_counter(net, c, "bad rows"))
+        .map(|c| common::agent_counter(net, c, "bad rows"))
         .collect();
     pause_northd(&mut p);
     let (Some(sw0), Some(lr0)) = (datapath_uuid(&mut p, "sw0"), datapath_uuid(&mut p, "lr0"))
@@ -321,7 +292,7 @@ fn bad_port_bindings(net: &Net) -> Outcome {
     }
     for (i, (chassis, _)) in logs.iter().enumerate() {
         if controller(net, chassis) != Controller::OvnController {
-            let now = agent_counter(net, chassis, "bad rows");
+            let now = common::agent_counter(net, chassis, "bad rows");
             let before = bad_before[i].unwrap_or(0);
             if now.is_none_or(|n| n < before + 3) {
                 p.fail(format!(
@@ -335,7 +306,7 @@ fn bad_port_bindings(net: &Net) -> Outcome {
     if controller(net, "hv1") != Controller::OvnController {
         // Claimed once: a claim planned from a replica without the previous transaction's
         // effect was sent twice (and failed with that transaction).
-        let log = controller_log(net, "hv1");
+        let log = common::controller_log(net, "hv1");
         let claims = log
             .get(logs[0].1..)
             .unwrap_or("")
@@ -526,7 +497,7 @@ fn duplicate_iface_id(net: &Net) -> Outcome {
     );
     if controller(net, "hv1") != Controller::OvnController {
         // Once, not on every engine run.
-        let log = controller_log(net, "hv1");
+        let log = common::controller_log(net, "hv1");
         let lines = log
             .get(logs[0].1..)
             .unwrap_or("")
@@ -585,7 +556,7 @@ fn switch_refuses_one_flow(net: &Net) -> Outcome {
     let logs = log_sizes(net);
     let refused_before: Vec<Option<u64>> = ["hv1", "hv2"]
         .iter()
-        .map(|c| agent_counter(net, c, "refused flows"))
+        .map(|c| common::agent_counter(net, c, "refused flows"))
         .collect();
     let (vm1, vm3) = (net.vm("vm1"), net.vm("vm3"));
     p.nbctl(&[
@@ -626,7 +597,7 @@ fn switch_refuses_one_flow(net: &Net) -> Outcome {
     );
     for (i, chassis) in ["hv1"].iter().enumerate() {
         if controller(net, chassis) != Controller::OvnController {
-            let now = agent_counter(net, chassis, "refused flows");
+            let now = common::agent_counter(net, chassis, "refused flows");
             let before = refused_before[i].unwrap_or(0);
             if now.is_none_or(|n| n <= before) {
                 p.fail(format!(

@@ -297,7 +297,7 @@ impl Engine {
                 // nothing compiles: nothing to redo.
                 "Chassis_Private" | "Controller_Event" | "Connection" | "SSL" | "RBAC_Role"
                 | "RBAC_Permission" | "Service_Monitor" | "BFD" | "Mirror" | "IGMP_Group"
-                | "Gateway_Chassis" => {}
+                | "Gateway_Chassis" | "IP_Multicast" => {}
                 "SB_Global" => {}
                 // Nothing compiles `up` (claims and `write_port_up` read the replica on
                 // every run): a change of `up` alone, our own port-up write included,
@@ -521,6 +521,7 @@ impl Engine {
         rt.bound.clone_from(&plan.bound);
         rt.localports.clone_from(&plan.localports);
         rt.active_ha = plan.active_ha.iter().copied().collect();
+        rt.ha_members = plan.ha_member.iter().copied().collect();
         let seeds: Vec<Uuid> = plan
             .bound
             .keys()
@@ -783,6 +784,7 @@ impl Engine {
             bound: self.runtime.bound.keys().copied().collect(),
             localports: self.runtime.localports.keys().copied().collect(),
             active_ha: self.runtime.active_ha.iter().copied().collect(),
+            ha_members: self.runtime.ha_members.iter().copied().collect(),
             local_datapaths: self.runtime.local_datapaths.keys().copied().collect(),
         };
         let view = SbView::with_facts(&self.sb, &cfg.system_id, &self.ids, &facts);
@@ -1323,6 +1325,7 @@ fn same_runtime(a: &Runtime, b: &Runtime) -> bool {
         && a.tunnels == b.tunnels
         && a.ct_zones == b.ct_zones
         && a.active_ha == b.active_ha
+        && a.ha_members == b.ha_members
         && a.geneve_field == b.geneve_field
 }
 

@@ -392,3 +392,34 @@ pub fn restart_changes_no_flow(net: &mut Net, chassis: &[&str]) -> Outcome {
     outcome.elapsed = started.elapsed();
     outcome
 }
+
+/// The log of the controller on `chassis` (empty if there is none).
+pub fn controller_log(net: &Net, chassis: &str) -> String {
+    net.lab
+        .chassis(chassis)
+        .ok()
+        .and_then(|c| c.controller())
+        .and_then(|d| std::fs::read_to_string(d.log()).ok())
+        .unwrap_or_default()
+}
+
+/// `inc-engine/show-stats` of the controller on `chassis` (empty if it does not answer).
+pub fn show_stats(net: &Net, chassis: &str) -> String {
+    net.lab
+        .chassis(chassis)
+        .and_then(|c| c.controller_appctl(&["inc-engine/show-stats"]))
+        .unwrap_or_default()
+}
+
+/// A counter of ovn-agent's `inc-engine/show-stats` ("bad rows 3" -> 3).
+pub fn agent_counter(net: &Net, chassis: &str, name: &str) -> Option<u64> {
+    show_stats(net, chassis).split(',').find_map(|part| {
+        let part = part.trim();
+        let at = part.find(name)?;
+        part[at + name.len()..]
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    })
+}
