@@ -485,13 +485,18 @@ pub fn compile_all(cx: &Context<'_>, threads: usize) -> CompileReport {
 pub fn compile_owners(cx: &Context<'_>, threads: usize) -> (Vec<(Owner, Compiled)>, usize) {
     let mut per_owner = compile_lflows(cx, threads);
     let n_lflows = per_owner.len();
-    compile_other_owners(cx, &mut per_owner);
+    compile_other_owners(cx, &mut per_owner, true);
     (per_owner, n_lflows)
 }
 
 /// The flows of every owner that is not a logical flow (MAC bindings, FDB entries, port
-/// security, load-balancer hairpin), appended to `per_owner` in kind then uuid order.
-pub fn compile_other_owners(cx: &Context<'_>, per_owner: &mut Vec<(Owner, Compiled)>) {
+/// security, and with `lb_hairpin` load-balancer hairpin), appended to `per_owner` in kind
+/// then uuid order.
+pub fn compile_other_owners(
+    cx: &Context<'_>,
+    per_owner: &mut Vec<(Owner, Compiled)>,
+    lb_hairpin: bool,
+) {
     let replica = cx.view.replica();
     for_each_row::<MacBinding>(replica, per_owner, |u, r| {
         (Owner::MacBinding(*u), mac_binding(u, r, cx))
@@ -503,9 +508,11 @@ pub fn compile_other_owners(cx: &Context<'_>, per_owner: &mut Vec<(Owner, Compil
     for_each_row::<PortBinding>(replica, per_owner, |u, r| {
         (Owner::PortSecurity(*u), port_security(u, r, cx))
     });
-    for_each_row::<LoadBalancer>(replica, per_owner, |u, r| {
-        (Owner::LbHairpin(*u), lb_hairpin(u, r, cx))
-    });
+    if lb_hairpin {
+        for_each_row::<LoadBalancer>(replica, per_owner, |u, r| {
+            (Owner::LbHairpin(*u), self::lb_hairpin(u, r, cx))
+        });
+    }
 }
 
 /// Every logical flow's flows, in uuid order, compiled on `threads` threads.

@@ -10,6 +10,8 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
+
+use crate::lflow::hash::FxBuild;
 use std::hash::Hash;
 use std::ops::RangeInclusive;
 
@@ -77,7 +79,7 @@ struct Slot<V> {
 #[derive(Debug, Clone)]
 pub struct IdTable<K, V> {
     range: RangeInclusive<u32>,
-    by_key: HashMap<K, Slot<V>>,
+    by_key: HashMap<K, Slot<V>, FxBuild>,
     by_id: BTreeMap<u32, K>,
 }
 
@@ -86,7 +88,7 @@ impl<K: StableKey, V: Clone> IdTable<K, V> {
     pub fn new(range: RangeInclusive<u32>) -> Self {
         Self {
             range,
-            by_key: HashMap::new(),
+            by_key: HashMap::default(),
             by_id: BTreeMap::new(),
         }
     }
@@ -198,7 +200,7 @@ impl<K: StableKey, V: Clone> IdTable<K, V> {
 #[derive(Debug, Default, Clone)]
 pub struct ConjIds {
     /// (lflow, datapath) to (first id, count, users).
-    by_owner: HashMap<(sbclient::Uuid, sbclient::Uuid), (u32, u32, u32)>,
+    by_owner: HashMap<(sbclient::Uuid, sbclient::Uuid), (u32, u32, u32), FxBuild>,
     used: BTreeMap<u32, (sbclient::Uuid, sbclient::Uuid)>,
 }
 

@@ -172,6 +172,9 @@ pub struct Engine {
     deps_dirty: bool,
     /// Rows of the non-lflow logical owners changed (MAC bindings, FDB, load balancers).
     others_dirty: bool,
+    /// What load-balancer hairpin flows depend on changed (load balancers, datapath groups,
+    /// datapaths, which datapaths are local).
+    lb_dirty: bool,
     /// What the last view built showed of ports and local datapaths.
     deps: Option<Deps>,
 }
@@ -223,6 +226,7 @@ impl Engine {
             runtime_changed: true,
             deps_dirty: false,
             others_dirty: false,
+            lb_dirty: false,
             deps: None,
         }
     }
@@ -334,6 +338,7 @@ impl Engine {
                     }
                     // Load balancers name datapath groups too.
                     self.others_dirty = true;
+                    self.lb_dirty = true;
                 }
                 "Datapath_Binding" => {
                     if let Some(tab) = self.sb.replica.table::<DatapathBinding>() {
@@ -342,9 +347,12 @@ impl Engine {
                         self.dirty_lflows.extend(lflows);
                     }
                     self.deps_dirty = true;
+                    self.lb_dirty = true;
                 }
-                "MAC_Binding" | "Static_MAC_Binding" | "FDB" | "Load_Balancer" => {
+                "MAC_Binding" | "Static_MAC_Binding" | "FDB" => self.others_dirty = true,
+                "Load_Balancer" => {
                     self.others_dirty = true;
+                    self.lb_dirty = true;
                 }
                 other => {
                     self.need_full
@@ -769,6 +777,7 @@ impl Engine {
         self.runtime_changed = false;
         let deps_dirty = std::mem::take(&mut self.deps_dirty);
         let others_dirty = std::mem::take(&mut self.others_dirty) || deps_dirty;
+        let mut lb_dirty = std::mem::take(&mut self.lb_dirty);
         // Most runs (a transaction reply, a put confirmed, an OVS echo) change no flow: no
         // view to build then.
         if full.is_none()
@@ -795,6 +804,7 @@ impl Engine {
                     None => full = Some("first view".to_owned()),
                     Some(changed) => match affected_lflows(&view, &changed) {
                         Some(lflows) => {
+                            lb_dirty |= !changed.datapaths.is_empty();
                             self.stats.dependency_runs += 1;
                             self.stats.dependency_lflows += lflows.len() as u64;
                             self.dirty_lflows.extend(lflows);
@@ -856,14 +866,19 @@ impl Engine {
                 // The non-lflow owners are few and cheap: all of them again, with the
                 // physical flows, and those not produced again are gone.
                 let first = results.len();
-                compile_other_owners(&cx, &mut results);
+                compile_other_owners(&cx, &mut results, lb_dirty);
                 results.extend(physical_owners(&self.sb.replica, &self.runtime, &layout));
                 let keep: HashSet<Owner> = results[first..].iter().map(|(o, _)| *o).collect();
+                let recomputed = |o: &Owner| match o {
+                    Owner::Lflow(_) => false,
+                    Owner::LbHairpin(_) => lb_dirty,
+                    _ => true,
+                };
                 gone.extend(
                     self.flows
                         .owners_all()
                         .copied()
-                        .filter(|o| !matches!(o, Owner::Lflow(_)) && !keep.contains(o)),
+                        .filter(|o| recomputed(o) && !keep.contains(o)),
                 );
             }
         }
@@ -927,42 +942,37 @@ impl Engine {
         // flows then reflect every row the configuration needs).
         let sb_nb_cfg = sb_nb_cfg.filter(|_| !self.conditions_pending());
         let nb_cfg_pending = sb_nb_cfg.is_some_and(|n| self.nb_cfg_acked.map(|a| a.0) != Some(n));
-        let groups_wanted: BTreeMap<u32, (crate::view::GroupKey, Group)> = self
-            .ids
-            .groups
-            .lock()
-            .map(|t| {
-                t.iter()
-                    .map(|(id, k, g)| (id, (k.clone(), g.clone())))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let meters_wanted: BTreeMap<u32, MeterMod> = self
-            .ids
-            .meters
-            .lock()
-            .map(|t| t.iter().map(|(id, _, m)| (id, m.clone())).collect())
-            .unwrap_or_default();
-        let groups_add: Vec<(u32, crate::view::GroupKey, Group)> = groups_wanted
-            .iter()
-            .filter(|(id, (k, _))| self.installed_groups.get(id) != Some(k))
-            .map(|(id, (k, g))| (*id, k.clone(), g.clone()))
-            .collect();
+        // Only what differs from the switch is cloned (this runs on every engine run).
+        let mut groups_add: Vec<(u32, crate::view::GroupKey, Group)> = Vec::new();
+        let mut groups_wanted: HashSet<u32> = HashSet::new();
+        if let Ok(t) = self.ids.groups.lock() {
+            for (id, k, g) in t.iter() {
+                groups_wanted.insert(id);
+                if self.installed_groups.get(&id) != Some(k) {
+                    groups_add.push((id, k.clone(), g.clone()));
+                }
+            }
+        }
         let groups_del: Vec<u32> = self
             .installed_groups
             .keys()
-            .filter(|id| !groups_wanted.contains_key(id))
+            .filter(|id| !groups_wanted.contains(id))
             .copied()
             .collect();
-        let meters_add: Vec<u32> = meters_wanted
-            .iter()
-            .filter(|(id, m)| !self.installed_meters.contains(id) && !m.bands.is_empty())
-            .map(|(id, _)| *id)
-            .collect();
+        let mut meters_add: Vec<(u32, MeterMod)> = Vec::new();
+        let mut meters_wanted: HashSet<u32> = HashSet::new();
+        if let Ok(t) = self.ids.meters.lock() {
+            for (id, _, m) in t.iter() {
+                meters_wanted.insert(id);
+                if !self.installed_meters.contains(&id) && !m.bands.is_empty() {
+                    meters_add.push((id, m.clone()));
+                }
+            }
+        }
         let meters_del: Vec<u32> = self
             .installed_meters
             .iter()
-            .filter(|id| !meters_wanted.contains_key(id))
+            .filter(|id| !meters_wanted.contains(id))
             .copied()
             .collect();
         let flush: Vec<u16> = self.zones.to_flush.iter().copied().collect();
@@ -1062,7 +1072,11 @@ impl Engine {
         self.stats.puts += 1;
         self.zones.to_flush.clear();
         let meter_mod = |id: u32, command: u16| {
-            let mut m = meters_wanted.get(&id).cloned().unwrap_or_default();
+            let mut m = meters_add
+                .iter()
+                .find(|(i, _)| *i == id)
+                .map(|(_, m)| m.clone())
+                .unwrap_or_default();
             m.command = command;
             m.meter_id = id;
             if command == 2 {
@@ -1084,14 +1098,14 @@ impl Engine {
                 .map(|(id, k, _)| (*id, k.clone()))
                 .collect(),
             groups_deleted: groups_del,
-            meters_added: meters_add.clone(),
+            meters_added: meters_add.iter().map(|(id, _)| *id).collect(),
             meters_deleted: meters_del.clone(),
         });
         Some(Put {
             session,
             seq,
             flush_zones: flush,
-            meters_add: meters_add.into_iter().map(|id| meter_mod(id, 0)).collect(),
+            meters_add: meters_add.iter().map(|(id, _)| meter_mod(*id, 0)).collect(),
             bundle,
             meters_del: meters_del.into_iter().map(|id| meter_mod(id, 2)).collect(),
         })
@@ -1191,7 +1205,11 @@ fn physical_owners(
 ) -> Vec<(Owner, Compiled)> {
     let p = crate::physical::all(sb, rt, layout);
     for e in &p.errors {
-        crate::vlog_rl!(WARN, &crate::vlog::limits::BAD_ROW, target: "physical", "{e}");
+        if e.problem.is_transient() {
+            tracing::debug!(target: "physical", "{e}");
+        } else {
+            crate::vlog_rl!(WARN, &crate::vlog::limits::BAD_ROW, target: "physical", "{e}");
+        }
     }
     p.per_owner
         .into_iter()

@@ -335,6 +335,11 @@ impl FlowTable {
     }
 
     pub fn replace(&mut self, owner: Owner, flows: Vec<Flow>) {
+        // Recomputed owners mostly want what they wanted: then nothing is touched (no
+        // rehash, no pending flow_mod to check).
+        if self.wants_exactly(owner, &flows) {
+            return;
+        }
         self.remove(owner);
         if flows.is_empty() {
             return;
@@ -375,6 +380,26 @@ impl FlowTable {
         if !ids.is_empty() {
             self.by_owner.insert(owner, ids);
         }
+    }
+
+    /// Whether `owner` already wants exactly `flows`, in that order.
+    fn wants_exactly(&self, owner: Owner, flows: &[Flow]) -> bool {
+        let Some(ids) = self.by_owner.get(&owner) else {
+            return flows.is_empty();
+        };
+        ids.len() == flows.len()
+            && ids.iter().zip(flows).all(|(&id, f)| {
+                self.entries[id as usize].as_ref().is_some_and(|e| {
+                    e.table == f.table
+                        && e.priority == f.priority
+                        && e.m == f.m
+                        && e.contribs.iter().any(|c| {
+                            c.owner == owner
+                                && c.cookie == f.cookie
+                                && (Arc::ptr_eq(&c.actions, &f.actions) || c.actions == f.actions)
+                        })
+                })
+            })
     }
 
     /// Removes everything `owner` wants.

@@ -36,6 +36,18 @@ pub enum Problem {
     NoGeneveField,
 }
 
+impl Problem {
+    /// Whether the problem is the local switch not having caught up yet (tunnels or the
+    /// Geneve option field are created by the same run's OVS transaction): expected at
+    /// start and when a chassis joins, so not worth a warning.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Self::NoTunnel(_) | Self::NoHaTunnel(_) | Self::NoGeneveField
+        )
+    }
+}
+
 /// A problem and the owner it belongs to.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{owner}: {problem}")]
