@@ -140,7 +140,7 @@ fn lflow_spec<'r>(
 }
 
 /// The datapaths a logical flow applies to.
-pub(crate) fn lflow_datapaths(lf: &LogicalFlow, view: &SbView<'_>) -> Vec<Uuid> {
+fn lflow_datapaths(lf: &LogicalFlow, view: &SbView<'_>) -> Vec<Uuid> {
     match (lf.logical_datapath, lf.logical_dp_group) {
         (Some(d), _) => vec![d],
         (None, Some(g)) => view

@@ -14,6 +14,7 @@ use sbclient::{Replica, Uuid};
 
 use crate::ids::{ConjIds, IdTable};
 use crate::lflow::flows::{conj_id_hash, ChassisView};
+use crate::lflow::hash::FxBuild;
 use crate::southbound::Southbound;
 
 /// A datapath as the compiler needs it.
@@ -154,13 +155,14 @@ pub struct SbView<'a> {
     replica: &'a Replica,
     ids: &'a Ids,
     chassis_uuid: Option<Uuid>,
-    datapaths: HashMap<Uuid, DatapathInfo>,
+    // Fx-hashed: built on every run that compiles, and looked up for every flow.
+    datapaths: HashMap<Uuid, DatapathInfo, FxBuild>,
     /// Datapath to port (and multicast group) name to tunnel key.
-    ports: HashMap<Uuid, HashMap<String, u32>>,
-    resident: HashSet<String>,
-    related: HashSet<(u32, u32)>,
-    port_groups: HashMap<String, Vec<String>>,
-    address_sets: HashMap<String, Vec<String>>,
+    ports: HashMap<Uuid, HashMap<String, u32, FxBuild>, FxBuild>,
+    resident: HashSet<String, FxBuild>,
+    related: HashSet<(u32, u32), FxBuild>,
+    port_groups: HashMap<String, Vec<String>, FxBuild>,
+    address_sets: HashMap<String, Vec<String>, FxBuild>,
     pub local_datapaths: BTreeSet<Uuid>,
     vars: HashMap<String, String>,
     dhcp_options: Option<HashSet<String>>,
@@ -276,7 +278,7 @@ impl<'a> SbView<'a> {
     pub fn with_facts(sb: &'a Southbound, chassis: &str, ids: &'a Ids, facts: &LocalFacts) -> Self {
         let replica = &sb.replica;
         let chassis_uuid = facts.chassis;
-        let datapaths: HashMap<Uuid, DatapathInfo> = rows::<DatapathBinding>(replica)
+        let datapaths: HashMap<Uuid, DatapathInfo, FxBuild> = rows::<DatapathBinding>(replica)
             .map(|(u, d)| {
                 (
                     *u,
@@ -288,16 +290,16 @@ impl<'a> SbView<'a> {
                 )
             })
             .collect();
-        let mut ports: HashMap<Uuid, HashMap<String, u32>> = HashMap::new();
+        let mut ports: HashMap<Uuid, HashMap<String, u32, FxBuild>, FxBuild> = HashMap::default();
         for (_, m) in rows::<MulticastGroup>(replica) {
             ports
                 .entry(m.datapath)
                 .or_default()
                 .insert(m.name.clone(), key_u32(m.tunnel_key));
         }
-        let mut resident = HashSet::new();
-        let mut related = HashSet::new();
-        let mut related_names = HashSet::new();
+        let mut resident = HashSet::default();
+        let mut related = HashSet::default();
+        let mut related_names: HashSet<String, FxBuild> = HashSet::default();
         for (u, p) in rows::<PortBinding>(replica) {
             let key = key_u32(p.tunnel_key);
             ports

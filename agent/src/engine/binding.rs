@@ -259,12 +259,12 @@ pub fn plan(
     let is_me = |c: &Option<Uuid>| c.is_some() && *c == me.uuid;
     // VIFs first, so containers can find their parents.
     let mut parents: HashMap<&str, u32> = HashMap::new();
-    let mut order: Vec<(&Uuid, &PortBinding)> = pbs.iter().collect();
-    // Compared in place: a key with the name cloned costs an allocation per comparison
-    // (every run, over every Port_Binding in view).
-    order.sort_by(|(_, a), (_, b)| {
-        (a.parent_port.is_some(), &a.logical_port).cmp(&(b.parent_port.is_some(), &b.logical_port))
-    });
+    // In uuid order within each class: deterministic without sorting every Port_Binding
+    // by name on every run.
+    let order = pbs
+        .iter()
+        .filter(|(_, p)| p.parent_port.is_none())
+        .chain(pbs.iter().filter(|(_, p)| p.parent_port.is_some()));
     for (uuid, pb) in order {
         if let Some(p) = problem(pb) {
             out.problems.push((*uuid, p));

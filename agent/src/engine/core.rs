@@ -448,7 +448,12 @@ impl Engine {
             }
             Err(e) => {
                 if self.cfg_error.as_ref() != Some(&e) {
-                    tracing::warn!(target: "main", "{e}");
+                    // Before the first OVS update arrives there is no row: not a problem.
+                    if e == ConfigError::NoRow {
+                        tracing::debug!(target: "main", "{e}");
+                    } else {
+                        tracing::warn!(target: "main", "{e}");
+                    }
                 }
                 self.cfg_error = Some(e);
                 self.cfg = None;

@@ -10,7 +10,6 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use sbclient::ovn_sb::{LogicalDpGroup, LogicalFlow};
 use sbclient::{Replica, Row, Table, Uuid};
 
-use crate::compile::lflow_datapaths;
 use crate::lflow::flows::ChassisView as _;
 use crate::view::SbView;
 
@@ -135,11 +134,34 @@ pub fn affected_lflows(view: &SbView<'_>, changed: &Changed) -> Option<Vec<Uuid>
                 .is_some_and(|p| changed.names.contains(p))
     };
     let lflows = view.replica().table::<LogicalFlow>()?;
+    if quoted.is_empty() && groups.is_empty() && changed.datapaths.is_empty() {
+        return Some(Vec::new());
+    }
+    // Per datapath group, once: whether it holds a changed datapath, and a local one.
+    let group_touches: HashMap<Uuid, (bool, bool)> = view
+        .replica()
+        .table::<LogicalDpGroup>()
+        .map(|t| {
+            t.iter()
+                .map(|(u, g)| {
+                    let moved = g.datapaths.iter().any(|d| changed.datapaths.contains(d));
+                    let local = g.datapaths.iter().any(|d| view.local_datapaths.contains(d));
+                    (*u, (moved, local))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let mut out = Vec::new();
     for (u, lf) in lflows.iter() {
-        let dps = lflow_datapaths(lf, view);
-        let moved = dps.iter().any(|d| changed.datapaths.contains(d));
-        if moved || (dps.iter().any(|d| view.local_datapaths.contains(d)) && mentions(lf)) {
+        let (moved, local) = match (lf.logical_datapath, lf.logical_dp_group) {
+            (Some(d), _) => (
+                changed.datapaths.contains(&d),
+                view.local_datapaths.contains(&d),
+            ),
+            (None, Some(g)) => group_touches.get(&g).copied().unwrap_or_default(),
+            (None, None) => (false, false),
+        };
+        if moved || (local && mentions(lf)) {
             out.push(*u);
         }
     }

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use sbclient::ovn_sb::{DatapathBinding, PortBinding};
 use sbclient::{Replica, Uuid};
 
+use crate::lflow::hash::FxBuild;
 use crate::runtime::LocalDatapath;
 
 /// Recursion bound of ovn-controller's traversal.
@@ -25,11 +26,12 @@ pub fn local_datapaths(
     let (Some(pbs), Some(dps)) = (sb.table::<PortBinding>(), sb.table::<DatapathBinding>()) else {
         return out;
     };
-    let by_name: HashMap<&str, (&Uuid, &PortBinding)> = pbs
+    // Fx-hashed: built over every Port_Binding on every run.
+    let by_name: HashMap<&str, (&Uuid, &PortBinding), FxBuild> = pbs
         .iter()
         .map(|(u, p)| (p.logical_port.as_str(), (u, p)))
         .collect();
-    let mut by_dp: HashMap<Uuid, Vec<(&Uuid, &PortBinding)>> = HashMap::new();
+    let mut by_dp: HashMap<Uuid, Vec<(&Uuid, &PortBinding)>, FxBuild> = HashMap::default();
     for (u, p) in pbs.iter() {
         by_dp.entry(p.datapath).or_default().push((u, p));
     }
@@ -94,7 +96,7 @@ pub fn local_datapaths(
 /// only when its cr port is not `always-redirect`, or when this chassis is in its HA group.
 fn pulls_peer(
     p: &PortBinding,
-    by_name: &HashMap<&str, (&Uuid, &PortBinding)>,
+    by_name: &HashMap<&str, (&Uuid, &PortBinding), FxBuild>,
     ha_member: &dyn Fn(&Uuid) -> bool,
 ) -> bool {
     let Some(cr_name) = p.options.get("chassis-redirect-port") else {
