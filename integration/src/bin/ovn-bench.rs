@@ -34,7 +34,7 @@ use clap::{Parser, ValueEnum};
 use integration::central::DB_TIMEOUT_SECS;
 use integration::flows::{TableLayout, TableRole};
 use integration::scale::k8s::{
-    mac_for, node_name, node_subnet_host, node_vifs, LARGE_DB_TIMEOUT_SECS, PHYSNET,
+    mac_for, node_name, node_subnet_host, node_vifs, K8sArgs, LARGE_DB_TIMEOUT_SECS, PHYSNET,
 };
 use integration::scale::{build, build_k8s, vm_port, K8sSpec, ScaleSpec};
 use integration::{Central, Chassis, Controller, Lab};
@@ -62,24 +62,8 @@ struct Args {
     #[arg(long, default_value_t = 2)]
     bound_per_switch: usize,
 
-    /// k8s: nodes (node0 is the measured one).
-    #[arg(long, default_value_t = K8sSpec::BENCHMARK.nodes)]
-    nodes: usize,
-    /// k8s: pods per node.
-    #[arg(long, default_value_t = K8sSpec::BENCHMARK.pods_per_node)]
-    pods_per_node: usize,
-    /// k8s: services (one load balancer each, all in the cluster's load balancer group).
-    #[arg(long, default_value_t = K8sSpec::BENCHMARK.services)]
-    services: usize,
-    /// k8s: namespaces.
-    #[arg(long, default_value_t = K8sSpec::BENCHMARK.namespaces)]
-    namespaces: usize,
-    /// k8s: network policies per namespace.
-    #[arg(long, default_value_t = K8sSpec::BENCHMARK.policies_per_namespace)]
-    policies_per_namespace: usize,
-    /// k8s: leave `options:hairpin_snat_ip` off the load balancers.
-    #[arg(long)]
-    no_hairpin_snat_ip: bool,
+    #[command(flatten)]
+    k8s_shape: K8sArgs,
 
     /// Port-up and change-latency samples per controller.
     #[arg(long, default_value_t = 5)]
@@ -115,14 +99,7 @@ enum Topology {
 impl Topology {
     fn from_args(args: &Args) -> anyhow::Result<Self> {
         if args.k8s || args.shape == Shape::K8s {
-            let spec = K8sSpec {
-                nodes: args.nodes,
-                pods_per_node: args.pods_per_node,
-                services: args.services,
-                namespaces: args.namespaces,
-                policies_per_namespace: args.policies_per_namespace,
-                hairpin_snat_ip: !args.no_hairpin_snat_ip,
-            };
+            let spec = args.k8s_shape.spec();
             spec.check()?;
             // Sample ports take the addresses after node0's pods: .3 + pods onwards.
             if 3 + spec.pods_per_node + args.samples > 254 {

@@ -15,26 +15,15 @@ use std::time::Instant;
 use anyhow::{bail, Context as _};
 use clap::Parser;
 use integration::sbdump::Dump;
-use integration::scale::k8s::{node_bound_ports, node_name, run_node_controller};
-use integration::scale::{build_k8s, K8sSpec};
+use integration::scale::build_k8s;
+use integration::scale::k8s::{node_bound_ports, node_name, run_node_controller, K8sArgs};
 use integration::{Controller, Lab};
 
 #[derive(Parser, Debug)]
 #[command(about = "Generate the Southbound database of an ovn-kubernetes shaped cluster")]
 struct Args {
-    #[arg(long, default_value_t = K8sSpec::BENCHMARK.nodes)]
-    nodes: usize,
-    #[arg(long, default_value_t = K8sSpec::BENCHMARK.pods_per_node)]
-    pods_per_node: usize,
-    #[arg(long, default_value_t = K8sSpec::BENCHMARK.services)]
-    services: usize,
-    #[arg(long, default_value_t = K8sSpec::BENCHMARK.namespaces)]
-    namespaces: usize,
-    #[arg(long, default_value_t = K8sSpec::BENCHMARK.policies_per_namespace)]
-    policies_per_namespace: usize,
-    /// Leave `options:hairpin_snat_ip` off the load balancers (ovn-kubernetes sets it).
-    #[arg(long)]
-    no_hairpin_snat_ip: bool,
+    #[command(flatten)]
+    k8s: K8sArgs,
     /// The node whose chassis is reported as the local one (every node's ports are bound).
     #[arg(long, default_value_t = 0)]
     local_node: usize,
@@ -64,14 +53,7 @@ const COUNTED: [&str; 9] = [
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let spec = K8sSpec {
-        nodes: args.nodes,
-        pods_per_node: args.pods_per_node,
-        services: args.services,
-        namespaces: args.namespaces,
-        policies_per_namespace: args.policies_per_namespace,
-        hairpin_snat_ip: !args.no_hairpin_snat_ip,
-    };
+    let spec = args.k8s.spec();
     spec.check()?;
     if args.local_node >= spec.nodes {
         bail!(

@@ -86,6 +86,42 @@ pub struct K8sSpec {
     pub hairpin_snat_ip: bool,
 }
 
+/// The command line of a [`K8sSpec`], shared by `ovn-bench --k8s` and `ovn-sbgen`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct K8sArgs {
+    /// k8s: nodes (node0 is the measured one).
+    #[arg(long, default_value_t = K8sSpec::BENCHMARK.nodes)]
+    pub nodes: usize,
+    /// k8s: pods per node.
+    #[arg(long, default_value_t = K8sSpec::BENCHMARK.pods_per_node)]
+    pub pods_per_node: usize,
+    /// k8s: services (one load balancer each, all in the cluster's load balancer group).
+    #[arg(long, default_value_t = K8sSpec::BENCHMARK.services)]
+    pub services: usize,
+    /// k8s: namespaces.
+    #[arg(long, default_value_t = K8sSpec::BENCHMARK.namespaces)]
+    pub namespaces: usize,
+    /// k8s: network policies per namespace.
+    #[arg(long, default_value_t = K8sSpec::BENCHMARK.policies_per_namespace)]
+    pub policies_per_namespace: usize,
+    /// k8s: leave `options:hairpin_snat_ip` off the load balancers (ovn-kubernetes sets it).
+    #[arg(long)]
+    pub no_hairpin_snat_ip: bool,
+}
+
+impl K8sArgs {
+    pub fn spec(&self) -> K8sSpec {
+        K8sSpec {
+            nodes: self.nodes,
+            pods_per_node: self.pods_per_node,
+            services: self.services,
+            namespaces: self.namespaces,
+            policies_per_namespace: self.policies_per_namespace,
+            hairpin_snat_ip: !self.no_hairpin_snat_ip,
+        }
+    }
+}
+
 impl K8sSpec {
     /// The shape of the benchmark in the project's issue: 200 nodes × 30 pods, 1000 services.
     pub const BENCHMARK: Self = Self {
