@@ -23,7 +23,7 @@ use std::time::Duration;
 use common::{two_switches_one_router_in, Net, Scenario, Setup, Vm};
 use integration::host::wait_for;
 use integration::observe::{Outcome, Probe};
-use integration::packet::{icmp4_echo, ipv4_summary, udp4};
+use integration::packet::udp4;
 use integration::{Controller, Lab};
 
 const TTL: u8 = 64;
@@ -80,22 +80,7 @@ fn forwards(p: &mut Probe<'_>, net: &Net) {
     let back = udp_to(vm3, vm1, b"vm3 to vm1");
     p.send("vm3", &back);
     p.expect_exact("vm3 -> vm1 switched (hv2 -> hv1)", "vm1", &back);
-    for (a, b, a_side) in [
-        (net.vm("vm1"), net.vm("vm2"), net.router_port("sw0")),
-        (net.vm("vm5"), net.vm("vm3"), net.router_port("sw1")),
-    ] {
-        let ping = icmp4_echo(a.port.mac, a_side.mac, a.port.ip, b.port.ip, TTL, 24);
-        p.send(&a.port.name, &ping);
-        p.expect(
-            &format!("{} -> {} routed", a.port.name, b.port.name),
-            &b.port.name,
-            |f| {
-                ipv4_summary(f).is_some_and(|s| {
-                    s.src == a.port.ip && s.dst == b.port.ip && s.icmp_echo_request
-                })
-            },
-        );
-    }
+    common::expect_routed_pings(p, net, "");
 }
 
 fn is_agent(net: &Net, chassis: &str) -> bool {

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::{two_switches_one_router, Net, Scenario, Setup, Vm};
 use integration::observe::{Outcome, Probe};
-use integration::packet::{icmp4_echo, ipv4_summary, udp4};
+use integration::packet::{ipv4_summary, udp4};
 use integration::Controller;
 
 const TTL: u8 = 64;
@@ -45,24 +45,7 @@ fn everything_else_forwards(p: &mut Probe<'_>, net: &Net, tag: &str) {
     let back = udp_to(vm3, vm1, 5000, format!("{tag}: vm3 to vm1").as_bytes());
     p.send("vm3", &back);
     p.expect_exact(&format!("{tag}: vm3 -> vm1 still switched"), "vm1", &back);
-    let lrp0 = net.router_port("sw0");
-    let lrp1 = net.router_port("sw1");
-    for (a, b, a_side) in [
-        (net.vm("vm1"), net.vm("vm2"), lrp0),
-        (net.vm("vm5"), net.vm("vm3"), lrp1),
-    ] {
-        let ping = icmp4_echo(a.port.mac, a_side.mac, a.port.ip, b.port.ip, TTL, 24);
-        p.send(&a.port.name, &ping);
-        p.expect(
-            &format!("{tag}: {} -> {} still routed", a.port.name, b.port.name),
-            &b.port.name,
-            |f| {
-                ipv4_summary(f).is_some_and(|s| {
-                    s.src == a.port.ip && s.dst == b.port.ip && s.icmp_echo_request
-                })
-            },
-        );
-    }
+    common::expect_routed_pings(p, net, &format!("{tag}: "));
 }
 
 /// The controller of `chassis` in this setup.

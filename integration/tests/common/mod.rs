@@ -423,3 +423,26 @@ pub fn agent_counter(net: &Net, chassis: &str, name: &str) -> Option<u64> {
             .ok()
     })
 }
+
+/// Sends an echo request from vm1 to vm2 (through sw0's router port) and from vm5 to vm3
+/// (through sw1's) and expects each routed to its destination; `prefix` starts each
+/// expectation's name.
+pub fn expect_routed_pings(p: &mut Probe<'_>, net: &Net, prefix: &str) {
+    for (a, b, a_side) in [
+        (net.vm("vm1"), net.vm("vm2"), net.router_port("sw0")),
+        (net.vm("vm5"), net.vm("vm3"), net.router_port("sw1")),
+    ] {
+        let ping =
+            integration::packet::icmp4_echo(a.port.mac, a_side.mac, a.port.ip, b.port.ip, 64, 24);
+        p.send(&a.port.name, &ping);
+        p.expect(
+            &format!("{prefix}{} -> {} routed", a.port.name, b.port.name),
+            &b.port.name,
+            |f| {
+                integration::packet::ipv4_summary(f).is_some_and(|s| {
+                    s.src == a.port.ip && s.dst == b.port.ip && s.icmp_echo_request
+                })
+            },
+        );
+    }
+}
