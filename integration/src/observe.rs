@@ -212,39 +212,10 @@ impl<'a> Probe<'a> {
         &mut self,
         what: &str,
         vif: &str,
-        mut matches: impl FnMut(&[u8]) -> bool,
+        matches: impl FnMut(&[u8]) -> bool,
     ) -> Option<Vec<u8>> {
-        let Some((_, v)) = self.vif(vif) else {
-            self.fail(format!("no watched VIF named {vif}"));
-            return None;
-        };
-        let deadline = Instant::now() + self.timeout;
-        loop {
-            let taken = self.consumed.entry(v.name.clone()).or_default().clone();
-            match self.new_packets(&v) {
-                Ok(packets) => {
-                    if let Some((i, p)) = packets
-                        .into_iter()
-                        .find(|(i, p)| !taken.contains(i) && matches(p))
-                    {
-                        self.consumed.entry(v.name.clone()).or_default().insert(i);
-                        return Some(p);
-                    }
-                }
-                Err(e) => {
-                    self.fail(format!("{what}: {e}"));
-                    return None;
-                }
-            }
-            if Instant::now() >= deadline {
-                self.fail(format!(
-                    "{what}: nothing matching arrived on {vif} within {:?}",
-                    self.timeout
-                ));
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        self.first_match(what, &[vif], matches, &format!("on {vif}"))
+            .map(|(_, p)| p)
     }
 
     /// Like [`Probe::expect`] on several VIFs: the first of `vifs` on which a matching packet
@@ -253,7 +224,19 @@ impl<'a> Probe<'a> {
         &mut self,
         what: &str,
         vifs: &[&str],
+        matches: impl FnMut(&[u8]) -> bool,
+    ) -> Option<(String, Vec<u8>)> {
+        self.first_match(what, vifs, matches, &format!("on any of {vifs:?}"))
+    }
+
+    /// The wait behind [`Probe::expect`] and [`Probe::expect_any`]; `place` says where
+    /// nothing arrived.
+    fn first_match(
+        &mut self,
+        what: &str,
+        vifs: &[&str],
         mut matches: impl FnMut(&[u8]) -> bool,
+        place: &str,
     ) -> Option<(String, Vec<u8>)> {
         let deadline = Instant::now() + self.timeout;
         loop {
@@ -281,7 +264,7 @@ impl<'a> Probe<'a> {
             }
             if Instant::now() >= deadline {
                 self.fail(format!(
-                    "{what}: nothing matching arrived on any of {vifs:?} within {:?}",
+                    "{what}: nothing matching arrived {place} within {:?}",
                     self.timeout
                 ));
                 return None;

@@ -5,7 +5,7 @@
 
 use crate::central::Central;
 use crate::error::Result;
-use crate::scenario::attach_router_port;
+use crate::scenario::{add_localnet_port, attach_router_port};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Scenario {
@@ -227,26 +227,7 @@ fn router_nat_dgp(central: &Central) -> Result<()> {
         "00:00:20:20:12:13",
         "172.168.0.100/24",
     )?;
-    nb(
-        central,
-        &[
-            "lsp-add",
-            "public",
-            "ln-public",
-            "--",
-            "lsp-set-type",
-            "ln-public",
-            "localnet",
-            "--",
-            "lsp-set-addresses",
-            "ln-public",
-            "unknown",
-            "--",
-            "lsp-set-options",
-            "ln-public",
-            "network_name=physnet1",
-        ],
-    )?;
+    add_localnet_port(central, "public", "ln-public", "physnet1")?;
     nb(
         central,
         &["lrp-set-gateway-chassis", "lr0-public", "hv1", "20"],

@@ -86,6 +86,30 @@ pub fn attach_router_port(
         .map(drop)
 }
 
+/// Adds localnet port `port` on `switch` for physical network `network` (addresses
+/// `unknown`).
+pub fn add_localnet_port(central: &Central, switch: &str, port: &str, network: &str) -> Result<()> {
+    let options = format!("network_name={network}");
+    central.nbctl(&[
+        "lsp-add",
+        switch,
+        port,
+        "--",
+        "lsp-set-type",
+        port,
+        "localnet",
+        "--",
+        "lsp-set-addresses",
+        port,
+        "unknown",
+        "--",
+        "lsp-set-options",
+        port,
+        &options,
+    ])?;
+    Ok(())
+}
+
 /// Waits until the Northbound `up` column of logical switch port `port` is true, i.e. some
 /// chassis claimed it and its flows are in place.
 pub fn wait_port_up(central: &Central, port: &str) -> Result<()> {
@@ -132,27 +156,8 @@ impl SnatGateway {
             ".",
             "external-ids:ovn-bridge-mappings=phys:br-ext",
         ])?;
-        central.nbctl(&[
-            "--",
-            "ls-add",
-            "public",
-            "--",
-            "lsp-add",
-            "public",
-            "ln-public",
-            "--",
-            "lsp-set-type",
-            "ln-public",
-            "localnet",
-            "--",
-            "lsp-set-addresses",
-            "ln-public",
-            "unknown",
-            "--",
-            "lsp-set-options",
-            "ln-public",
-            "network_name=phys",
-        ])?;
+        central.nbctl(&["ls-add", "public"])?;
+        add_localnet_port(central, "public", "ln-public", "phys")?;
         let lrp = format!("{router}-public");
         attach_router_port(
             central,

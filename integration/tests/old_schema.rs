@@ -20,13 +20,11 @@ mod common;
 
 use std::time::Duration;
 
-use common::{two_switches_one_router_in, Net, Scenario, Setup, Vm};
+use common::{two_switches_one_router_in, Net, Scenario, Setup};
 use integration::host::wait_for;
 use integration::observe::{Outcome, Probe};
-use integration::packet::udp4;
 use integration::{Controller, Lab};
 
-const TTL: u8 = 64;
 /// Columns left out of the schema both controllers face.
 const DROPPED: &[(&str, &str)] = &[
     ("Logical_Flow", "controller_meter"),
@@ -59,25 +57,12 @@ fn older_schema(dir: &std::path::Path, dropped: &[(&str, &str)]) -> String {
     path.display().to_string()
 }
 
-fn udp_to(from: &Vm, to: &Vm, payload: &[u8]) -> Vec<u8> {
-    udp4(
-        from.port.mac,
-        to.port.mac,
-        from.port.ip,
-        to.port.ip,
-        TTL,
-        4000,
-        5000,
-        payload,
-    )
-}
-
 fn forwards(p: &mut Probe<'_>, net: &Net) {
     let (vm1, vm3) = (net.vm("vm1"), net.vm("vm3"));
-    let there = udp_to(vm1, vm3, b"vm1 to vm3");
+    let there = common::udp_to(vm1, vm3, 5000, b"vm1 to vm3");
     p.send("vm1", &there);
     p.expect_exact("vm1 -> vm3 switched (hv1 -> hv2)", "vm3", &there);
-    let back = udp_to(vm3, vm1, b"vm3 to vm1");
+    let back = common::udp_to(vm3, vm1, 5000, b"vm3 to vm1");
     p.send("vm3", &back);
     p.expect_exact("vm3 -> vm1 switched (hv2 -> hv1)", "vm1", &back);
     common::expect_routed_pings(p, net, "");

@@ -10,26 +10,13 @@ mod common;
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use common::{two_switches_one_router, Net, Scenario, Setup, Vm};
+use common::{two_switches_one_router, Net, Scenario, Setup};
 use integration::observe::{Outcome, Probe};
 use integration::packet::{ipv4_summary, udp4};
 use integration::Controller;
 
 const TTL: u8 = 64;
 const SB_ACK_TIMEOUT: Duration = Duration::from_secs(30);
-
-fn udp_to(from: &Vm, to: &Vm, dport: u16, payload: &[u8]) -> Vec<u8> {
-    udp4(
-        from.port.mac,
-        to.port.mac,
-        from.port.ip,
-        to.port.ip,
-        TTL,
-        4000,
-        dport,
-        payload,
-    )
-}
 
 fn has_udp_payload(payload: &'static [u8]) -> impl Fn(&[u8]) -> bool {
     move |p| ipv4_summary(p).is_some_and(|s| s.udp_payload() == Some(payload))
@@ -39,10 +26,10 @@ fn has_udp_payload(payload: &'static [u8]) -> impl Fn(&[u8]) -> bool {
 /// (hv1 <-> hv2), routed vm1 -> vm2 and vm5 -> vm3.
 fn everything_else_forwards(p: &mut Probe<'_>, net: &Net, tag: &str) {
     let (vm1, vm3) = (net.vm("vm1"), net.vm("vm3"));
-    let there = udp_to(vm1, vm3, 5000, format!("{tag}: vm1 to vm3").as_bytes());
+    let there = common::udp_to(vm1, vm3, 5000, format!("{tag}: vm1 to vm3").as_bytes());
     p.send("vm1", &there);
     p.expect_exact(&format!("{tag}: vm1 -> vm3 still switched"), "vm3", &there);
-    let back = udp_to(vm3, vm1, 5000, format!("{tag}: vm3 to vm1").as_bytes());
+    let back = common::udp_to(vm3, vm1, 5000, format!("{tag}: vm3 to vm1").as_bytes());
     p.send("vm3", &back);
     p.expect_exact(&format!("{tag}: vm3 -> vm1 still switched"), "vm1", &back);
     common::expect_routed_pings(p, net, &format!("{tag}: "));
@@ -289,13 +276,12 @@ fn bad_port_bindings(net: &Net) -> Outcome {
     if controller(net, "hv1") != Controller::OvnController {
         // Claimed once: a claim planned from a replica without the previous transaction's
         // effect was sent twice (and failed with that transaction).
-        let log = common::controller_log(net, "hv1");
-        let claims = log
-            .get(logs[0].1..)
-            .unwrap_or("")
-            .lines()
-            .filter(|l| l.contains("Claiming lport bogus-l3gw for this chassis"))
-            .count();
+        let claims = common::logged_since(
+            net,
+            "hv1",
+            logs[0].1,
+            "Claiming lport bogus-l3gw for this chassis",
+        );
         if claims != 1 {
             p.fail(format!(
                 "hv1: bogus-l3gw claimed {claims} times, expected once"
@@ -352,7 +338,7 @@ fn bogus_iface_id(net: &Net) -> Outcome {
         b"from the bogus interface",
     );
     p.send("bogus-vif", &from_bogus);
-    let marker = udp_to(vm1, vm3, 5000, b"marker");
+    let marker = common::udp_to(vm1, vm3, 5000, b"marker");
     p.send("vm1", &marker);
     p.expect_exact("vm1's marker reaches vm3", "vm3", &marker);
     p.refute(
@@ -480,13 +466,7 @@ fn duplicate_iface_id(net: &Net) -> Outcome {
     );
     if controller(net, "hv1") != Controller::OvnController {
         // Once, not on every engine run.
-        let log = common::controller_log(net, "hv1");
-        let lines = log
-            .get(logs[0].1..)
-            .unwrap_or("")
-            .lines()
-            .filter(|l| l.contains("has iface-id vm4 already used"))
-            .count();
+        let lines = common::logged_since(net, "hv1", logs[0].1, "has iface-id vm4 already used");
         if lines != 1 {
             p.fail(format!(
                 "hv1: the duplicate iface-id is logged {lines} times, expected once"
@@ -559,8 +539,11 @@ fn switch_refuses_one_flow(net: &Net) -> Outcome {
         "drop",
     ]);
     p.wait_hv("a refused and a good ACL added");
-    p.send("vm1", &udp_to(vm1, vm3, 9999, b"dropped by the good ACL"));
-    let marker = udp_to(vm1, vm3, 5000, b"marker");
+    p.send(
+        "vm1",
+        &common::udp_to(vm1, vm3, 9999, b"dropped by the good ACL"),
+    );
+    let marker = common::udp_to(vm1, vm3, 5000, b"marker");
     p.send("vm1", &marker);
     p.expect_exact("the marker passes", "vm3", &marker);
     p.refute(
@@ -591,7 +574,7 @@ fn switch_refuses_one_flow(net: &Net) -> Outcome {
     }
     p.nbctl(&["acl-del", "sw0"]);
     p.wait_hv("ACLs removed");
-    let again = udp_to(vm1, vm3, 9999, b"passes again");
+    let again = common::udp_to(vm1, vm3, 9999, b"passes again");
     p.send("vm1", &again);
     p.expect_exact("without the ACLs UDP 9999 passes", "vm3", &again);
     p.finish(&net.ports())

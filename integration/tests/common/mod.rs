@@ -403,6 +403,16 @@ pub fn controller_log(net: &Net, chassis: &str) -> String {
         .unwrap_or_default()
 }
 
+/// How many lines of the controller log on `chassis`, from byte `from` on, contain `needle`.
+pub fn logged_since(net: &Net, chassis: &str, from: usize, needle: &str) -> usize {
+    controller_log(net, chassis)
+        .get(from..)
+        .unwrap_or("")
+        .lines()
+        .filter(|l| l.contains(needle))
+        .count()
+}
+
 /// `inc-engine/show-stats` of the controller on `chassis` (empty if it does not answer).
 pub fn show_stats(net: &Net, chassis: &str) -> String {
     net.lab
@@ -445,4 +455,18 @@ pub fn expect_routed_pings(p: &mut Probe<'_>, net: &Net, prefix: &str) {
             },
         );
     }
+}
+
+/// A UDP packet from `from` to `to` on the same switch, source port 4000, TTL 64.
+pub fn udp_to(from: &Vm, to: &Vm, dport: u16, payload: &[u8]) -> Vec<u8> {
+    integration::packet::udp4(
+        from.port.mac,
+        to.port.mac,
+        from.port.ip,
+        to.port.ip,
+        64,
+        4000,
+        dport,
+        payload,
+    )
 }
