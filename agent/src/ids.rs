@@ -223,6 +223,7 @@ impl ConjIds {
             for id in first..first.saturating_add(count) {
                 self.used.remove(&id);
             }
+            crate::coverage::LFLOW_CONJ_FREE.add(u64::from(count));
         }
         let mut first = start.max(1);
         loop {
@@ -239,6 +240,7 @@ impl ConjIds {
         for id in first..first + n {
             self.used.insert(id, (lflow, dp));
         }
+        crate::coverage::LFLOW_CONJ_ALLOC.add(u64::from(n));
         self.by_owner.insert((lflow, dp), (first, n, 1));
         first
     }
@@ -252,6 +254,7 @@ impl ConjIds {
                 for id in *first..first.saturating_add(*count) {
                     self.used.remove(&id);
                 }
+                crate::coverage::LFLOW_CONJ_FREE.add(u64::from(*count));
                 e.remove();
             }
         }

@@ -4,6 +4,7 @@
 pub mod appctl;
 pub mod compile;
 pub mod compile_cmd;
+pub mod coverage;
 pub mod daemon;
 pub mod engine;
 pub mod hairpin;
@@ -16,5 +17,6 @@ pub mod physical;
 pub mod portsec;
 pub mod runtime;
 pub mod southbound;
+pub mod stopwatch;
 pub mod view;
 pub mod vlog;

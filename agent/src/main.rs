@@ -116,6 +116,7 @@ async fn serve(
     process: &mut DaemonProcess,
 ) -> anyhow::Result<ExitCode> {
     let mut signals = ShutdownSignals::new().context("cannot handle signals")?;
+    tracing::info!(target: "main", "OVN internal version is : [{}]", agent::appctl::internal_version());
     let mut commands = CommandRegistry::new();
     for (name, usage, min, max) in agent::daemon::commands::COMMANDS {
         commands.register(name, usage, *min, *max)?;

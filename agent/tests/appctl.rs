@@ -100,7 +100,7 @@ async fn list_commands_and_version() {
     assert_eq!(
         text(&out.stdout),
         format!(
-            "ovn-agent {} compatible with ovn-controller 23.03.1\n",
+            "ovn-agent {} compatible with ovn-controller 23.03.1\nOVN internal version 23.03.1-20.27.0-70.6\n",
             env!("CARGO_PKG_VERSION")
         )
     );

@@ -221,7 +221,7 @@ fn named_ovn_controller_through_a_symlink() {
     assert_eq!(
         text(&out.stdout),
         format!(
-            "ovn-controller {} compatible with ovn-controller 23.03.1\n",
+            "ovn-controller {} compatible with ovn-controller 23.03.1\nOVN internal version 23.03.1-20.27.0-70.6\n",
             env!("CARGO_PKG_VERSION")
         )
     );

@@ -34,12 +34,25 @@ pub use server::{AppctlError, AppctlRequest, AppctlServer, ServerConfig};
 /// The OVN release whose behaviour we reproduce.
 pub const COMPATIBLE_OVN_VERSION: &str = "23.03.1";
 
+/// The internal version that `ovn-match-northd-version` compares with ovn-northd's
+/// (`SB_Global options:northd_internal_version`): the OVN release, the Southbound schema
+/// version, and the action count and internal minor version of the action encoding
+/// (23.03.1's, which the compiler reproduces).
+pub fn internal_version() -> String {
+    format!(
+        "{COMPATIBLE_OVN_VERSION}-{}-70.6",
+        sbclient::ovn_sb::VERSION
+    )
+}
+
 /// The `version` reply. Its first line ends in an OVN version because ovn-ctl takes the
 /// last field of that line (`awk 'NR==1{print $NF}'`) and only sends `exit` (graceful stop)
 /// to daemons whose version is >= 2.5.90; anything else is killed with SIGTERM.
+/// The second line gives the internal version northd matching uses.
 pub fn version_text(program: &str) -> String {
     format!(
-        "{program} {} compatible with ovn-controller {COMPATIBLE_OVN_VERSION}\n",
-        env!("CARGO_PKG_VERSION")
+        "{program} {} compatible with ovn-controller {COMPATIBLE_OVN_VERSION}\nOVN internal version {}\n",
+        env!("CARGO_PKG_VERSION"),
+        internal_version()
     )
 }

@@ -127,6 +127,9 @@ pub async fn run(
     let (mut sb_busy, mut ovs_busy) = (false, false);
     let mut exit: Option<Exit> = None;
     let mut tick = tokio::time::interval(Duration::from_millis(500));
+    let mut control = commands::Control::default();
+    let mut next_coverage_sample = Instant::now();
+    let mut put_sent_at: Option<Instant> = None;
     ready();
     loop {
         let mut changed = false;
@@ -149,6 +152,9 @@ pub async fn run(
                     Some(OfEvent::Connected { session, geneve_field, dump }) => engine.of_connected(session, geneve_field, dump),
                     Some(OfEvent::Disconnected) => engine.of_disconnected(),
                     Some(OfEvent::PutDone { seq, result }) => {
+                        if let Some(at) = put_sent_at.take() {
+                            control.stopwatches.add("flow-installation", at.elapsed());
+                        }
                         if let Err(e) = &result {
                             tracing::warn!(target: "ofctrl", "put {seq}: {e}");
                         }
@@ -190,8 +196,19 @@ pub async fn run(
             }
             req = requests.recv() => {
                 let Some(req) = req else { break };
-                match commands::handle(&mut engine, &cfg.program, &req.command, &req.args) {
+                match commands::handle(&mut engine, &mut control, &req.command, &req.args) {
                     commands::Outcome::Reply(r) => { let _ = req.reply.send(r); }
+                    commands::Outcome::ResetClusterState => {
+                        let _ = req.reply.send(Ok(String::new()));
+                        if let Some(s) = sb.as_ref() {
+                            let client = s.client.clone();
+                            tokio::spawn(async move {
+                                if let Err(e) = client.reset_cluster_index().await {
+                                    tracing::warn!(target: "main", "sb-cluster-state-reset: {e}");
+                                }
+                            });
+                        }
+                    }
                     commands::Outcome::Exit { restart } => {
                         let _ = req.reply.send(Ok(String::new()));
                         if restart {
@@ -202,13 +219,25 @@ pub async fn run(
                         start_cleanup(&engine, sb.as_ref().map(|s| s.client.clone()), ovs_client.clone(), done_tx.clone());
                         continue;
                     }
-                    commands::Outcome::Recompute => { changed = true; }
+                    commands::Outcome::RunNow(text) => {
+                        let _ = req.reply.send(Ok(text));
+                        changed = true;
+                    }
                 }
             }
             _ = shutdown.recv() => { exit = Some(Exit::Restart); break; }
-            _ = tick.tick() => { changed = true; }
+            _ = tick.tick() => {
+                changed = true;
+                let now = Instant::now();
+                if now >= next_coverage_sample {
+                    control.coverage.sample(&crate::coverage::totals());
+                    next_coverage_sample = now + Duration::from_secs(crate::coverage::SAMPLE_SECONDS);
+                }
+            }
         }
-        if exit.is_some() || !changed {
+        // debug/pause: nothing but the control socket until debug/resume (updates still
+        // reach the replicas, and are processed on resume).
+        if exit.is_some() || !changed || control.paused {
             continue;
         }
         // The Southbound client follows external_ids:ovn-remote.
@@ -238,13 +267,22 @@ pub async fn run(
         engine.ovs_busy = ovs_busy;
         let reasons_before = engine.stats.recompute_reasons.clone();
         let actions = tokio::task::block_in_place(|| engine.run(now));
-        log_slow_run(&engine, now.elapsed(), &reasons_before);
+        let took = now.elapsed();
+        control.stopwatches.add("flow-generation", took);
+        log_slow_run(
+            &engine,
+            took,
+            control.compute_log_timeout.unwrap_or(SLOW_RUN),
+            &reasons_before,
+        );
         if let (Some(txn), false, Some(s)) = (actions.sb_txn, sb_busy, sb.as_ref()) {
             sb_busy = true;
+            crate::coverage::SB_TXN.inc();
             spawn_txn(s.client.clone(), txn, done_tx.clone(), Done::SbTxn);
         }
         if let (Some(txn), false) = (actions.ovs_txn, ovs_busy) {
             ovs_busy = true;
+            crate::coverage::OVS_TXN.inc();
             spawn_txn(ovs_client.clone(), txn, done_tx.clone(), Done::OvsTxn);
         }
         if let Some(s) = sb.as_ref() {
@@ -255,6 +293,8 @@ pub async fn run(
         if let (Some(put), Some((_, c))) = (actions.put, of.as_ref()) {
             if c.puts.send(put).await.is_err() {
                 engine.of_disconnected();
+            } else {
+                put_sent_at = Some(Instant::now());
             }
         }
     }
@@ -268,10 +308,16 @@ pub async fn run(
 /// Runs slower than this are logged (as ovn-controller logs engine nodes over 500 ms).
 const SLOW_RUN: Duration = Duration::from_millis(500);
 
-/// Logs an engine run that took [`SLOW_RUN`] or longer, saying whether it recomputed every
-/// flow and why (`reasons_before`: the recompute counters before the run).
-fn log_slow_run(engine: &Engine, took: Duration, reasons_before: &BTreeMap<String, u64>) {
-    if took < SLOW_RUN {
+/// Logs an engine run that took `threshold` ([`SLOW_RUN`] unless
+/// `inc-engine/compute-log-timeout` says otherwise) or longer, saying whether it recomputed
+/// every flow and why (`reasons_before`: the recompute counters before the run).
+fn log_slow_run(
+    engine: &Engine,
+    took: Duration,
+    threshold: Duration,
+    reasons_before: &BTreeMap<String, u64>,
+) {
+    if took < threshold {
         return;
     }
     let ms = took.as_millis();

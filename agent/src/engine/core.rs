@@ -86,6 +86,40 @@ pub struct EngineStats {
     /// and how many of them the agent needs.
     pub missing_columns: u64,
     pub missing_required_columns: u64,
+    /// `inc-engine/show-stats` per node, under ovn-controller's node names for the same
+    /// work (`inc-engine/clear-stats` resets them).
+    pub nodes: NodeStats,
+}
+
+/// Recompute and compute counts of one engine node, as ovn-controller reports them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NodeCounts {
+    pub recompute: u64,
+    pub compute: u64,
+    pub abort: u64,
+}
+
+/// The agent's stages under the names of ovn-controller's engine nodes that do that work:
+/// `runtime_data` (bindings, local datapaths), `logical_flow_output`,
+/// `physical_flow_output` and `flow_output` (everything that reaches the switch).
+#[derive(Clone, Debug, Default)]
+pub struct NodeStats {
+    pub runtime_data: NodeCounts,
+    pub logical_flow_output: NodeCounts,
+    pub physical_flow_output: NodeCounts,
+    pub flow_output: NodeCounts,
+}
+
+impl NodeStats {
+    /// `(name, counts)` in the order ovn-controller lists its nodes (inputs first).
+    pub fn all(&self) -> [(&'static str, NodeCounts); 4] {
+        [
+            ("runtime_data", self.runtime_data),
+            ("physical_flow_output", self.physical_flow_output),
+            ("logical_flow_output", self.logical_flow_output),
+            ("flow_output", self.flow_output),
+        ]
+    }
 }
 
 /// What the daemon must do after a run.
@@ -154,6 +188,13 @@ pub struct Engine {
     /// Bound ports whose flows are in.
     pub installed_ports: BTreeSet<Uuid>,
     pub nb_cfg_acked: Option<(i64, i64)>,
+    /// `debug/delay-nb-cfg-report`: how long an installed nb_cfg waits before it is
+    /// reported, and the one waiting (with when it is due).
+    pub nb_cfg_delay: std::time::Duration,
+    nb_cfg_due: Option<(i64, Instant)>,
+    /// ovn-northd's internal version differed from ours at the last run (with
+    /// `ovn-match-northd-version`).
+    version_mismatch: bool,
     // Conditions.
     cond_requested: BTreeMap<&'static str, Condition>,
     cond_requested_seq: u64,
@@ -216,6 +257,9 @@ impl Engine {
             waiting_install: HashMap::new(),
             installed_ports: BTreeSet::new(),
             nb_cfg_acked: None,
+            nb_cfg_delay: std::time::Duration::ZERO,
+            nb_cfg_due: None,
+            version_mismatch: false,
             cond_requested: BTreeMap::new(),
             cond_requested_seq: 0,
             cond_acked_seq: 0,
@@ -486,6 +530,9 @@ impl Engine {
             }
             return actions;
         }
+        if !self.northd_version_matches(&cfg) {
+            return actions;
+        }
         // Chassis registration.
         let mut sb_txn = Transaction::new(ovn_sb::DATABASE);
         let other = super::chassis::other_config(&cfg, ovs_row.as_ref(), &datapath_type);
@@ -580,6 +627,12 @@ impl Engine {
         // Flows.
         self.recompute_flows(&cfg);
         // nb_cfg and ports whose flows are in.
+        if let Some((n, due)) = self.nb_cfg_due {
+            if now >= due {
+                self.nb_cfg_acked = Some((n, super::now_ms()));
+                self.nb_cfg_due = None;
+            }
+        }
         if !self.sb_busy {
             sb_dirty |= self.write_port_up(&mut sb_txn);
         }
@@ -642,6 +695,7 @@ impl Engine {
             let pb = pbs.and_then(|t| t.get(u));
             if pb.is_some_and(|p| p.chassis != Some(me)) {
                 tracing::info!(target: "binding", "Claiming lport {} for this chassis.", name_of(u));
+                crate::coverage::BINDING_CLAIM.inc();
                 self.last_claim.insert(*u, now);
             }
             let mut cols = Columns::new()
@@ -692,6 +746,7 @@ impl Engine {
         }
         for u in &plan.release {
             tracing::info!(target: "binding", "Releasing lport {} from this chassis.", name_of(u));
+            crate::coverage::BINDING_RELEASE.inc();
             let pb = pbs.and_then(|t| t.get(u));
             let mut cols = Columns::new()
                 .set("chassis", Datum::Set(vec![]))
@@ -838,6 +893,25 @@ impl Engine {
         };
         let mut results: Vec<(Owner, Compiled)> = Vec::new();
         let mut gone: Vec<Owner> = Vec::new();
+        let nodes = &mut self.stats.nodes;
+        if full.is_some() {
+            nodes.runtime_data.recompute += 1;
+            nodes.logical_flow_output.recompute += 1;
+            nodes.physical_flow_output.recompute += 1;
+            nodes.flow_output.recompute += 1;
+            crate::coverage::LFLOW_RUN.inc();
+            crate::coverage::PHYSICAL_RUN.inc();
+        } else {
+            if deps_dirty {
+                nodes.runtime_data.compute += 1;
+            }
+            if others_dirty {
+                nodes.physical_flow_output.recompute += 1;
+                crate::coverage::PHYSICAL_RUN.inc();
+            }
+            nodes.logical_flow_output.compute += 1;
+            nodes.flow_output.compute += 1;
+        }
         if let Some(reason) = full {
             self.stats.full_recomputes += 1;
             *self.stats.recompute_reasons.entry(reason).or_default() += 1;
@@ -888,6 +962,11 @@ impl Engine {
             }
         }
         drop(view);
+        let lflows_compiled = results
+            .iter()
+            .filter(|(o, _)| matches!(o, Owner::Lflow(_)))
+            .count();
+        crate::coverage::CONSIDER_LOGICAL_FLOW.add(lflows_compiled as u64);
         for o in gone {
             self.flows.remove(o);
             if let Some(u) = self.uses.remove(&o) {
@@ -946,7 +1025,11 @@ impl Engine {
         // nb_cfg is acknowledged only by a put computed with no condition change pending (the
         // flows then reflect every row the configuration needs).
         let sb_nb_cfg = sb_nb_cfg.filter(|_| !self.conditions_pending());
-        let nb_cfg_pending = sb_nb_cfg.is_some_and(|n| self.nb_cfg_acked.map(|a| a.0) != Some(n));
+        // A configuration installed but waiting out `debug/delay-nb-cfg-report` needs no
+        // put of its own.
+        let nb_cfg_pending = sb_nb_cfg.is_some_and(|n| {
+            self.nb_cfg_acked.map(|a| a.0) != Some(n) && self.nb_cfg_due.map(|d| d.0) != Some(n)
+        });
         // Only what differs from the switch is cloned (this runs on every engine run).
         let mut groups_add: Vec<(u32, crate::view::GroupKey, Group)> = Vec::new();
         let mut groups_wanted: HashSet<u32> = HashSet::new();
@@ -1050,6 +1133,7 @@ impl Engine {
                 Ok(_) => {
                     entries.push(Some(op.entry));
                     self.stats.flow_mods += 1;
+                    crate::coverage::OFCTRL_FLOW_MOD.inc();
                 }
                 Err(e) => {
                     crate::vlog_rl!(WARN, &crate::vlog::limits::REFUSED_FLOW, target: "ofctrl", "flow not encodable ({e}): table={} priority={} {}", op.table, op.priority, op.m);
@@ -1075,6 +1159,7 @@ impl Engine {
         self.put_seq += 1;
         let seq = self.put_seq;
         self.stats.puts += 1;
+        crate::coverage::OFCTRL_PUT.inc();
         self.zones.to_flush.clear();
         let meter_mod = |id: u32, command: u16| {
             let mut m = meters_add
@@ -1153,7 +1238,11 @@ impl Engine {
                     // Exact only when no condition change was in flight (the flows then
                     // reflect every row the configuration needs).
                     if !self.conditions_pending() {
-                        self.nb_cfg_acked = Some((n, super::now_ms()));
+                        if self.nb_cfg_delay.is_zero() {
+                            self.nb_cfg_acked = Some((n, super::now_ms()));
+                        } else if self.nb_cfg_due.is_none_or(|d| d.0 != n) {
+                            self.nb_cfg_due = Some((n, Instant::now() + self.nb_cfg_delay));
+                        }
                     }
                 }
             }
@@ -1185,6 +1274,47 @@ impl Engine {
                 tracing::info!(target: "ofctrl", "put {seq} lost with the connection: {e}");
             }
         }
+    }
+
+    /// `external_ids:ovn-match-northd-version=true`: nothing is processed while ovn-northd's
+    /// internal version (SB_Global) differs from ours; all is recomputed once they match.
+    fn northd_version_matches(&mut self, cfg: &ChassisConfig) -> bool {
+        if cfg.get("ovn-match-northd-version") != Some("true") {
+            self.version_mismatch = false;
+            return true;
+        }
+        let northd = self
+            .sb
+            .replica
+            .table::<SbGlobal>()
+            .and_then(|t| t.iter().next().map(|(_, g)| g))
+            .map(|g| {
+                g.options
+                    .get("northd_internal_version")
+                    .cloned()
+                    .unwrap_or_default()
+            });
+        let ours = crate::appctl::internal_version();
+        if northd.as_deref() == Some(ours.as_str()) {
+            if std::mem::take(&mut self.version_mismatch) {
+                self.need_full = Some("ovn-northd's version matches again".into());
+            }
+            return true;
+        }
+        crate::vlog_rl!(WARN, &crate::vlog::limits::NORTHD_VERSION, target: "main",
+            "controller version - {ours} mismatch with northd version - {}", northd.unwrap_or_default());
+        self.version_mismatch = true;
+        false
+    }
+
+    /// The monitor conditions last asked for, by table, with the sequence numbers of the
+    /// last condition change asked for and acknowledged.
+    pub fn requested_conditions(&self) -> (&BTreeMap<&'static str, Condition>, u64, u64) {
+        (
+            &self.cond_requested,
+            self.cond_requested_seq,
+            self.cond_acked_seq,
+        )
     }
 
     /// `recompute`: everything is compiled again on the next run.

@@ -1,6 +1,6 @@
 //! The rate limits of the agent's warnings about bad input, one per kind, as OVS gives
 //! each such message a `VLOG_RATE_LIMIT_INIT`: a burst of 20, then 5 a minute. What the
-//! input was is counted elsewhere (`inc-engine/show-stats`); these count the log lines
+//! input was is counted elsewhere (`debug/engine-stats`); these count the log lines
 //! they suppressed.
 
 use super::RateLimit;
@@ -16,6 +16,9 @@ pub static BAD_UPDATE: RateLimit = RateLimit::new(5, 20);
 pub static MISSING_COLUMN: RateLimit = RateLimit::new(5, 20);
 /// Monitor-condition changes that could not be sent or that the server refused.
 pub static CONDITION: RateLimit = RateLimit::new(5, 20);
+/// ovn-northd's internal version differs from ours (`ovn-match-northd-version`): once a
+/// second at most, as ovn-controller.
+pub static NORTHD_VERSION: RateLimit = RateLimit::new(60, 1);
 
 /// Log lines about bad input suppressed so far, all kinds together.
 pub fn suppressed_total() -> u64 {
@@ -25,6 +28,7 @@ pub fn suppressed_total() -> u64 {
         &BAD_UPDATE,
         &MISSING_COLUMN,
         &CONDITION,
+        &NORTHD_VERSION,
     ]
     .iter()
     .map(|l| l.suppressed_total())

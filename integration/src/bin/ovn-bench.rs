@@ -270,7 +270,7 @@ struct Round {
     peak_rss_kib: u64,
     cpu_total: f64,
     floor: Vec<Duration>,
-    /// What the controller's incremental engine says it did (`inc-engine/show-stats`).
+    /// What the controller's incremental engine says it did ([`engine_stats_command`]).
     engine_stats: String,
 }
 
@@ -317,10 +317,7 @@ fn main() -> anyhow::Result<()> {
     print!("{}", table(&rounds, args.samples, args.floor_runs));
     print!("{}", flow_differences(&rounds));
     for r in &rounds {
-        println!(
-            "\n{} engine (inc-engine/show-stats):\n{}",
-            r.label, r.engine_stats
-        );
+        println!("\n{} engine statistics:\n{}", r.label, r.engine_stats);
     }
     Ok(())
 }
@@ -395,7 +392,7 @@ fn measure(
     let by_role = flows_by_role(&dump, layout);
     let export = export_flows(chassis, &dump)?;
     let stats_at_sync = chassis
-        .controller_appctl(&["inc-engine/show-stats"])
+        .controller_appctl(&[engine_stats_command(controller)])
         .unwrap_or_default();
 
     let switch = topology.sample_switch();
@@ -476,7 +473,7 @@ fn measure(
 /// ovn-agent's; ovn-controller's recompute and compute counts of its flow nodes.
 fn engine_stats(chassis: &Chassis, controller: &Controller, at_sync: &str) -> String {
     let now = chassis
-        .controller_appctl(&["inc-engine/show-stats"])
+        .controller_appctl(&[engine_stats_command(controller)])
         .unwrap_or_else(|e| format!("({e})"));
     let brief = |text: &str| -> String {
         match controller {
@@ -508,6 +505,15 @@ fn engine_stats(chassis: &Chassis, controller: &Controller, at_sync: &str) -> St
         brief(at_sync),
         brief(&now)
     )
+}
+
+/// The command that shows the controller's engine statistics: ovn-controller's node
+/// counters, or everything ovn-agent counts.
+fn engine_stats_command(controller: &Controller) -> &'static str {
+    match controller {
+        Controller::OvnController => "inc-engine/show-stats",
+        _ => "debug/engine-stats",
+    }
 }
 
 /// Flow counts of a `dump-flows` by the role of their table under `layout`.

@@ -413,15 +413,16 @@ pub fn logged_since(net: &Net, chassis: &str, from: usize, needle: &str) -> usiz
         .count()
 }
 
-/// `inc-engine/show-stats` of the controller on `chassis` (empty if it does not answer).
+/// ovn-agent's `debug/engine-stats` on `chassis` (empty if it does not answer: the
+/// command is the agent's own).
 pub fn show_stats(net: &Net, chassis: &str) -> String {
     net.lab
         .chassis(chassis)
-        .and_then(|c| c.controller_appctl(&["inc-engine/show-stats"]))
+        .and_then(|c| c.controller_appctl(&["debug/engine-stats"]))
         .unwrap_or_default()
 }
 
-/// A counter of ovn-agent's `inc-engine/show-stats` ("bad rows 3" -> 3).
+/// A counter of ovn-agent's `debug/engine-stats` ("bad rows 3" -> 3).
 pub fn agent_counter(net: &Net, chassis: &str, name: &str) -> Option<u64> {
     show_stats(net, chassis).split(',').find_map(|part| {
         let part = part.trim();

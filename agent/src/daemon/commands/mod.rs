@@ -1,0 +1,93 @@
+//! The control-socket commands the main loop answers: ovn-controller 23.03.1's (same names,
+//! arguments and output text, reference §8) in [`ovn`], and the agent's own debugging
+//! commands in [`own`].
+
+mod ovn;
+mod own;
+
+use std::time::Duration;
+
+use crate::coverage;
+use crate::engine::core::Engine;
+use crate::stopwatch::Stopwatches;
+
+/// `(name, usage, min args, max args)` of every command the main loop answers, for
+/// `list-commands`. `inject-pkt` is not offered yet: it comes with pinctrl.
+pub const COMMANDS: &[(&str, &str, usize, usize)] = &[
+    ("connection-status", "", 0, 0),
+    ("coverage/read-counter", "COUNTER", 1, 1),
+    ("coverage/show", "", 0, 0),
+    ("ct-zone-list", "", 0, 0),
+    ("debug/delay-nb-cfg-report", "SECONDS", 1, 1),
+    ("debug/dump-lflow-conj-ids", "", 0, 0),
+    ("debug/dump-local-bindings", "", 0, 0),
+    ("debug/dump-local-template-vars", "", 0, 0),
+    ("debug/ignore-startup-delay", "", 0, 0),
+    ("debug/pause", "", 0, 0),
+    ("debug/resume", "", 0, 0),
+    ("debug/status", "", 0, 0),
+    ("exit", "", 0, 1),
+    ("flush-lflow-cache", "[deprecated]", 0, 0),
+    ("group-table-list", "", 0, 0),
+    ("inc-engine/clear-stats", "", 0, 0),
+    ("inc-engine/compute-log-timeout", "", 1, 1),
+    ("inc-engine/recompute", "", 0, 0),
+    ("inc-engine/show-stats", "", 0, 2),
+    ("lflow-cache/flush", "", 0, 0),
+    ("lflow-cache/show-stats", "", 0, 0),
+    ("memory/show", "", 0, 0),
+    ("meter-table-list", "", 0, 0),
+    ("recompute", "[deprecated]", 0, 0),
+    ("sb-cluster-state-reset", "", 0, 0),
+    ("stopwatch/reset", "[NAME]", 0, 1),
+    ("stopwatch/show", "[NAME]", 0, 1),
+    // The agent's own.
+    ("debug/engine-stats", "", 0, 0),
+    ("debug/monitor-conditions", "", 0, 0),
+    ("debug/table-layout", "", 0, 0),
+    ("lflow/show", "UUID", 1, 1),
+    ("port/flows", "LOGICAL-PORT", 1, 1),
+];
+
+/// What the main loop keeps for the control socket besides the engine.
+#[derive(Debug, Default)]
+pub struct Control {
+    /// `debug/pause`: no engine run until `debug/resume`.
+    pub paused: bool,
+    pub stopwatches: Stopwatches,
+    pub coverage: coverage::History,
+    /// `inc-engine/compute-log-timeout MS`: engine runs at least this long are logged
+    /// (`None`: the default threshold).
+    pub compute_log_timeout: Option<Duration>,
+}
+
+/// What the loop does with a command.
+pub enum Outcome {
+    Reply(Result<String, String>),
+    Exit {
+        restart: bool,
+    },
+    /// Replied, and the engine must run (a recompute was asked for, or processing resumed).
+    RunNow(String),
+    /// `sb-cluster-state-reset`: the Southbound client forgets the cluster index it has
+    /// seen (after a cluster was rebuilt from scratch) and reconnects.
+    ResetClusterState,
+}
+
+pub fn handle(
+    engine: &mut Engine,
+    control: &mut Control,
+    command: &str,
+    args: &[String],
+) -> Outcome {
+    coverage::UNIXCTL_RECEIVED.inc();
+    let outcome = ovn::handle(engine, control, command, args)
+        .or_else(|| own::handle(engine, command, args))
+        .unwrap_or_else(|| {
+            Outcome::Reply(Err(format!(
+                "\"{command}\" is not a valid command (use \"list-commands\" to see a list of valid commands)\n"
+            )))
+        });
+    coverage::UNIXCTL_REPLIED.inc();
+    outcome
+}

@@ -1,0 +1,332 @@
+//! ovn-controller 23.03.1's commands, with its output text (reference §8; the texts and
+//! formats come from its sources and from its replies in the same test run).
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use sbclient::ovn_sb::{ChassisTemplateVar, PortBinding};
+
+use super::{Control, Outcome};
+use crate::coverage;
+use crate::engine::core::Engine;
+use crate::runtime::BindingKind;
+
+/// Answers `command` if it is one of ovn-controller's.
+pub(super) fn handle(
+    engine: &mut Engine,
+    control: &mut Control,
+    command: &str,
+    args: &[String],
+) -> Option<Outcome> {
+    let reply = |r: Result<String, String>| Some(Outcome::Reply(r));
+    match command {
+        // As ovn-controller: any argument other than --restart is an exit that cleans up.
+        "exit" => Some(Outcome::Exit {
+            restart: args.first().is_some_and(|a| a == "--restart"),
+        }),
+        "connection-status" => reply(Ok(engine.sb_status().to_owned())),
+        "coverage/show" => reply(Ok(control
+            .coverage
+            .show(coverage::ALL, &coverage::totals()))),
+        "coverage/read-counter" => reply(coverage::read_counter(&args[0])),
+        "ct-zone-list" => {
+            let mut s = String::new();
+            for (name, z) in &engine.zones.by_name {
+                let _ = writeln!(s, "{name} {z}");
+            }
+            reply(Ok(s))
+        }
+        "debug/pause" => {
+            tracing::info!(target: "main", "User triggered execution pause.");
+            control.paused = true;
+            reply(Ok(String::new()))
+        }
+        "debug/resume" => {
+            tracing::info!(target: "main", "User triggered execution resume.");
+            control.paused = false;
+            Some(Outcome::RunNow(String::new()))
+        }
+        "debug/status" => reply(Ok(if control.paused { "paused" } else { "running" }.into())),
+        "debug/delay-nb-cfg-report" => reply(delay_nb_cfg_report(engine, &args[0])),
+        "debug/dump-local-bindings" => reply(Ok(dump_local_bindings(engine))),
+        "debug/dump-lflow-conj-ids" => reply(Ok(dump_conj_ids(engine))),
+        "debug/dump-local-template-vars" => reply(Ok(dump_template_vars(engine))),
+        // The agent has no start-up grace period to skip: it releases nothing before its
+        // first complete view is installed, however long that takes.
+        "debug/ignore-startup-delay" => reply(Ok(String::new())),
+        "group-table-list" => reply(Ok(group_table_list(engine))),
+        "meter-table-list" => reply(Ok(meter_table_list(engine))),
+        "inc-engine/show-stats" => reply(Ok(show_stats(engine, args))),
+        "inc-engine/clear-stats" => {
+            engine.stats.nodes = crate::engine::core::NodeStats::default();
+            reply(Ok(String::new()))
+        }
+        "inc-engine/compute-log-timeout" => match args[0].parse::<u64>() {
+            Ok(ms) => {
+                control.compute_log_timeout = Some(Duration::from_millis(ms));
+                reply(Ok(String::new()))
+            }
+            Err(_) => reply(Err("unsigned integer required".into())),
+        },
+        "recompute" | "inc-engine/recompute" => {
+            engine.force_recompute("recompute requested");
+            Some(Outcome::RunNow(String::new()))
+        }
+        "lflow-cache/flush" | "flush-lflow-cache" => {
+            tracing::info!(target: "main", "User triggered lflow cache flush.");
+            coverage::LFLOW_CACHE_FLUSH.inc();
+            engine.force_recompute("lflow cache flushed");
+            Some(Outcome::RunNow(String::new()))
+        }
+        "lflow-cache/show-stats" => reply(Ok(lflow_cache_stats(engine))),
+        "memory/show" => reply(Ok(memory_show(engine))),
+        "sb-cluster-state-reset" => Some(Outcome::ResetClusterState),
+        "stopwatch/show" => reply(control.stopwatches.show(args.first().map(String::as_str))),
+        "stopwatch/reset" => {
+            control.stopwatches.reset(args.first().map(String::as_str));
+            reply(Ok(String::new()))
+        }
+        _ => None,
+    }
+}
+
+fn delay_nb_cfg_report(engine: &mut Engine, arg: &str) -> Result<String, String> {
+    let seconds: u32 = arg
+        .parse()
+        .map_err(|_| "unsigned integer required".to_owned())?;
+    engine.nb_cfg_delay = Duration::from_secs(u64::from(seconds));
+    Ok(if seconds == 0 {
+        "no delay for nb_cfg report.".to_owned()
+    } else {
+        format!("delay nb_cfg report for {seconds} seconds.")
+    })
+}
+
+/// `inc-engine/show-stats [NODE [STAT]]`.
+fn show_stats(engine: &Engine, args: &[String]) -> String {
+    let node = args.first().map(String::as_str);
+    let stat = args.get(1).map(String::as_str);
+    let mut out = String::new();
+    for (name, n) in engine.stats.nodes.all() {
+        if node.is_some_and(|want| want != name) {
+            continue;
+        }
+        match stat {
+            None => {
+                let _ = write!(
+                    out,
+                    "Node: {name}\n- recompute: {:>12}\n- compute:   {:>12}\n- abort:     {:>12}\n",
+                    n.recompute, n.compute, n.abort
+                );
+            }
+            Some("recompute") => out.push_str(&n.recompute.to_string()),
+            Some("compute") => out.push_str(&n.compute.to_string()),
+            Some("abort") => out.push_str(&n.abort.to_string()),
+            Some(other) => {
+                let _ = write!(out, "Invalid stat type : {other}");
+            }
+        }
+        if node.is_some() {
+            break;
+        }
+    }
+    out
+}
+
+/// `group-table-list`: `<group>: <id>`, sorted by the group's text. ovn-controller names a
+/// group by the text its action encoder wrote; the agent names it by its content in
+/// `ovs-ofctl` syntax without the id.
+fn group_table_list(engine: &Engine) -> String {
+    let groups = engine
+        .ids
+        .groups
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut items: Vec<(String, u32)> = groups
+        .iter()
+        .map(|(id, key, _)| {
+            let text = key.to_string();
+            let text = text
+                .split_once(',')
+                .filter(|(first, _)| first.starts_with("group_id="))
+                .map_or(text.clone(), |(_, rest)| rest.to_owned());
+            (text.replace(",bucket=bucket_id:", ",bucket=bucket_id="), id)
+        })
+        .collect();
+    items.sort();
+    items.iter().fold(String::new(), |mut out, (name, id)| {
+        let _ = writeln!(out, "{name}: {id}");
+        out
+    })
+}
+
+/// `meter-table-list`: `<meter name>: <id>`, sorted by name.
+fn meter_table_list(engine: &Engine) -> String {
+    let meters = engine
+        .ids
+        .meters
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut items: Vec<(&String, u32)> = meters.iter().map(|(id, name, _)| (name, id)).collect();
+    items.sort();
+    items.iter().fold(String::new(), |mut out, (name, id)| {
+        let _ = writeln!(out, "{name}: {id}");
+        out
+    })
+}
+
+/// `debug/dump-lflow-conj-ids`.
+fn dump_conj_ids(engine: &Engine) -> String {
+    let conj = engine
+        .ids
+        .conj
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut out = String::from("Conjunction IDs allocations:\n");
+    let mut count = 0usize;
+    for (lflow, dp, start, n) in conj.iter() {
+        let _ = writeln!(out, "lflow: {lflow}, dp: {dp}, start: {start}, n: {n}");
+        count += n as usize;
+    }
+    out.push_str("---\n");
+    let _ = writeln!(out, "Total {count} IDs used.");
+    if count != conj.total() {
+        let _ = writeln!(out, "WARNING: mismatch - {} allocated", conj.total());
+    }
+    out
+}
+
+/// `debug/dump-local-template-vars`: this chassis' Chassis_Template_Var variables.
+fn dump_template_vars(engine: &Engine) -> String {
+    let mut out = String::from("Local template vars:\n");
+    let name = engine.cfg.as_ref().map_or("", |c| c.system_id.as_str());
+    if let Some(vars) = engine
+        .sb
+        .replica
+        .table::<ChassisTemplateVar>()
+        .and_then(|t| t.iter().find(|(_, v)| v.chassis == name).map(|(_, v)| v))
+    {
+        let sorted: std::collections::BTreeMap<_, _> = vars.variables.iter().collect();
+        for (k, v) in sorted {
+            let _ = writeln!(out, "name: '{k}' value: '{v}'");
+        }
+    }
+    out
+}
+
+/// `lflow-cache/show-stats`. The agent keeps every logical flow's compiled flows (the
+/// desired table is keyed by owner) and recompiles only what changed, which is what
+/// ovn-controller's cache of matches does: each logical flow with flows counts as one
+/// `cache-matches` entry. It has no cache of parsed expressions between runs.
+fn lflow_cache_stats(engine: &Engine) -> String {
+    let lflows = engine
+        .flows
+        .owners_all()
+        .filter(|o| matches!(o, crate::owner::Owner::Lflow(_)))
+        .count();
+    let mut out = String::from("Enabled: true\n");
+    for (key, value) in [
+        ("high-watermark", lflows),
+        ("total", lflows),
+        ("cache-expr", 0),
+        ("cache-matches", lflows),
+        ("trim count", 0),
+    ] {
+        let _ = writeln!(out, "{key:<16}: {value}");
+    }
+    let _ = writeln!(out, "{:<16}: {}", "Mem usage (KB)", 0);
+    out
+}
+
+/// `memory/show`: `key:value` pairs, sorted by key, on one line (OVS's memory report).
+fn memory_show(engine: &Engine) -> String {
+    let cells = |replica: &sbclient::Replica| -> usize {
+        replica
+            .table_names()
+            .map(|t| replica.row_count(t) * replica.columns_of(t).len())
+            .sum()
+    };
+    let groups = engine.ids.groups.lock().map_or(0, |g| g.len());
+    let meters = engine.ids.meters.lock().map_or(0, |m| m.len());
+    let conj = engine.ids.conj.lock().map_or(0, |c| c.total());
+    let mut items = vec![
+        (
+            "idl-cells-OVN_Southbound".to_owned(),
+            cells(&engine.sb.replica),
+        ),
+        ("idl-cells-Open_vSwitch".to_owned(), cells(&engine.ovs)),
+        ("desired-flows".to_owned(), engine.flows.len()),
+        ("flow-owners".to_owned(), engine.flows.owners_count()),
+        (
+            "local_datapaths".to_owned(),
+            engine.runtime.local_datapaths.len(),
+        ),
+        ("ct-zones".to_owned(), engine.zones.by_name.len()),
+        ("groups".to_owned(), groups),
+        ("meters".to_owned(), meters),
+        ("conj-ids".to_owned(), conj),
+        ("failing-owners".to_owned(), engine.failures.len()),
+    ];
+    if let Some(kib) = crate::compile_cmd::peak_rss_kib() {
+        items.push((
+            "peak-rss-KB".to_owned(),
+            usize::try_from(kib).unwrap_or(usize::MAX),
+        ));
+    }
+    items.sort();
+    items
+        .iter()
+        .map(|(k, v)| format!("{k}:{v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `debug/dump-local-bindings` in ovn-controller's shape.
+fn dump_local_bindings(engine: &Engine) -> String {
+    let mut out = String::from("Local bindings:\n");
+    let Some(pbs) = engine.sb.replica.table::<PortBinding>() else {
+        return out;
+    };
+    for (iface_id, iface) in &engine.ifaces.by_iface_id {
+        let primary = pbs
+            .iter()
+            .find(|(u, p)| p.logical_port == *iface_id && engine.runtime.bound.contains_key(u));
+        let children: Vec<&PortBinding> = pbs
+            .iter()
+            .filter(|(u, p)| {
+                p.parent_port.as_deref() == Some(iface_id.as_str())
+                    && matches!(
+                        engine.runtime.bound.get(u),
+                        Some(BindingKind::Container { .. })
+                    )
+            })
+            .map(|(_, p)| p)
+            .collect();
+        let localport = pbs.iter().find(|(u, p)| {
+            p.logical_port == *iface_id && engine.runtime.localports.contains_key(u)
+        });
+        let n = usize::from(primary.is_some() || localport.is_some()) + children.len();
+        let _ = writeln!(
+            out,
+            "name: [{iface_id}], OVS interface name : [{}], num binding lports : [{n}]",
+            iface.name
+        );
+        if let Some((_, p)) = primary {
+            let _ = writeln!(out, "primary lport : [{}]", p.logical_port);
+        } else if let Some((_, p)) = localport {
+            let _ = writeln!(out, "localport lport : [{}]", p.logical_port);
+        } else {
+            let _ = writeln!(out, "primary lport : [None]");
+        }
+        for (i, c) in children.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "child lport[{}] : [{}], type : [CONTAINER]",
+                i + 1,
+                c.logical_port
+            );
+        }
+        let _ = writeln!(out, "----------------------------------------");
+    }
+    out
+}
