@@ -744,7 +744,7 @@ fn scenarios_with_each_controller() {
             outcome,
         );
     }
-    common::conclude(nets, &report);
+    common::conclude_healthy(nets, &report);
 }
 
 // ---- scenario 9: mixed chassis -----------------------------------------------------------
@@ -774,7 +774,7 @@ fn mixed_chassis_pass_the_same_traffic() {
         |s| two_switches_one_router(s, &["hv1", "hv2"]),
         scenarios,
     );
-    common::conclude(nets, &report);
+    common::conclude_healthy(nets, &report);
 }
 
 // ---- scenario 7: a distributed gateway port with SNAT on a third chassis -----------------
@@ -954,7 +954,7 @@ fn gateway_snat_on_a_third_chassis() {
             snat_through_gateway_chassis,
         )],
     );
-    common::conclude(nets, &report);
+    common::conclude_healthy(nets, &report);
 }
 
 // ---- scenario 11: restart with traffic flowing -------------------------------------------
@@ -1135,5 +1135,5 @@ fn restart_with_traffic_flowing() {
         nets.push(net);
     }
     eprintln!("packets lost: {}", losses.join("; "));
-    common::conclude(nets, &report);
+    common::conclude_healthy(nets, &report);
 }
