@@ -358,7 +358,7 @@ fn start_sb(engine: &Engine, remote: &str, probe_ms: u64) -> Option<Sb> {
         c.conditions.insert(t.to_owned(), cond);
     }
     let (client, events) = spawn_db(c);
-    tracing::info!(target: "main", "connecting to the southbound database {remote}");
+    tracing::info!(target: "reconnect", "{remote}: connecting...");
     Some(Sb {
         client,
         events,
@@ -392,7 +392,7 @@ fn on_sb_event(engine: &mut Engine, ev: &Event) -> bool {
             missing_columns,
             ..
         } => {
-            tracing::info!(target: "main", "{remote}: connected to the southbound database");
+            tracing::info!(target: "reconnect", "{remote}: connected");
             engine.sb_connected(Instant::now());
             schema_lacks(engine, missing_columns);
         }

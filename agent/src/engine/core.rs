@@ -695,6 +695,9 @@ impl Engine {
             let pb = pbs.and_then(|t| t.get(u));
             if pb.is_some_and(|p| p.chassis != Some(me)) {
                 tracing::info!(target: "binding", "Claiming lport {} for this chassis.", name_of(u));
+                for mac in pb.map(|p| p.mac.iter()).into_iter().flatten() {
+                    tracing::info!(target: "binding", "{}: Claiming {mac}", name_of(u));
+                }
                 crate::coverage::BINDING_CLAIM.inc();
                 self.last_claim.insert(*u, now);
             }
@@ -754,6 +757,9 @@ impl Engine {
                 .set("virtual_parent", Datum::Set(vec![]));
             if pb.is_some_and(|p| p.up.is_some()) {
                 cols = cols.set("up", Datum::Set(vec![Atom::Boolean(false)]));
+                if pb.is_some_and(|p| p.up == Some(true)) {
+                    tracing::info!(target: "binding", "Setting lport {} down in Southbound", name_of(u));
+                }
             }
             txn.update("Port_Binding", &by_uuid(*u), cols);
             self.installed_ports.remove(u);

@@ -427,6 +427,8 @@ pub fn sync(
                 .get("ovn-installed")
                 .is_some_and(|v| v == "true");
             if want && !has {
+                tracing::info!(target: "binding", "Setting lport {} ovn-installed in OVS",
+                    i.external_ids.get("iface-id").map_or("", String::as_str));
                 let now = super::now_ms().to_string();
                 txn.mutate(
                     "Interface",

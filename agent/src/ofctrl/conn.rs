@@ -104,14 +104,19 @@ pub fn spawn(target: &str, probe: Option<Duration>) -> Result<OfControl, ConnErr
     tokio::spawn(async move { while unsolicited.recv().await.is_some() {} });
     let (put_tx, put_rx) = mpsc::channel(4);
     let (ev_tx, ev_rx) = mpsc::channel(16);
-    tokio::spawn(run(handle, put_rx, ev_tx));
+    tokio::spawn(run(target.to_owned(), handle, put_rx, ev_tx));
     Ok(OfControl {
         puts: put_tx,
         events: ev_rx,
     })
 }
 
-async fn run(handle: Handle, mut puts: mpsc::Receiver<Put>, events: mpsc::Sender<OfEvent>) {
+async fn run(
+    target: String,
+    handle: Handle,
+    mut puts: mpsc::Receiver<Put>,
+    events: mpsc::Sender<OfEvent>,
+) {
     let mut state = handle.state();
     loop {
         let Ok(session) = handle.wait_connected().await else {
@@ -119,7 +124,8 @@ async fn run(handle: Handle, mut puts: mpsc::Receiver<Put>, events: mpsc::Sender
         };
         match handshake(&handle, session).await {
             Ok((geneve_field, dump)) => {
-                tracing::info!(target: "ofctrl", "connected to the integration bridge (session {session}), {} flows there", dump.flows.len());
+                tracing::info!(target: "rconn", "{target}: connected");
+                tracing::info!(target: "ofctrl", "integration bridge session {session}: {} flows there", dump.flows.len());
                 if events
                     .send(OfEvent::Connected {
                         session,

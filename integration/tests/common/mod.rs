@@ -292,7 +292,9 @@ pub fn conclude_healthy(nets: Vec<Net>, report: &Report) {
                 continue;
             }
             for line in controller_log(net, chassis).lines() {
-                if ["|WARN|", "|ERR|", "|EMER|"].iter().any(|l| line.contains(l))
+                if ["|WARN|", "|ERR|", "|EMER|"]
+                    .iter()
+                    .any(|l| line.contains(l))
                     && !line.contains("terminating with signal 15")
                 {
                     unhealthy.push(format!("[{}] {chassis}: {line}", net.setup.label));
