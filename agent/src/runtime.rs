@@ -99,6 +99,8 @@ pub struct Runtime {
     pub patch_ofports: HashMap<Uuid, u32>,
     /// Tunnels to other chassis, by chassis name.
     pub tunnels: BTreeMap<String, Vec<Tunnel>>,
+    /// The chassis whose tunnel has a BFD session up (what HA activity follows).
+    pub active_tunnels: std::collections::BTreeSet<String>,
     /// Conntrack zones by name (`<lport>`, `<dp uuid>_dnat`, `<dp uuid>_snat`).
     pub ct_zones: BTreeMap<String, u16>,
     /// chassisredirect / external ports whose HA group makes this chassis active.

@@ -230,6 +230,7 @@ impl LocalFacts {
             name: chassis,
             hostname,
             uuid,
+            active_tunnels: None,
         };
         let mut facts = Self {
             chassis: uuid,

@@ -1,7 +1,7 @@
 //! Which port bindings this chassis claims, releases and serves (reference §4.1-§4.2).
 //! Pure: reads the SB and OVS replicas, returns the decision and the SB updates.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use sbclient::ovn_sb::{Chassis, Encap, HaChassis, HaChassisGroup, PortBinding};
@@ -95,6 +95,9 @@ pub struct Me<'a> {
     pub hostname: &'a str,
     /// Our Chassis row, once it exists.
     pub uuid: Option<Uuid>,
+    /// The remote chassis whose tunnel BFD says is up; `None` where liveness is not known
+    /// (`ovn-agent compile`: every HA member then counts as up).
+    pub active_tunnels: Option<&'a BTreeSet<String>>,
 }
 
 /// Where a port may be bound.
@@ -146,9 +149,12 @@ pub fn can_bind(
     Bindable::No
 }
 
-/// Whether this chassis is the active member of an HA chassis group: the highest priority
-/// member (ties by name, descending) among the members whose chassis exists. Without BFD
-/// every member counts as up (the BFD-driven failover is its own work item).
+/// Whether this chassis is the active member of an HA chassis group, and whether it is a
+/// member at all, by ovn-controller's rules (reference §4.1): a one-chassis group is active
+/// on that chassis; the only member whose chassis exists is active; without any BFD
+/// session up nobody is; else the first by priority (ties by name, descending) among this
+/// chassis and the members whose tunnel is up, and a chassis left alone is active only
+/// while BFD is up to one of the group's `ref_chassis`.
 pub fn ha_active(sb: &Replica, group: &Uuid, me: &Me<'_>) -> (bool, bool) {
     let (Some(g), Some(ha), Some(ch)) = (
         sb.table::<HaChassisGroup>().and_then(|t| t.get(group)),
@@ -157,15 +163,36 @@ pub fn ha_active(sb: &Replica, group: &Uuid, me: &Me<'_>) -> (bool, bool) {
     ) else {
         return (false, false);
     };
-    let mut members: Vec<(i64, &str)> = g
+    let members: Vec<(i64, &str)> = g
         .ha_chassis
         .iter()
         .filter_map(|m| ha.get(m))
         .filter_map(|h| Some((h.priority, ch.get(&h.chassis?)?.name.as_str())))
         .collect();
-    members.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(a.1)));
     let member = members.iter().any(|m| m.1 == me.name);
-    (members.first().is_some_and(|m| m.1 == me.name), member)
+    if g.ha_chassis.len() == 1 || (member && members.len() == 1) {
+        return (member, member);
+    }
+    let mut candidates: Vec<(i64, &str)> = match me.active_tunnels {
+        None => members,
+        Some(up) if up.is_empty() => return (false, member),
+        Some(up) => members
+            .into_iter()
+            .filter(|m| m.1 == me.name || up.contains(m.1))
+            .collect(),
+    };
+    if let (Some(up), [_]) = (me.active_tunnels, candidates.as_slice()) {
+        let reaches_a_ref = g
+            .ref_chassis
+            .iter()
+            .filter_map(|r| ch.get(r))
+            .any(|c| up.contains(&c.name));
+        if !reaches_a_ref {
+            return (false, member);
+        }
+    }
+    candidates.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(a.1)));
+    (candidates.first().is_some_and(|m| m.1 == me.name), member)
 }
 
 /// What this chassis holds and what it must write.
@@ -511,6 +538,7 @@ mod tests {
             name: "hv1",
             hostname: "host1.example",
             uuid: Some(Uuid::from_u128(1)),
+            active_tunnels: None,
         };
         assert_eq!(can_bind(&pb("a", &[]), &me, None), Bindable::Main);
         assert_eq!(

@@ -195,6 +195,8 @@ pub struct Engine {
     /// ovn-northd's internal version differed from ours at the last run (with
     /// `ovn-match-northd-version`).
     version_mismatch: bool,
+    /// BFD timers of SB_Global that were left out (reported once each).
+    bfd_problems: Vec<super::bfd::BadParameter>,
     // Conditions.
     cond_requested: BTreeMap<&'static str, Condition>,
     cond_requested_seq: u64,
@@ -260,6 +262,7 @@ impl Engine {
             nb_cfg_delay: std::time::Duration::ZERO,
             nb_cfg_due: None,
             version_mismatch: false,
+            bfd_problems: Vec::new(),
             cond_requested: BTreeMap::new(),
             cond_requested_seq: 0,
             cond_acked_seq: 0,
@@ -554,10 +557,15 @@ impl Engine {
             }
         }
         self.ifaces = ifaces;
+        let active_tunnels = super::bfd::active_tunnels(&self.ovs, &cfg.bridge);
+        if active_tunnels != self.runtime.active_tunnels {
+            tracing::debug!(target: "bfd", "BFD up to {active_tunnels:?}");
+        }
         let me = Me {
             name: &cfg.system_id,
             hostname: &cfg.hostname,
             uuid: chassis_uuid,
+            active_tunnels: Some(&active_tunnels),
         };
         let plan = binding::plan(&self.sb.replica, &self.ifaces, &me, &self.last_claim, now);
         for n in &plan.notes {
@@ -596,6 +604,7 @@ impl Engine {
             &|net| cfg.bridge_mappings.contains_key(net),
         );
         rt.tunnels = tunnels_of(&self.ovs, &cfg.bridge);
+        rt.active_tunnels = active_tunnels;
         rt.patch_ofports = patch_ofports(&self.ovs, &cfg.bridge, &self.sb.replica);
         let wanted_zones = wanted_zones(&self.sb.replica, &rt);
         // Zones are released only once the view is complete (after the first put).
@@ -657,6 +666,8 @@ impl Engine {
                 &mut ovs_txn,
             )
         {
+            actions.ovs_txn = Some(ovs_txn);
+        } else if !self.ovs_busy && self.sync_bfd(&cfg, chassis_uuid, &mut ovs_txn) {
             actions.ovs_txn = Some(ovs_txn);
         }
         // The switch.
@@ -1280,6 +1291,22 @@ impl Engine {
                 tracing::info!(target: "ofctrl", "put {seq} lost with the connection: {e}");
             }
         }
+    }
+
+    /// BFD on the tunnels of HA groups this chassis is in or serves (after the rest of the
+    /// OVS configuration is in, so the tunnels exist). Bad timers are reported once each.
+    fn sync_bfd(&mut self, cfg: &ChassisConfig, me: Option<Uuid>, txn: &mut Transaction) -> bool {
+        let Some(me) = me else { return false };
+        let peers = super::bfd::bfd_chassis(&self.sb.replica, me);
+        let (settings, bad) = super::bfd::settings(&self.sb.replica);
+        for b in &bad {
+            if !self.bfd_problems.contains(b) {
+                crate::vlog_rl!(WARN, &crate::vlog::limits::BAD_ROW, target: "bfd", "{b}");
+                self.stats.bad_rows += 1;
+            }
+        }
+        self.bfd_problems = bad;
+        super::bfd::sync(&self.ovs, &cfg.bridge, &peers, &settings, txn)
     }
 
     /// `external_ids:ovn-match-northd-version=true`: nothing is processed while ovn-northd's
