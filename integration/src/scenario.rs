@@ -149,13 +149,25 @@ impl SnatGateway {
     /// has caught up, and the gateway chassis forwards the localnet port's packets (neither
     /// is covered by `--wait=hv`, with either controller).
     pub fn build(&self, central: &Central, router: &str, gateway: &Chassis) -> Result<Vif> {
-        let ext = gateway.add_bridge_port("br-ext", "ext-host")?;
-        gateway.vsctl(&[
-            "set",
-            "Open_vSwitch",
-            ".",
-            "external-ids:ovn-bridge-mappings=phys:br-ext",
-        ])?;
+        let mut hosts = self.build_ha(central, router, &[(gateway, 20)])?;
+        Ok(hosts.remove(0))
+    }
+
+    /// [`Self::build`] with an HA group of gateway chassis (`Gateway_Chassis` rows with
+    /// these priorities, highest first), each with its own external host on its `br-ext`;
+    /// returns the hosts' ports in the order of `gateways`. Returns once the first gateway
+    /// has claimed the chassisredirect port (with two or more gateways that takes BFD up
+    /// between them) and every gateway forwards its localnet port's packets.
+    pub fn build_ha(
+        &self,
+        central: &Central,
+        router: &str,
+        gateways: &[(&Chassis, u32)],
+    ) -> Result<Vec<Vif>> {
+        let hosts = gateways
+            .iter()
+            .map(|(g, _)| Self::attach_external_host(g))
+            .collect::<Result<Vec<_>>>()?;
         central.nbctl(&["ls-add", "public"])?;
         add_localnet_port(central, "public", "ln-public", "phys")?;
         let lrp = format!("{router}-public");
@@ -166,7 +178,14 @@ impl SnatGateway {
             &self.router_mac.to_string(),
             &format!("{}/24", self.router_ip),
         )?;
-        central.nbctl(&["lrp-set-gateway-chassis", &lrp, gateway.name(), "20"])?;
+        for (gateway, priority) in gateways {
+            central.nbctl(&[
+                "lrp-set-gateway-chassis",
+                &lrp,
+                gateway.name(),
+                &priority.to_string(),
+            ])?;
+        }
         let router_ip = self.router_ip.to_string();
         central.nbctl(&["lr-nat-add", router, "snat", &router_ip, self.snat_from])?;
         let host_ip = self.host_ip.to_string();
@@ -174,7 +193,35 @@ impl SnatGateway {
         central.nbctl(&["static-mac-binding-add", &lrp, &host_ip, &host_mac])?;
         central.wait_hv_sync()?;
         wait_port_up(central, &format!("public-{router}"))?;
-        let cr = format!("cr-{lrp}");
+        if let Some((first, _)) = gateways.first() {
+            self.wait_gateway(central, router, first)?;
+        }
+        for (gateway, _) in &gateways[1..] {
+            wait_for(
+                "a table-0 flow for ln-public's patch port on a backup gateway",
+                Duration::from_secs(30),
+                || localnet_patch_forwards(gateway, "ln-public"),
+            )?;
+        }
+        Ok(hosts)
+    }
+
+    /// The external host's port on `gateway`'s `br-ext`, mapped as network `phys`.
+    pub fn attach_external_host(gateway: &Chassis) -> Result<Vif> {
+        let ext = gateway.add_bridge_port("br-ext", "ext-host")?;
+        gateway.vsctl(&[
+            "set",
+            "Open_vSwitch",
+            ".",
+            "external-ids:ovn-bridge-mappings=phys:br-ext",
+        ])?;
+        Ok(ext)
+    }
+
+    /// Waits until `gateway` holds `cr-<router>-public`, every chassis caught up, and it
+    /// forwards the localnet port's packets.
+    pub fn wait_gateway(&self, central: &Central, router: &str, gateway: &Chassis) -> Result<()> {
+        let cr = format!("cr-{router}-public");
         wait_for(
             &format!("{cr} bound to {}", gateway.name()),
             Duration::from_secs(30),
@@ -190,8 +237,7 @@ impl SnatGateway {
             "a table-0 flow for ln-public's patch port on the gateway chassis",
             Duration::from_secs(30),
             || localnet_patch_forwards(gateway, "ln-public"),
-        )?;
-        Ok(ext)
+        )
     }
 }
 

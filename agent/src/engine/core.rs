@@ -655,8 +655,9 @@ impl Engine {
             nb_cfg: self.nb_cfg_acked,
         };
         let mut ovs_txn = Transaction::new(sbclient::vswitch::DATABASE);
-        if !self.ovs_busy
-            && ovs_config::sync(
+        // BFD only once the rest is in (the tunnels it configures must exist).
+        let ovs_dirty = !self.ovs_busy
+            && (ovs_config::sync(
                 &self.ovs,
                 &self.sb.replica,
                 &cfg,
@@ -664,10 +665,8 @@ impl Engine {
                 &installed_ifaces,
                 &keys,
                 &mut ovs_txn,
-            )
-        {
-            actions.ovs_txn = Some(ovs_txn);
-        } else if !self.ovs_busy && self.sync_bfd(&cfg, chassis_uuid, &mut ovs_txn) {
+            ) || self.sync_bfd(&cfg, chassis_uuid, &mut ovs_txn));
+        if ovs_dirty {
             actions.ovs_txn = Some(ovs_txn);
         }
         // The switch.
@@ -1293,8 +1292,8 @@ impl Engine {
         }
     }
 
-    /// BFD on the tunnels of HA groups this chassis is in or serves (after the rest of the
-    /// OVS configuration is in, so the tunnels exist). Bad timers are reported once each.
+    /// BFD on the tunnels of HA groups this chassis is in or serves. Bad timers are
+    /// reported once each.
     fn sync_bfd(&mut self, cfg: &ChassisConfig, me: Option<Uuid>, txn: &mut Transaction) -> bool {
         let Some(me) = me else { return false };
         let peers = super::bfd::bfd_chassis(&self.sb.replica, me);
