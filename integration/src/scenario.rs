@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::central::Central;
 use crate::chassis::{Chassis, Vif};
-use crate::error::Result;
+use crate::error::{HarnessError, Result};
 use crate::host::wait_for;
 use crate::packet::Mac;
 
@@ -149,12 +149,12 @@ impl SnatGateway {
     /// has caught up, and the gateway chassis forwards the localnet port's packets (neither
     /// is covered by `--wait=hv`, with either controller).
     pub fn build(&self, central: &Central, router: &str, gateway: &Chassis) -> Result<Vif> {
-        let mut hosts = self.build_ha(central, router, &[(gateway, 20)])?;
+        let mut hosts = self.build_ha(central, router, &[(gateway, 20)], HaForm::GatewayChassis)?;
         Ok(hosts.remove(0))
     }
 
-    /// [`Self::build`] with an HA group of gateway chassis (`Gateway_Chassis` rows with
-    /// these priorities, highest first), each with its own external host on its `br-ext`;
+    /// [`Self::build`] with an HA group of gateway chassis (these priorities, highest
+    /// first, in the NB `form` given), each with its own external host on its `br-ext`;
     /// returns the hosts' ports in the order of `gateways`. Returns once the first gateway
     /// has claimed the chassisredirect port (with two or more gateways that takes BFD up
     /// between them) and every gateway forwards its localnet port's packets.
@@ -163,6 +163,7 @@ impl SnatGateway {
         central: &Central,
         router: &str,
         gateways: &[(&Chassis, u32)],
+        form: HaForm,
     ) -> Result<Vec<Vif>> {
         let hosts = gateways
             .iter()
@@ -178,13 +179,35 @@ impl SnatGateway {
             &self.router_mac.to_string(),
             &format!("{}/24", self.router_ip),
         )?;
-        for (gateway, priority) in gateways {
-            central.nbctl(&[
-                "lrp-set-gateway-chassis",
-                &lrp,
-                gateway.name(),
-                &priority.to_string(),
-            ])?;
+        match form {
+            HaForm::GatewayChassis => {
+                for (gateway, priority) in gateways {
+                    central.nbctl(&[
+                        "lrp-set-gateway-chassis",
+                        &lrp,
+                        gateway.name(),
+                        &priority.to_string(),
+                    ])?;
+                }
+            }
+            HaForm::Group(group) => {
+                central.nbctl(&["ha-chassis-group-add", group])?;
+                for (gateway, priority) in gateways {
+                    central.nbctl(&[
+                        "ha-chassis-group-add-chassis",
+                        group,
+                        gateway.name(),
+                        &priority.to_string(),
+                    ])?;
+                }
+                let uuid = ha_chassis_group_uuid(central, group)?;
+                central.nbctl(&[
+                    "set",
+                    "Logical_Router_Port",
+                    &lrp,
+                    &format!("ha_chassis_group={uuid}"),
+                ])?;
+            }
         }
         let router_ip = self.router_ip.to_string();
         central.nbctl(&["lr-nat-add", router, "snat", &router_ip, self.snat_from])?;
@@ -239,6 +262,30 @@ impl SnatGateway {
             || localnet_patch_forwards(gateway, "ln-public"),
         )
     }
+}
+
+/// How a gateway port names its gateway chassis in the Northbound database.
+#[derive(Debug, Clone, Copy)]
+pub enum HaForm {
+    /// `Gateway_Chassis` rows (`lrp-set-gateway-chassis`), the older form.
+    GatewayChassis,
+    /// An `HA_Chassis_Group` of this name on the port.
+    Group(&'static str),
+}
+
+/// The uuid of the Northbound `HA_Chassis_Group` named `name`.
+pub fn ha_chassis_group_uuid(central: &Central, name: &str) -> Result<String> {
+    let out = central.nbctl(&[
+        "--bare",
+        "--columns=_uuid",
+        "find",
+        "HA_Chassis_Group",
+        &format!("name={name}"),
+    ])?;
+    out.split_whitespace()
+        .next()
+        .map(str::to_owned)
+        .ok_or_else(|| HarnessError::Config(format!("no HA_Chassis_Group {name}")))
 }
 
 /// Whether table 0 of `chassis` takes packets from the br-int end of `localnet`'s patch port.

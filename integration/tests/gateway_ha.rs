@@ -4,8 +4,10 @@
 //! controller, ovs-vswitchd, its underlay link) and comes back. BFD between the chassis
 //! decides who is active; the chassisredirect port and the traffic must move to hv3, then
 //! back to hv2. Run with ovn-controller (the oracle) and with ovn-agent in the same test
-//! run, with OVS's default BFD timers and with 100 ms ones; the outage and the packets lost
-//! are printed for both.
+//! run, twice: with the `Gateway_Chassis` form and OVS's default BFD timers; and with an NB
+//! `HA_Chassis_Group` (also serving an external port, which must move with it), 100 ms BFD
+//! timers, and bad input beside them (a member naming a chassis that does not exist, a BFD
+//! multiplier out of range). The outage and the packets lost are printed for both.
 
 mod common;
 
@@ -15,7 +17,8 @@ use std::time::{Duration, Instant};
 
 use common::{two_switches_one_router, Net, Setup};
 use integration::packet::{ipv4_summary, udp4};
-use integration::scenario::SnatGateway;
+use integration::scenario::{ha_chassis_group_uuid, HaForm, SnatGateway};
+use integration::Central;
 use integration::Vif;
 
 const GATEWAY: SnatGateway = SnatGateway::LAB;
@@ -65,8 +68,53 @@ fn longest_gap(seen: &[u32], from: u32, to: u32) -> u32 {
     best.max(to - last.map_or(from, |l| l + 1))
 }
 
+/// The two runs of each controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    /// `Gateway_Chassis`, OVS's default BFD timers.
+    Defaults,
+    /// An NB `HA_Chassis_Group` with an external port and bad input, 100 ms BFD timers.
+    GroupFastBad,
+}
+
+const EXTERNAL: &str = "ext1";
+
+/// Waits until `port` is bound to `chassis`; a problem if it is not within 30 s.
+fn expect_bound(
+    central: &Central,
+    port: &str,
+    chassis: &str,
+    when: &str,
+    problems: &mut Vec<String>,
+) {
+    let bound = integration::host::wait_for(
+        &format!("{port} bound to {chassis} {when}"),
+        Duration::from_secs(30),
+        || Ok((central.port_binding_chassis(port)?.as_deref() == Some(chassis)).then_some(())),
+    );
+    if let Err(e) = bound {
+        problems.push(e.to_string());
+    }
+}
+
+/// The runs of missing numbers in `seen` (0..sent), as `a-b` ranges.
+fn gaps(seen: &[u32], sent: u32) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut next = 0;
+    for n in seen.iter().copied().chain(std::iter::once(sent)) {
+        if n > next {
+            out.push(format!("{next}-{}", n - 1));
+        }
+        next = n + 1;
+    }
+    out
+}
+
 struct Failover {
     label: String,
+    /// The missing ranges, and the numbers sent at the failure, the return, the end.
+    gaps: Vec<String>,
+    marks: (u32, u32, u32),
     sent: u32,
     lost: u32,
     /// Packets lost in the outage when hv2 failed, and when it came back.
@@ -75,11 +123,16 @@ struct Failover {
     problems: Vec<String>,
 }
 
-fn failover(setup: &Setup, fast_bfd: bool) -> (Failover, Net) {
+fn failover(setup: &Setup, variant: Variant) -> (Failover, Net) {
+    let fast_bfd = variant == Variant::GroupFastBad;
     let label = format!(
         "{}{}",
         setup.label,
-        if fast_bfd { ", BFD 100 ms" } else { "" }
+        if fast_bfd {
+            ", HA_Chassis_Group, BFD 100 ms"
+        } else {
+            ", Gateway_Chassis"
+        }
     );
     let mut net = two_switches_one_router(setup, &CHASSIS)
         .unwrap_or_else(|e| panic!("[{label}] build the lab: {e}"));
@@ -92,19 +145,65 @@ fn failover(setup: &Setup, fast_bfd: bool) -> (Failover, Net) {
                 ".",
                 "options:bfd-min-rx=100",
                 "options:bfd-min-tx=100",
+                "options:bfd-mult=999",
             ])
             .expect("set the BFD timers");
     }
+    let form = if fast_bfd {
+        HaForm::Group("gw")
+    } else {
+        HaForm::GatewayChassis
+    };
     let hosts: Vec<Vif> = {
         let (hv2, hv3) = (
             net.lab.chassis("hv2").expect("hv2"),
             net.lab.chassis("hv3").expect("hv3"),
         );
         GATEWAY
-            .build_ha(central, "lr0", &[(hv2, 20), (hv3, 10)])
+            .build_ha(central, "lr0", &[(hv2, 20), (hv3, 10)], form)
             .unwrap_or_else(|e| panic!("[{label}] the HA gateway: {e}"))
     };
     let mut problems = Vec::new();
+    if fast_bfd {
+        // A member whose chassis does not exist (ignored), and an external port served by
+        // the group's active member.
+        let group = ha_chassis_group_uuid(central, "gw").expect("the NB HA group");
+        for cmd in [
+            vec!["ha-chassis-group-add-chassis", "gw", "ghost", "30"],
+            vec![
+                "lsp-add",
+                "public",
+                EXTERNAL,
+                "--",
+                "lsp-set-type",
+                EXTERNAL,
+                "external",
+                "--",
+                "lsp-set-addresses",
+                EXTERNAL,
+                "f0:00:00:00:00:77 172.16.0.77",
+            ],
+            vec![
+                "set",
+                "Logical_Switch_Port",
+                EXTERNAL,
+                &format!("ha_chassis_group={group}"),
+            ],
+            vec!["--wait=hv", "sync"],
+        ] {
+            if let Err(e) = central.nbctl(&cmd) {
+                problems.push(format!("ovn-nbctl {cmd:?}: {e}"));
+            }
+        }
+        expect_bound(central, EXTERNAL, "hv2", "at the start", &mut problems);
+        expect_bound(
+            central,
+            "cr-lr0-public",
+            "hv2",
+            "with the ghost member",
+            &mut problems,
+        );
+    }
     let mut pcaps: Vec<PathBuf> = hosts.iter().map(|h| h.tx_pcap.clone()).collect();
     let hv3_pcap = hosts[1].tx_pcap.clone();
     let vm1 = net.vm("vm1").clone();
@@ -175,6 +274,9 @@ fn failover(setup: &Setup, fast_bfd: bool) -> (Failover, Net) {
         if let Err(e) = moved {
             problems.push(format!("after hv2 failed: {e}"));
         }
+        if fast_bfd {
+            expect_bound(central, EXTERNAL, "hv3", "after hv2 failed", &mut problems);
+        }
         std::thread::sleep(Duration::from_secs(3));
         // hv2 comes back (a fresh start of the same chassis) and takes over again.
         marks.1 = sent_counter.load(Ordering::Relaxed);
@@ -189,6 +291,15 @@ fn failover(setup: &Setup, fast_bfd: bool) -> (Failover, Net) {
             });
         if let Err(e) = back {
             problems.push(format!("hv2 back: {e}"));
+        }
+        if fast_bfd {
+            expect_bound(
+                net.lab.central(),
+                EXTERNAL,
+                "hv2",
+                "after hv2 came back",
+                &mut problems,
+            );
         }
         std::thread::sleep(Duration::from_secs(3));
         marks.2 = sent_counter.load(Ordering::Relaxed);
@@ -226,6 +337,8 @@ fn failover(setup: &Setup, fast_bfd: bool) -> (Failover, Net) {
     }
     (
         Failover {
+            gaps: gaps(&arrivals.seen, sent),
+            marks,
             label,
             sent,
             lost,
@@ -242,9 +355,9 @@ fn chassisredirect_fails_over_with_bfd_and_comes_back() {
     let setups = Setup::oracle_and_agent(&CHASSIS);
     let mut results = Vec::new();
     let mut nets = Vec::new();
-    for fast in [false, true] {
+    for variant in [Variant::Defaults, Variant::GroupFastBad] {
         for setup in &setups {
-            let (r, net) = failover(setup, fast);
+            let (r, net) = failover(setup, variant);
             eprintln!(
                 "[{}] {} sent, {} lost; failover: {} lost = {} ms; failback: {} lost = {} ms",
                 r.label,
@@ -254,6 +367,10 @@ fn chassisredirect_fails_over_with_bfd_and_comes_back() {
                 r.fail_gap * 20,
                 r.back_gap,
                 r.back_gap * 20
+            );
+            eprintln!(
+                "    missing {:?} (failure at {}, back at {}, end at {})",
+                r.gaps, r.marks.0, r.marks.1, r.marks.2
             );
             results.push(r);
             // Keep a failed lab for inspection, drop the others (their daemons stop).
