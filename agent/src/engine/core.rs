@@ -1424,6 +1424,12 @@ fn tunnels_of(ovs: &Replica, bridge_name: &str) -> BTreeMap<String, Vec<Tunnel>>
             });
         }
     }
+    // A port that names no encap goes through the chassis' first tunnel: the oldest one
+    // (lowest ofport), usually its first encap IP, rather than whichever the database
+    // listed first.
+    for tunnels in out.values_mut() {
+        tunnels.sort_by_key(|t| t.ofport);
+    }
     out
 }
 

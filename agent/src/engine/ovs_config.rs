@@ -16,6 +16,10 @@ use super::binding::bridge;
 use super::config::ChassisConfig;
 use crate::runtime::{EncapType, Runtime};
 
+/// The external_ids keys that mark the patch ports of localnet and l2gateway ports.
+const LOCALNET_KEY: &str = "ovn-localnet-port";
+const L2GATEWAY_KEY: &str = "ovn-l2gateway-port";
+
 /// A tunnel port the agent wants on br-int.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct WantedTunnel {
@@ -286,13 +290,24 @@ pub fn sync(
         );
         add_ports.push(Atom::NamedUuid(port_name));
     }
-    // Patch ports for the mapped localnet ports of local datapaths.
+    // Patch ports for the mapped localnet ports of local datapaths, and for the l2gateway
+    // ports this chassis serves; keyed by the external_ids key that marks them.
     let pbs = sb.table::<PortBinding>();
-    let mut wanted_patch: BTreeMap<String, (String, String)> = BTreeMap::new();
-    for dp in rt.local_datapaths.values() {
-        let Some(pb) = dp.localnet.and_then(|u| pbs.and_then(|t| t.get(&u))) else {
-            continue;
-        };
+    let mut wanted_patch: BTreeMap<(&'static str, String), (String, String)> = BTreeMap::new();
+    let localnets = rt
+        .local_datapaths
+        .values()
+        .filter_map(|dp| dp.localnet.and_then(|u| pbs.and_then(|t| t.get(&u))))
+        .map(|pb| (LOCALNET_KEY, pb));
+    let l2gateways = pbs
+        .into_iter()
+        .flat_map(sbclient::Table::iter)
+        .map(|(_, pb)| pb)
+        .filter(|pb| {
+            pb.type_ == "l2gateway" && pb.options.get("l2gateway-chassis") == Some(&cfg.system_id)
+        })
+        .map(|pb| (L2GATEWAY_KEY, pb));
+    for (key, pb) in localnets.chain(l2gateways) {
         let Some(net) = pb.options.get("network_name") else {
             continue;
         };
@@ -302,19 +317,18 @@ pub fn sync(
         if bridge(ovs, phys).is_none() {
             continue;
         }
-        wanted_patch.insert(pb.logical_port.clone(), (phys.clone(), net.clone()));
+        wanted_patch.insert((key, pb.logical_port.clone()), (phys.clone(), net.clone()));
     }
-    let mut have_patch: BTreeMap<String, Uuid> = BTreeMap::new();
+    let mut have_patch: BTreeMap<(&'static str, String), Uuid> = BTreeMap::new();
     for p in &br.ports {
-        if let Some(lp) = ports
-            .get(p)
-            .and_then(|x| x.external_ids.get("ovn-localnet-port"))
-        {
-            have_patch.insert(lp.clone(), *p);
+        for key in [LOCALNET_KEY, L2GATEWAY_KEY] {
+            if let Some(lp) = ports.get(p).and_then(|x| x.external_ids.get(key)) {
+                have_patch.insert((key, lp.clone()), *p);
+            }
         }
     }
-    for (lp, p) in &have_patch {
-        if !wanted_patch.contains_key(lp) {
+    for ((key, lp), p) in &have_patch {
+        if !wanted_patch.contains_key(&(*key, lp.clone())) {
             remove_ports.push(*p);
             // The peer on the physical bridge goes too.
             for (bu, b) in ovs
@@ -327,7 +341,7 @@ pub fn sync(
                     .iter()
                     .filter(|q| {
                         ports.get(q).is_some_and(|x| {
-                            x.external_ids.get("ovn-localnet-port") == Some(lp) && *bu != *br_uuid
+                            x.external_ids.get(*key) == Some(lp) && *bu != *br_uuid
                         })
                     })
                     .copied()
@@ -347,13 +361,13 @@ pub fn sync(
             }
         }
     }
-    for (i, (lp, (phys, _))) in wanted_patch.iter().enumerate() {
-        if have_patch.contains_key(lp) {
+    for (i, ((key, lp), (phys, _))) in wanted_patch.iter().enumerate() {
+        if have_patch.contains_key(&(*key, lp.clone())) {
             continue;
         }
         let here = format!("patch-{}-to-{lp}", cfg.bridge);
         let there = format!("patch-{lp}-to-{}", cfg.bridge);
-        let ext = BTreeMap::from([("ovn-localnet-port".to_owned(), lp.clone())]);
+        let ext = BTreeMap::from([((*key).to_owned(), lp.clone())]);
         for (side, name, peer) in [("a", &here, &there), ("b", &there, &here)] {
             txn.insert(
                 "Interface",
