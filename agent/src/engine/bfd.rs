@@ -231,22 +231,30 @@ mod tests {
             r#"{{"caption":"Chassis table","headings":["_uuid","name","other_config"],"data":[{}]}}
             {{"caption":"HA_Chassis table","headings":["_uuid","chassis","priority"],"data":[
                 [["uuid","{h1}"],["uuid","{c1}"],20],[["uuid","{h2}"],["uuid","{c2}"],10],
-                [["uuid","{h3}"],["uuid","{c5}"],1]]}}
+                [["uuid","{h3}"],["uuid","{c5}"],1],
+                [["uuid","{h4}"],["uuid","{c1}"],10],[["uuid","{h5}"],["uuid","{c2}"],10],
+                [["uuid","{h6}"],["set",[]],50]]}}
             {{"caption":"HA_Chassis_Group table","headings":["_uuid","name","ha_chassis","ref_chassis"],"data":[
-                [["uuid","{g10}"],"g10",{m10},{r10}],[["uuid","{g11}"],"g11",{m11},{r11}]]}}
+                [["uuid","{g10}"],"g10",{m10},{r10}],[["uuid","{g11}"],"g11",{m11},{r11}],
+                [["uuid","{g12}"],"g12",{m12},{r10}]]}}
             {{"caption":"SB_Global table","headings":["_uuid","options"],"data":[[["uuid","{g}"],["map",[{options}]]]]}}"#,
             chassis.join(","),
             h1 = id(101),
             h2 = id(102),
             h3 = id(103),
+            h4 = id(104),
+            h5 = id(105),
+            h6 = id(106),
             c1 = id(1),
             c2 = id(2),
             c5 = id(5),
             g10 = id(10),
             g11 = id(11),
+            g12 = id(12),
             m10 = set(&[101, 102]),
             r10 = set(&[3, 4]),
             m11 = set(&[103]),
+            m12 = set(&[104, 105, 106]),
             r11 = set(&[3]),
             g = id(99),
         );
@@ -304,5 +312,10 @@ mod tests {
         // A one-chassis group is active on its chassis, BFD or not.
         assert_eq!(check("hv9", 5, Some(&[]), 11), (true, true));
         assert_eq!(check("hv1", 3, Some(&["gw1"]), 10), (false, false));
+        // Group 12: gw1 and gw2 tied at 10 (the name decides, descending: gw2), and a member
+        // with priority 50 whose chassis does not exist (ignored).
+        assert_eq!(check("gw2", 2, Some(&["gw1", "hv1"]), 12), (true, true));
+        assert_eq!(check("gw1", 1, Some(&["gw2", "hv1"]), 12), (false, true));
+        assert_eq!(check("gw1", 1, Some(&["hv1"]), 12), (true, true));
     }
 }
