@@ -143,6 +143,13 @@ async fn serve(
         }
         let _ = stop_tx.send(()).await;
     });
+    let (metrics, metrics_task) = match config.metrics {
+        Some(addr) => {
+            let (metrics, task) = start_metrics(addr).await?;
+            (Some(metrics), Some(task))
+        }
+        None => (None, None),
+    };
     let loop_config = LoopConfig {
         ovs_remote: config.ovs_remote.clone(),
         ovs_rundir: config.dirs.ovs_rundir.clone(),
@@ -153,6 +160,7 @@ async fn serve(
             hostname: hostname(),
             threads: 0,
         },
+        metrics,
     };
     let result = run(loop_config, requests, stop_rx, || {
         if let Err(e) = process.ready() {
@@ -161,6 +169,9 @@ async fn serve(
     })
     .await;
     server.shutdown().await;
+    if let Some(task) = metrics_task {
+        task.abort();
+    }
     match result {
         Ok(exit) => {
             tracing::info!(target: "main", "exiting ({exit:?})");
@@ -169,6 +180,22 @@ async fn serve(
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// `--metrics`: listens on `addr` (a failure is a startup error) and serves the metrics
+/// from a task of its own.
+async fn start_metrics(
+    addr: std::net::SocketAddr,
+) -> anyhow::Result<(
+    std::sync::Arc<agent::metrics::Metrics>,
+    tokio::task::JoinHandle<()>,
+)> {
+    let server = agent::metrics::MetricsServer::bind(addr).await?;
+    let local = server.local_addr();
+    let metrics = std::sync::Arc::new(agent::metrics::Metrics::new());
+    let task = server.spawn(metrics.clone(), agent::metrics::ServerLimits::default());
+    tracing::info!(target: "main", "serving metrics on http://{local}/metrics");
+    Ok((metrics, task))
 }
 
 /// This host's name, for `Chassis.hostname`.

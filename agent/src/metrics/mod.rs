@@ -1,0 +1,409 @@
+//! The opt-in Prometheus endpoint (`--metrics=ADDR:PORT`).
+//!
+//! Two sets of metrics:
+//! - `ovn_controller_*`: the names and types ovn-kubernetes exports for ovn-controller (it
+//!   scrapes `ovn-appctl` and OVS for them), for those whose data the agent has, so its
+//!   dashboards and alerts work on the agent's own endpoint;
+//! - `ovn_agent_*`: what the agent alone knows (compile and install times, flows per table,
+//!   bundle sizes, Southbound-to-switch lag, claims, recompute reasons, refusals).
+//!
+//! The handles are prometheus-client atomics shared through an `Arc<Metrics>`: the main loop
+//! writes them through an [`Observer`] after each engine run and each confirmed put, and the
+//! HTTP task ([`MetricsServer`]) encodes them for each scrape without ever reaching the
+//! engine.
+
+pub mod observe;
+pub mod server;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+pub use observe::Observer;
+pub use server::{MetricsError, MetricsServer, ServerLimits};
+
+/// The content type of [`Metrics::encode`]'s text (what Prometheus asks for first).
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// `ovn_controller_build_info`'s labels.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BuildLabels {
+    pub version: String,
+    pub ovs_lib_version: String,
+}
+
+/// `ovn_agent_build_info`'s labels.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AgentBuildLabels {
+    pub version: String,
+}
+
+/// One OpenFlow table.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TableLabels {
+    pub table: u8,
+}
+
+/// Why every flow was recompiled.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    pub reason: String,
+}
+
+/// Whether an engine run recompiled everything or only what changed.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ModeLabels {
+    pub mode: &'static str,
+}
+
+/// ovn-kubernetes' "constant 1 labelled by the value" gauges each have their own label name.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct IpAddressLabels {
+    pub ipaddress: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TypeLabels {
+    pub r#type: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ConnectionMethodLabels {
+    pub connection_method: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct MappingLabels {
+    pub mapping: String,
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+type FloatGauge = Gauge<f64, std::sync::atomic::AtomicU64>;
+
+/// Seconds, from 1 ms to about 65 s.
+fn duration_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.0, 17))
+}
+
+/// Message counts, from 1 to about a million.
+fn message_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(1.0, 4.0, 11))
+}
+
+/// Bytes, from 64 to about 256 MiB.
+fn byte_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(64.0, 4.0, 12))
+}
+
+/// The metrics of ovn-kubernetes' ovn-controller exporter that the agent can fill.
+#[derive(Debug, Default)]
+pub struct OvnControllerMetrics {
+    pub build_info: Family<BuildLabels, Gauge>,
+    pub southbound_database_connected: Gauge,
+    /// A counter in ovn-kubernetes (which reads `ovs-ofctl dump-aggregate`): kept so, though
+    /// it goes down when flows go.
+    pub integration_bridge_openflow: Counter,
+    pub integration_bridge_patch_ports: Gauge,
+    pub integration_bridge_geneve_ports: Gauge,
+    pub remote_probe_interval_seconds: FloatGauge,
+    pub openflow_probe_interval_seconds: Gauge,
+    pub monitor_all: Gauge,
+    pub encap_ip: Family<IpAddressLabels, Gauge>,
+    pub encap_type: Family<TypeLabels, Gauge>,
+    pub sb_connection_method: Family<ConnectionMethodLabels, Gauge>,
+    pub bridge_mappings: Family<MappingLabels, Gauge>,
+    /// The `lflow_run` coverage counter: full translations of the Logical_Flow table.
+    pub lflow_run: Gauge,
+}
+
+/// The agent's own metrics.
+#[derive(Debug)]
+pub struct AgentMetrics {
+    pub build_info: Family<AgentBuildLabels, Gauge>,
+    pub engine_runs: Counter,
+    pub compile_duration_seconds: HistogramFamily<ModeLabels>,
+    pub full_recomputes: Family<ReasonLabels, Counter>,
+    pub incremental_lflows: Counter,
+    pub flows: Family<TableLabels, Gauge>,
+    pub flow_mods: Counter,
+    pub bundle_messages: Histogram,
+    pub bundle_bytes: Histogram,
+    pub bundle_duration_seconds: Histogram,
+    pub bundle_failures: Counter,
+    pub sb_lag_seconds: Histogram,
+    pub port_claims: Counter,
+    pub port_releases: Counter,
+    pub bound_ports: Gauge,
+    pub rejected_lflows: Gauge,
+    pub rejected_flows: Counter,
+    pub bad_rows: Counter,
+    pub openflow_connected: Gauge,
+}
+
+impl Default for AgentMetrics {
+    fn default() -> Self {
+        Self {
+            build_info: Family::default(),
+            engine_runs: Counter::default(),
+            compile_duration_seconds: Family::new_with_constructor(duration_buckets),
+            full_recomputes: Family::default(),
+            incremental_lflows: Counter::default(),
+            flows: Family::default(),
+            flow_mods: Counter::default(),
+            bundle_messages: message_buckets(),
+            bundle_bytes: byte_buckets(),
+            bundle_duration_seconds: duration_buckets(),
+            bundle_failures: Counter::default(),
+            sb_lag_seconds: duration_buckets(),
+            port_claims: Counter::default(),
+            port_releases: Counter::default(),
+            bound_ports: Gauge::default(),
+            rejected_lflows: Gauge::default(),
+            rejected_flows: Counter::default(),
+            bad_rows: Counter::default(),
+            openflow_connected: Gauge::default(),
+        }
+    }
+}
+
+/// Every metric, and the registry that encodes them.
+#[derive(Debug)]
+pub struct Metrics {
+    pub ovn: OvnControllerMetrics,
+    pub agent: AgentMetrics,
+    registry: Registry,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let ovn = OvnControllerMetrics::default();
+        let agent = AgentMetrics::default();
+        let mut registry = Registry::default();
+        register_ovn_controller(&mut registry, &ovn);
+        register_agent(&mut registry, &agent);
+        ovn.build_info
+            .get_or_create(&BuildLabels {
+                version: crate::appctl::COMPATIBLE_OVN_VERSION.to_owned(),
+                // The agent does not use the Open vSwitch library.
+                ovs_lib_version: String::new(),
+            })
+            .set(1);
+        agent
+            .build_info
+            .get_or_create(&AgentBuildLabels {
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+            })
+            .set(1);
+        Self {
+            ovn,
+            agent,
+            registry,
+        }
+    }
+
+    /// Every metric in the OpenMetrics text format ([`CONTENT_TYPE`]).
+    pub fn encode(&self) -> String {
+        let mut out = String::with_capacity(8 * 1024);
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+// Help texts get a final "." from the registry.
+
+fn register_ovn_controller(r: &mut Registry, m: &OvnControllerMetrics) {
+    r.register(
+        "ovn_controller_build_info",
+        "A metric with a constant '1' value labeled by version and library from which ovn \
+         binaries were built (version: the ovn-controller release the agent is compatible with)",
+        m.build_info.clone(),
+    );
+    r.register(
+        "ovn_controller_southbound_database_connected",
+        "Specifies if OVN controller is connected to OVN southbound database (1) or not (0)",
+        m.southbound_database_connected.clone(),
+    );
+    r.register(
+        "ovn_controller_integration_bridge_openflow",
+        "The total number of OpenFlow flows in the integration bridge (the flows the agent \
+         keeps there; equal to the switch's once the last bundle is confirmed)",
+        m.integration_bridge_openflow.clone(),
+    );
+    r.register(
+        "ovn_controller_integration_bridge_patch_ports",
+        "Captures the number of patch ports that connect br-int OVS bridge to physical OVS \
+         bridge and br-local OVS bridge",
+        m.integration_bridge_patch_ports.clone(),
+    );
+    r.register(
+        "ovn_controller_integration_bridge_geneve_ports",
+        "Captures the number of geneve ports that are on br-int OVS bridge",
+        m.integration_bridge_geneve_ports.clone(),
+    );
+    r.register(
+        "ovn_controller_remote_probe_interval_seconds",
+        "The inactivity probe interval of the connection to the OVN SB DB (the one in use: \
+         5 when unset, 0 for unix: remotes)",
+        m.remote_probe_interval_seconds.clone(),
+    );
+    r.register(
+        "ovn_controller_openflow_probe_interval_seconds",
+        "The inactivity probe interval of the OpenFlow connection to the OpenvSwitch \
+         integration bridge",
+        m.openflow_probe_interval_seconds.clone(),
+    );
+    r.register(
+        "ovn_controller_monitor_all",
+        "Specifies if ovn-controller should monitor all records of tables in OVN SB DB. If \
+         set to false, it will conditionally monitor the records that is needed in the \
+         current chassis. Values are false(0), true(1)",
+        m.monitor_all.clone(),
+    );
+    r.register(
+        "ovn_controller_encap_ip",
+        "A metric with a constant '1' value labeled by ipadress that specifies the \
+         encapsulation ip address configured on that node",
+        m.encap_ip.clone(),
+    );
+    r.register(
+        "ovn_controller_encap_type",
+        "A metric with a constant '1' value labeled by type that specifies the encapsulation \
+         type a chassis should use to connect to this node",
+        m.encap_type.clone(),
+    );
+    r.register(
+        "ovn_controller_sb_connection_method",
+        "A metric with a constant '1' value labeled by connection_method that specifies the \
+         ovn-remote value configured on that node",
+        m.sb_connection_method.clone(),
+    );
+    r.register(
+        "ovn_controller_bridge_mappings",
+        "A metric with a constant '1' value labeled by mapping that specifies list of \
+         key-value pairs that map a physical network name to a local ovs bridge that \
+         provides connectivity to that network",
+        m.bridge_mappings.clone(),
+    );
+    r.register(
+        "ovn_controller_lflow_run",
+        "Number of times ovn-controller has translated the Logical_Flow table in the OVN SB \
+         database into OpenFlow flows (full recomputes)",
+        m.lflow_run.clone(),
+    );
+}
+
+fn register_agent(r: &mut Registry, m: &AgentMetrics) {
+    r.register(
+        "ovn_agent_build_info",
+        "A metric with a constant '1' value labeled by the ovn-agent version",
+        m.build_info.clone(),
+    );
+    r.register(
+        "ovn_agent_engine_runs",
+        "Engine runs (each turn of the main loop that had something to look at)",
+        m.engine_runs.clone(),
+    );
+    r.register(
+        "ovn_agent_compile_duration_seconds",
+        "Duration of the engine runs that compiled flows: mode=full recompiled every owner, \
+         mode=incremental only the logical flows a change touched",
+        m.compile_duration_seconds.clone(),
+    );
+    r.register(
+        "ovn_agent_full_recomputes",
+        "Full recomputes (every flow compiled again), by the change that could not be \
+         handled incrementally",
+        m.full_recomputes.clone(),
+    );
+    r.register(
+        "ovn_agent_incremental_lflows",
+        "Logical flows compiled again one by one by incremental runs",
+        m.incremental_lflows.clone(),
+    );
+    r.register(
+        "ovn_agent_flows",
+        "OpenFlow flows the agent wants in the integration bridge, by table",
+        m.flows.clone(),
+    );
+    r.register(
+        "ovn_agent_flow_mods",
+        "Flow_mods sent to the switch",
+        m.flow_mods.clone(),
+    );
+    r.register(
+        "ovn_agent_bundle_messages",
+        "Messages (flow, group mods) per OpenFlow bundle sent to the switch",
+        m.bundle_messages.clone(),
+    );
+    r.register(
+        "ovn_agent_bundle_bytes",
+        "Encoded size of each OpenFlow bundle sent to the switch",
+        m.bundle_bytes.clone(),
+    );
+    r.register(
+        "ovn_agent_bundle_duration_seconds",
+        "Time from sending an OpenFlow bundle to the switch's confirmation (barrier reply \
+         or refusal)",
+        m.bundle_duration_seconds.clone(),
+    );
+    r.register(
+        "ovn_agent_bundle_failures",
+        "Bundles the switch refused or that were lost with the connection",
+        m.bundle_failures.clone(),
+    );
+    r.register(
+        "ovn_agent_sb_lag_seconds",
+        "Time from the engine run that first saw a Southbound change to the confirmed bundle \
+         that carries its flows (changes that alter no flow are not counted)",
+        m.sb_lag_seconds.clone(),
+    );
+    r.register(
+        "ovn_agent_port_claims",
+        "Port_Bindings this chassis started to bind (claims) since the agent started",
+        m.port_claims.clone(),
+    );
+    r.register(
+        "ovn_agent_port_releases",
+        "Port_Bindings this chassis stopped binding (released, or deleted from the \
+         Southbound database) since the agent started",
+        m.port_releases.clone(),
+    );
+    r.register(
+        "ovn_agent_bound_ports",
+        "Port_Bindings bound to this chassis now",
+        m.bound_ports.clone(),
+    );
+    r.register(
+        "ovn_agent_rejected_lflows",
+        "Logical flows left out now: they did not compile, or the switch refused their flows",
+        m.rejected_lflows.clone(),
+    );
+    r.register(
+        "ovn_agent_rejected_flows",
+        "OpenFlow flows left out because they could not be encoded or the switch refused them",
+        m.rejected_flows.clone(),
+    );
+    r.register(
+        "ovn_agent_bad_rows",
+        "Unusable database rows and logical flows (logged, counted and skipped)",
+        m.bad_rows.clone(),
+    );
+    r.register(
+        "ovn_agent_openflow_connected",
+        "Whether the OpenFlow connection to the integration bridge is up (1) or not (0)",
+        m.openflow_connected.clone(),
+    );
+}
+
+#[cfg(test)]
+mod tests;
