@@ -115,6 +115,14 @@ async fn serve(
     vlog: Vlog,
     process: &mut DaemonProcess,
 ) -> anyhow::Result<ExitCode> {
+    // First: a bad --metrics address stops the start before anything else is set up.
+    let (metrics, metrics_task) = match config.metrics {
+        Some(addr) => {
+            let (metrics, task) = start_metrics(addr).await?;
+            (Some(metrics), Some(task))
+        }
+        None => (None, None),
+    };
     let mut signals = ShutdownSignals::new().context("cannot handle signals")?;
     tracing::info!(target: "main", "OVN internal version is : [{}]", agent::appctl::internal_version());
     let mut commands = CommandRegistry::new();
@@ -143,13 +151,6 @@ async fn serve(
         }
         let _ = stop_tx.send(()).await;
     });
-    let (metrics, metrics_task) = match config.metrics {
-        Some(addr) => {
-            let (metrics, task) = start_metrics(addr).await?;
-            (Some(metrics), Some(task))
-        }
-        None => (None, None),
-    };
     let loop_config = LoopConfig {
         ovs_remote: config.ovs_remote.clone(),
         ovs_rundir: config.dirs.ovs_rundir.clone(),

@@ -222,82 +222,78 @@ impl Metrics {
 // Help texts get a final "." from the registry.
 
 fn register_ovn_controller(r: &mut Registry, m: &OvnControllerMetrics) {
+    // Names and types as ovn-kubernetes exports them for ovn-controller; help in our words.
     r.register(
         "ovn_controller_build_info",
-        "A metric with a constant '1' value labeled by version and library from which ovn \
-         binaries were built (version: the ovn-controller release the agent is compatible with)",
+        "Always 1; version is the ovn-controller release the agent is compatible with, \
+         ovs_lib_version is empty (the agent does not use the Open vSwitch library)",
         m.build_info.clone(),
     );
     r.register(
         "ovn_controller_southbound_database_connected",
-        "Specifies if OVN controller is connected to OVN southbound database (1) or not (0)",
+        "1 while connected to the OVN Southbound database, else 0",
         m.southbound_database_connected.clone(),
     );
     r.register(
         "ovn_controller_integration_bridge_openflow",
-        "The total number of OpenFlow flows in the integration bridge (the flows the agent \
-         keeps there; equal to the switch's once the last bundle is confirmed)",
+        "OpenFlow flows the agent keeps in the integration bridge (what the switch has once \
+         the last bundle is confirmed; a counter, as ovn-kubernetes types it, that also goes \
+         down)",
         m.integration_bridge_openflow.clone(),
     );
     r.register(
         "ovn_controller_integration_bridge_patch_ports",
-        "Captures the number of patch ports that connect br-int OVS bridge to physical OVS \
-         bridge and br-local OVS bridge",
+        "Patch interfaces whose name contains the integration bridge's (both ends of each \
+         link between it and another bridge, as ovn-kubernetes counts them)",
         m.integration_bridge_patch_ports.clone(),
     );
     r.register(
         "ovn_controller_integration_bridge_geneve_ports",
-        "Captures the number of geneve ports that are on br-int OVS bridge",
+        "Geneve tunnel interfaces in the local Open vSwitch database",
         m.integration_bridge_geneve_ports.clone(),
     );
     r.register(
         "ovn_controller_remote_probe_interval_seconds",
-        "The inactivity probe interval of the connection to the OVN SB DB (the one in use: \
-         5 when unset, 0 for unix: remotes)",
+        "Inactivity probe interval of the Southbound connection in use (5 unless \
+         ovn-remote-probe-interval says otherwise, 0 for unix: remotes)",
         m.remote_probe_interval_seconds.clone(),
     );
     r.register(
         "ovn_controller_openflow_probe_interval_seconds",
-        "The inactivity probe interval of the OpenFlow connection to the OpenvSwitch \
-         integration bridge",
+        "Inactivity probe interval of the OpenFlow connection to the integration bridge \
+         (0: off)",
         m.openflow_probe_interval_seconds.clone(),
     );
     r.register(
         "ovn_controller_monitor_all",
-        "Specifies if ovn-controller should monitor all records of tables in OVN SB DB. If \
-         set to false, it will conditionally monitor the records that is needed in the \
-         current chassis. Values are false(0), true(1)",
+        "1 if ovn-monitor-all asks for every Southbound row, 0 if only the rows this chassis \
+         needs are monitored",
         m.monitor_all.clone(),
     );
     r.register(
         "ovn_controller_encap_ip",
-        "A metric with a constant '1' value labeled by ipadress that specifies the \
-         encapsulation ip address configured on that node",
+        "Always 1, labelled by ovn-encap-ip",
         m.encap_ip.clone(),
     );
     r.register(
         "ovn_controller_encap_type",
-        "A metric with a constant '1' value labeled by type that specifies the encapsulation \
-         type a chassis should use to connect to this node",
+        "Always 1, labelled by ovn-encap-type",
         m.encap_type.clone(),
     );
     r.register(
         "ovn_controller_sb_connection_method",
-        "A metric with a constant '1' value labeled by connection_method that specifies the \
-         ovn-remote value configured on that node",
+        "Always 1, labelled by the ovn-remote in use",
         m.sb_connection_method.clone(),
     );
     r.register(
         "ovn_controller_bridge_mappings",
-        "A metric with a constant '1' value labeled by mapping that specifies list of \
-         key-value pairs that map a physical network name to a local ovs bridge that \
-         provides connectivity to that network",
+        "Always 1, labelled by ovn-bridge-mappings (physical network to bridge)",
         m.bridge_mappings.clone(),
     );
     r.register(
         "ovn_controller_lflow_run",
-        "Number of times ovn-controller has translated the Logical_Flow table in the OVN SB \
-         database into OpenFlow flows (full recomputes)",
+        "Full translations of the Logical_Flow table into OpenFlow (ovn-controller's \
+         lflow_run coverage counter; a gauge, as ovn-kubernetes types it)",
         m.lflow_run.clone(),
     );
 }

@@ -54,7 +54,7 @@ impl Default for ServerLimits {
 /// Why the endpoint could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum MetricsError {
-    #[error("cannot listen for metrics on {addr}: {source}")]
+    #[error("cannot listen for metrics on {addr}")]
     Bind {
         addr: SocketAddr,
         #[source]
