@@ -125,10 +125,6 @@ impl Observer {
         }
     }
 
-    pub fn metrics(&self) -> &Arc<Metrics> {
-        &self.metrics
-    }
-
     /// After an engine run that started at `started`; `put` is what it asked the switch to
     /// apply, if anything.
     pub fn after_run(&mut self, engine: &Engine, put: Option<PutSent>, started: Instant) {
