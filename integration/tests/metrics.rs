@@ -228,8 +228,15 @@ fn scraped_metrics_match_the_switch_and_the_databases() {
         sample(&s, "ovn_controller_encap_type", &[("type", "geneve")]),
         Some(1.0)
     );
-    // Every full recompute is counted under its reason; lflow_run counts them too.
+    // lflow_run is the coverage counter ovn-appctl reads; every full recompute is also
+    // counted under its reason.
     let lflow_run = number(&s, "ovn_controller_lflow_run");
+    let read = hv1
+        .controller_appctl(&["coverage/read-counter", "lflow_run"])
+        .unwrap();
+    assert_eq!(read.trim().parse::<u64>().ok(), Some(lflow_run));
+    assert!(number(&s, "ovn_controller_flow_generation_total_samples") >= 1);
+    assert!(number(&s, "ovn_controller_flow_installation_total_samples") >= 1);
     assert!(lflow_run >= 1);
     assert_eq!(total(&s, "ovn_agent_full_recomputes_total"), lflow_run);
     let reasons: Vec<String> = s

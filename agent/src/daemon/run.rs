@@ -281,7 +281,8 @@ pub async fn run(
             &reasons_before,
         );
         if let Some(m) = metrics.as_mut() {
-            m.after_run(&engine, actions.put.as_ref().map(Into::into), now);
+            let put = actions.put.as_ref().map(Into::into);
+            m.after_run(&engine, put, now, &control.stopwatches);
         }
         if let (Some(txn), false, Some(s)) = (actions.sb_txn, sb_busy, sb.as_ref()) {
             sb_busy = true;

@@ -98,8 +98,32 @@ fn byte_buckets() -> Histogram {
     Histogram::new(exponential_buckets(64.0, 4.0, 12))
 }
 
-/// The metrics of ovn-kubernetes' ovn-controller exporter that the agent can fill.
+/// The `stopwatch/show` stopwatches ovn-kubernetes exports, by its metric prefix.
+pub const STOPWATCHES: &[(&str, &str)] = &[
+    ("bfd_run", "bfd-run"),
+    ("ct_zone_commit", "ct-zone-commit"),
+    ("flow_generation", "flow-generation"),
+    ("flow_installation", "flow-installation"),
+    ("if_status_mgr_run", "if-status-mgr-run"),
+    ("if_status_mgr_update", "if-status-mgr-update"),
+    ("ofctrl_seqno_run", "ofctrl-seqno-run"),
+    ("patch_run", "patch-run"),
+    ("pinctrl_run", "pinctrl-run"),
+];
+
+/// One stopwatch as six gauges (milliseconds, as `stopwatch/show` prints them).
 #[derive(Debug, Default)]
+pub struct StopwatchGauges {
+    pub total_samples: Gauge,
+    pub maximum: Gauge,
+    pub minimum: Gauge,
+    pub percentile_95: FloatGauge,
+    pub short_term_avg: FloatGauge,
+    pub long_term_avg: FloatGauge,
+}
+
+/// The metrics of ovn-kubernetes' ovn-controller exporter that the agent can fill.
+#[derive(Debug)]
 pub struct OvnControllerMetrics {
     pub build_info: Family<BuildLabels, Gauge>,
     pub southbound_database_connected: Gauge,
@@ -117,6 +141,32 @@ pub struct OvnControllerMetrics {
     pub bridge_mappings: Family<MappingLabels, Gauge>,
     /// The `lflow_run` coverage counter: full translations of the Logical_Flow table.
     pub lflow_run: Gauge,
+    /// By stopwatch name ([`STOPWATCHES`] order).
+    pub stopwatches: Vec<(&'static str, StopwatchGauges)>,
+}
+
+impl Default for OvnControllerMetrics {
+    fn default() -> Self {
+        Self {
+            build_info: Family::default(),
+            southbound_database_connected: Gauge::default(),
+            integration_bridge_openflow: Counter::default(),
+            integration_bridge_patch_ports: Gauge::default(),
+            integration_bridge_geneve_ports: Gauge::default(),
+            remote_probe_interval_seconds: FloatGauge::default(),
+            openflow_probe_interval_seconds: Gauge::default(),
+            monitor_all: Gauge::default(),
+            encap_ip: Family::default(),
+            encap_type: Family::default(),
+            sb_connection_method: Family::default(),
+            bridge_mappings: Family::default(),
+            lflow_run: Gauge::default(),
+            stopwatches: STOPWATCHES
+                .iter()
+                .map(|(_, name)| (*name, StopwatchGauges::default()))
+                .collect(),
+        }
+    }
 }
 
 /// The agent's own metrics.
@@ -296,6 +346,40 @@ fn register_ovn_controller(r: &mut Registry, m: &OvnControllerMetrics) {
          lflow_run coverage counter; a gauge, as ovn-kubernetes types it)",
         m.lflow_run.clone(),
     );
+    for ((prefix, name), (_, g)) in STOPWATCHES.iter().zip(&m.stopwatches) {
+        let metric = |what: &str| format!("ovn_controller_{prefix}_{what}");
+        let help = |what: &str| format!("{what} of the {name} stopwatch (stopwatch/show)");
+        r.register(
+            metric("total_samples"),
+            help("Samples"),
+            g.total_samples.clone(),
+        );
+        r.register(
+            metric("maximum"),
+            help("Longest sample in ms"),
+            g.maximum.clone(),
+        );
+        r.register(
+            metric("minimum"),
+            help("Shortest sample in ms"),
+            g.minimum.clone(),
+        );
+        r.register(
+            metric("95th_percentile"),
+            help("95th percentile in ms"),
+            g.percentile_95.clone(),
+        );
+        r.register(
+            metric("short_term_avg"),
+            help("Short-term moving average in ms"),
+            g.short_term_avg.clone(),
+        );
+        r.register(
+            metric("long_term_avg"),
+            help("Long-term moving average in ms"),
+            g.long_term_avg.clone(),
+        );
+    }
 }
 
 fn register_agent(r: &mut Registry, m: &AgentMetrics) {

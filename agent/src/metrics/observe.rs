@@ -22,6 +22,7 @@ use super::{
 use crate::engine::core::Engine;
 use crate::ofctrl::conn::Put;
 use crate::owner::Owner;
+use crate::stopwatch::Stopwatches;
 
 /// What the loop sent to the switch after a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,9 +127,16 @@ impl Observer {
     }
 
     /// After an engine run that started at `started`; `put` is what it asked the switch to
-    /// apply, if anything.
-    pub fn after_run(&mut self, engine: &Engine, put: Option<PutSent>, started: Instant) {
+    /// apply, if anything; `stopwatches` are the loop's.
+    pub fn after_run(
+        &mut self,
+        engine: &Engine,
+        put: Option<PutSent>,
+        started: Instant,
+        stopwatches: &Stopwatches,
+    ) {
         let took = started.elapsed();
+        self.stopwatches(stopwatches);
         self.counters(engine, took.as_secs_f64());
         self.flows(engine);
         self.bindings(engine);
@@ -198,7 +206,7 @@ impl Observer {
         seen.full_recomputes = s.full_recomputes;
         m.ovn
             .lflow_run
-            .set(i64::try_from(s.full_recomputes).unwrap_or(i64::MAX));
+            .set(i64::try_from(crate::coverage::LFLOW_RUN.total()).unwrap_or(i64::MAX));
         advance(&m.agent.engine_runs, &mut seen.runs, s.runs);
         advance(
             &m.agent.incremental_lflows,
@@ -225,6 +233,24 @@ impl Observer {
                 });
                 advance(&counter, last, *n);
             }
+        }
+    }
+
+    fn stopwatches(&mut self, watches: &Stopwatches) {
+        for (name, g) in &self.metrics.ovn.stopwatches {
+            let Some(w) = watches.get(name) else {
+                continue;
+            };
+            let (short, long) = w.averages();
+            g.total_samples
+                .set(i64::try_from(w.samples()).unwrap_or(i64::MAX));
+            g.maximum
+                .set(i64::try_from(w.maximum()).unwrap_or(i64::MAX));
+            g.minimum
+                .set(i64::try_from(w.minimum()).unwrap_or(i64::MAX));
+            g.percentile_95.set(w.percentile_95());
+            g.short_term_avg.set(short);
+            g.long_term_avg.set(long);
         }
     }
 

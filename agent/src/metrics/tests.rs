@@ -15,6 +15,7 @@ use crate::engine::core::{Engine, EngineOptions};
 use crate::lflow::of::{Flow, FlowMatch};
 use crate::owner::Owner;
 use crate::runtime::BindingKind;
+use crate::stopwatch::Stopwatches;
 
 fn parse(text: &str) -> Scrape {
     Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).expect("parsable exposition")
@@ -81,7 +82,7 @@ fn every_family_is_exposed_with_its_type() {
     engine.flows.replace(lflow(1), vec![flow(3, 1)]);
     engine.stats.full_recomputes = 1;
     engine.stats.recompute_reasons.insert("start".to_owned(), 1);
-    observer.after_run(&engine, None, Instant::now());
+    observer.after_run(&engine, None, Instant::now(), &Stopwatches::default());
     let text = metrics.encode();
     let types = types(&text);
     let expected = [
@@ -118,9 +119,28 @@ fn every_family_is_exposed_with_its_type() {
         ("ovn_agent_bad_rows", "counter"),
         ("ovn_agent_openflow_connected", "gauge"),
     ];
+    let stopwatch_gauges: Vec<String> = STOPWATCHES
+        .iter()
+        .flat_map(|(prefix, _)| {
+            [
+                "total_samples",
+                "maximum",
+                "minimum",
+                "95th_percentile",
+                "short_term_avg",
+                "long_term_avg",
+            ]
+            .map(|what| format!("ovn_controller_{prefix}_{what}"))
+        })
+        .collect();
     let expected: BTreeMap<String, String> = expected
         .iter()
         .map(|(n, t)| ((*n).to_owned(), (*t).to_owned()))
+        .chain(
+            stopwatch_gauges
+                .into_iter()
+                .map(|n| (n, "gauge".to_owned())),
+        )
         .collect();
     assert_eq!(types, expected);
     assert!(
@@ -224,7 +244,7 @@ fn engine_state_becomes_metrics() {
             .bound
             .insert(Uuid::from_u128(n), BindingKind::Claimed);
     }
-    observer.after_run(&engine, None, Instant::now());
+    observer.after_run(&engine, None, Instant::now(), &Stopwatches::default());
     let s = parse(&metrics.encode());
     assert_eq!(value(&s, "ovn_agent_flows", &[("table", "3")]), Some(2.0));
     assert_eq!(value(&s, "ovn_agent_flows", &[("table", "40")]), Some(1.0));
@@ -247,7 +267,6 @@ fn engine_state_becomes_metrics() {
         ),
         Some(1.0)
     );
-    assert_eq!(value(&s, "ovn_controller_lflow_run", &[]), Some(1.0));
     assert_eq!(
         histogram(
             &s,
@@ -281,7 +300,7 @@ fn engine_state_becomes_metrics() {
         .recompute_reasons
         .insert("Chassis_Template_Var changed".to_owned(), 2);
     engine.sb_connected = false;
-    observer.after_run(&engine, None, Instant::now());
+    observer.after_run(&engine, None, Instant::now(), &Stopwatches::default());
     let s = parse(&metrics.encode());
     assert_eq!(value(&s, "ovn_agent_port_claims_total", &[]), Some(4.0));
     assert_eq!(value(&s, "ovn_agent_port_releases_total", &[]), Some(1.0));
@@ -311,7 +330,6 @@ fn engine_state_becomes_metrics() {
         ),
         Some(1.0)
     );
-    assert_eq!(value(&s, "ovn_controller_lflow_run", &[]), Some(3.0));
     assert_eq!(
         value(&s, "ovn_controller_southbound_database_connected", &[]),
         Some(0.0)
@@ -343,9 +361,14 @@ fn southbound_lag_runs_from_the_change_to_the_confirmed_put() {
     southbound_change(&mut engine, 1);
     engine.flows.replace(lflow(1), vec![flow(3, 1)]);
     // The first run sees the change, but the put waits (no switch yet): pending flows.
-    observer.after_run(&engine, None, Instant::now());
+    observer.after_run(&engine, None, Instant::now(), &Stopwatches::default());
     std::thread::sleep(Duration::from_millis(20));
-    observer.after_run(&engine, Some(put(1)), Instant::now());
+    observer.after_run(
+        &engine,
+        Some(put(1)),
+        Instant::now(),
+        &Stopwatches::default(),
+    );
     observer.after_put(&engine, 1, true);
     let waited = before_change.elapsed().as_secs_f64();
     let s = parse(&metrics.encode());
@@ -366,8 +389,13 @@ fn southbound_lag_runs_from_the_change_to_the_confirmed_put() {
     // A change that alters no flow (nothing pending, no put) is not a lag sample.
     engine.flows.commit();
     southbound_change(&mut engine, 2);
-    observer.after_run(&engine, None, Instant::now());
-    observer.after_run(&engine, Some(put(2)), Instant::now());
+    observer.after_run(&engine, None, Instant::now(), &Stopwatches::default());
+    observer.after_run(
+        &engine,
+        Some(put(2)),
+        Instant::now(),
+        &Stopwatches::default(),
+    );
     observer.after_put(&engine, 2, true);
     let s = parse(&metrics.encode());
     assert_eq!(histogram(&s, "ovn_agent_sb_lag_seconds", &[]).0, 1.0);
@@ -378,11 +406,26 @@ fn southbound_lag_runs_from_the_change_to_the_confirmed_put() {
 
     // A refused put hands its change to the next one; a put lost with the connection too.
     southbound_change(&mut engine, 3);
-    observer.after_run(&engine, Some(put(3)), Instant::now());
+    observer.after_run(
+        &engine,
+        Some(put(3)),
+        Instant::now(),
+        &Stopwatches::default(),
+    );
     engine.stats.put_failures = 1;
     observer.after_put(&engine, 3, false);
-    observer.after_run(&engine, Some(put(4)), Instant::now());
-    observer.after_run(&engine, Some(put(5)), Instant::now());
+    observer.after_run(
+        &engine,
+        Some(put(4)),
+        Instant::now(),
+        &Stopwatches::default(),
+    );
+    observer.after_run(
+        &engine,
+        Some(put(5)),
+        Instant::now(),
+        &Stopwatches::default(),
+    );
     observer.after_put(&engine, 4, true);
     let s = parse(&metrics.encode());
     assert_eq!(
@@ -397,11 +440,41 @@ fn southbound_lag_runs_from_the_change_to_the_confirmed_put() {
 }
 
 #[test]
+fn coverage_and_stopwatches_are_exported_under_ovn_kubernetes_names() {
+    let (engine, mut observer, metrics) = observed();
+    let mut watches = Stopwatches::default();
+    watches.add("flow-generation", Duration::from_millis(4));
+    watches.add("flow-generation", Duration::from_millis(2));
+    watches.add("flow-installation", Duration::from_millis(7));
+    // Other tests' engines count into the same process-wide coverage counter.
+    crate::coverage::LFLOW_RUN.inc();
+    let before = crate::coverage::LFLOW_RUN.total();
+    observer.after_run(&engine, None, Instant::now(), &watches);
+    let after = crate::coverage::LFLOW_RUN.total();
+    let s = parse(&metrics.encode());
+    let lflow_run = value(&s, "ovn_controller_lflow_run", &[]).unwrap() as u64;
+    assert!((before..=after).contains(&lflow_run), "{lflow_run}");
+    let get = |name: &str| value(&s, name, &[]).unwrap_or_else(|| panic!("no {name}"));
+    assert_eq!(get("ovn_controller_flow_generation_total_samples"), 2.0);
+    assert_eq!(get("ovn_controller_flow_generation_maximum"), 4.0);
+    assert_eq!(get("ovn_controller_flow_generation_minimum"), 2.0);
+    assert_eq!(get("ovn_controller_flow_generation_95th_percentile"), 4.0);
+    assert_eq!(get("ovn_controller_flow_generation_short_term_avg"), 3.0);
+    assert_eq!(get("ovn_controller_flow_installation_total_samples"), 1.0);
+    assert_eq!(get("ovn_controller_flow_installation_long_term_avg"), 7.0);
+    for (prefix, _) in STOPWATCHES {
+        if !prefix.starts_with("flow_") {
+            assert_eq!(get(&format!("ovn_controller_{prefix}_total_samples")), 0.0);
+        }
+    }
+}
+
+#[test]
 fn chassis_configuration_is_labelled_as_ovn_kubernetes_labels_it() {
     let (mut engine, mut observer, metrics) = observed();
     let mut row = chassis_row(CHASSIS);
     configure(&mut engine, &row);
-    observer.after_run(&engine, None, Instant::now());
+    observer.after_run(&engine, None, Instant::now(), &Stopwatches::default());
     let s = parse(&metrics.encode());
     let one = |name: &str, label: &str, v: &str| value(&s, name, &[(label, v)]);
     assert_eq!(
@@ -438,7 +511,7 @@ fn chassis_configuration_is_labelled_as_ovn_kubernetes_labels_it() {
     row.external_ids
         .insert("ovn-encap-ip".to_owned(), "192.168.0.9".to_owned());
     configure(&mut engine, &row);
-    observer.after_run(&engine, None, Instant::now());
+    observer.after_run(&engine, None, Instant::now(), &Stopwatches::default());
     let s = parse(&metrics.encode());
     let ips: Vec<&str> = s
         .samples
