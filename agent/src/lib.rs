@@ -10,6 +10,7 @@ pub mod engine;
 pub mod hairpin;
 pub mod ids;
 pub mod lflow;
+pub mod metrics;
 pub mod neighbor;
 pub mod ofctrl;
 pub mod owner;

@@ -115,6 +115,14 @@ async fn serve(
     vlog: Vlog,
     process: &mut DaemonProcess,
 ) -> anyhow::Result<ExitCode> {
+    // First: a bad --metrics address stops the start before anything else is set up.
+    let (metrics, metrics_task) = match config.metrics {
+        Some(addr) => {
+            let (metrics, task) = start_metrics(addr).await?;
+            (Some(metrics), Some(task))
+        }
+        None => (None, None),
+    };
     let mut signals = ShutdownSignals::new().context("cannot handle signals")?;
     tracing::info!(target: "main", "OVN internal version is : [{}]", agent::appctl::internal_version());
     let mut commands = CommandRegistry::new();
@@ -153,6 +161,7 @@ async fn serve(
             hostname: hostname(),
             threads: 0,
         },
+        metrics,
     };
     let result = run(loop_config, requests, stop_rx, || {
         if let Err(e) = process.ready() {
@@ -161,6 +170,9 @@ async fn serve(
     })
     .await;
     server.shutdown().await;
+    if let Some(task) = metrics_task {
+        task.abort();
+    }
     match result {
         Ok(exit) => {
             tracing::info!(target: "main", "exiting ({exit:?})");
@@ -169,6 +181,22 @@ async fn serve(
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// `--metrics`: listens on `addr` (a failure is a startup error) and serves the metrics
+/// from a task of its own.
+async fn start_metrics(
+    addr: std::net::SocketAddr,
+) -> anyhow::Result<(
+    std::sync::Arc<agent::metrics::Metrics>,
+    tokio::task::JoinHandle<()>,
+)> {
+    let server = agent::metrics::MetricsServer::bind(addr).await?;
+    let local = server.local_addr();
+    let metrics = std::sync::Arc::new(agent::metrics::Metrics::new());
+    let task = server.spawn(metrics.clone(), agent::metrics::ServerLimits::default());
+    tracing::info!(target: "main", "serving metrics on http://{local}/metrics");
+    Ok((metrics, task))
 }
 
 /// This host's name, for `Chassis.hostname`.

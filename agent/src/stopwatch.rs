@@ -82,6 +82,26 @@ impl Stopwatch {
         self.samples
     }
 
+    /// Longest sample, in ms.
+    pub fn maximum(&self) -> u64 {
+        self.max
+    }
+
+    /// Shortest sample, in ms.
+    pub fn minimum(&self) -> u64 {
+        self.min
+    }
+
+    /// 95th percentile, in ms.
+    pub fn percentile_95(&self) -> f64 {
+        self.percentile
+    }
+
+    /// Short- and long-term moving averages, in ms.
+    pub fn averages(&self) -> (f64, f64) {
+        (self.short_term, self.long_term)
+    }
+
     fn print(&self, name: &str, out: &mut String) {
         let _ = writeln!(out, "Statistics for '{name}'");
         let _ = writeln!(out, "  Total samples: {}", self.samples);

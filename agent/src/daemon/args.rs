@@ -6,6 +6,7 @@
 //! as the database argument. Unambiguous long option prefixes are accepted, as getopt does.
 
 use std::ffi::OsString;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use super::program::{abs_file_name, Dirs, Program};
@@ -141,6 +142,9 @@ pub struct DaemonArgs {
     /// OpenFlow table numbering: classic (default) or ovn-23.03.
     #[arg(long, value_name = "LAYOUT", value_parser = parse_table_layout, allow_hyphen_values = true)]
     pub table_layout: Option<String>,
+    /// Serve Prometheus metrics on http://ADDR:PORT/metrics (off unless given).
+    #[arg(long, value_name = "ADDR:PORT", value_parser = parse_metrics_address, allow_hyphen_values = true)]
+    pub metrics: Option<SocketAddr>,
 
     /// Print the version and exit.
     #[arg(short = 'V', long = "version")]
@@ -158,6 +162,12 @@ fn parse_table_layout(name: &str) -> Result<String, String> {
             "unknown table layout {name:?} (classic, ovn-23.03)"
         )),
     }
+}
+
+fn parse_metrics_address(text: &str) -> Result<SocketAddr, String> {
+    text.parse().map_err(|_| {
+        format!("{text:?} is not ADDR:PORT (for example 127.0.0.1:9476 or [::1]:9476)")
+    })
 }
 
 /// What the command line asks for.
@@ -207,6 +217,7 @@ const SEPARATE_VALUE_OPTIONS: &[&str] = &[
     "--ssl-ciphers",
     "--unixctl",
     "--table-layout",
+    "--metrics",
 ];
 
 /// Rewrites `-vSPEC` as `--verbose=SPEC` (and `-v` as `--verbose`): getopt gives a short
@@ -273,6 +284,8 @@ pub struct DaemonConfig {
     pub enable_dummy_vif_plug: bool,
     /// `--table-layout`, if given (else external_ids or the default decide).
     pub table_layout: Option<TableLayout>,
+    /// `--metrics`: where to serve Prometheus metrics.
+    pub metrics: Option<SocketAddr>,
 }
 
 impl DaemonConfig {
@@ -333,6 +346,7 @@ impl DaemonConfig {
                 .map(|path| abs_file_name(rundir, Path::new(path), cwd)),
             enable_dummy_vif_plug: args.enable_dummy_vif_plug,
             table_layout: args.table_layout.as_deref().and_then(TableLayout::by_name),
+            metrics: args.metrics,
         }
     }
 

@@ -66,6 +66,8 @@ pub struct LoopConfig {
     pub engine: EngineOptions,
     /// Program name (`ovn-controller` or `ovn-agent`) for `version`.
     pub program: String,
+    /// `--metrics`: the metrics the loop keeps up to date.
+    pub metrics: Option<std::sync::Arc<crate::metrics::Metrics>>,
 }
 
 pub use crate::appctl::AppctlRequest as Request;
@@ -130,6 +132,7 @@ pub async fn run(
     let mut control = commands::Control::default();
     let mut next_coverage_sample = Instant::now();
     let mut put_sent_at: Option<Instant> = None;
+    let mut metrics = cfg.metrics.clone().map(crate::metrics::Observer::new);
     ready();
     loop {
         let mut changed = false;
@@ -158,7 +161,9 @@ pub async fn run(
                         if let Err(e) = &result {
                             tracing::warn!(target: "ofctrl", "put {seq}: {e}");
                         }
+                        let ok = result.is_ok();
                         engine.put_done(seq, result);
+                        if let Some(m) = metrics.as_mut() { m.after_put(&engine, seq, ok); }
                     }
                     None => { of = None; engine.of_disconnected(); }
                 }
@@ -275,6 +280,10 @@ pub async fn run(
             control.compute_log_timeout.unwrap_or(SLOW_RUN),
             &reasons_before,
         );
+        if let Some(m) = metrics.as_mut() {
+            let put = actions.put.as_ref().map(Into::into);
+            m.after_run(&engine, put, now, &control.stopwatches);
+        }
         if let (Some(txn), false, Some(s)) = (actions.sb_txn, sb_busy, sb.as_ref()) {
             sb_busy = true;
             crate::coverage::SB_TXN.inc();

@@ -211,6 +211,9 @@ pub struct FlowTable {
     duplicates: usize,
     /// Keys with an effective flow.
     wanted: usize,
+    /// The same, by OpenFlow table (index = table id), kept as keys come and go so that
+    /// per-table counts cost nothing to read.
+    wanted_by_table: Vec<usize>,
 }
 
 /// The desired-flow side is what most callers use.
@@ -372,6 +375,11 @@ impl FlowTable {
                 self.duplicates += 1;
             } else {
                 self.wanted += 1;
+                let table = usize::from(e.table);
+                if self.wanted_by_table.len() <= table {
+                    self.wanted_by_table.resize(table + 1, 0);
+                }
+                self.wanted_by_table[table] += 1;
             }
             e.remerge();
             ids.push(id);
@@ -418,6 +426,7 @@ impl FlowTable {
             }
             if e.contribs.is_empty() {
                 self.wanted -= 1;
+                self.wanted_by_table[usize::from(e.table)] -= 1;
             } else {
                 self.duplicates = self.duplicates.saturating_sub(1);
             }
@@ -491,6 +500,12 @@ impl FlowTable {
 
     pub fn is_empty(&self) -> bool {
         self.wanted == 0
+    }
+
+    /// Keys with an effective flow by OpenFlow table: entry `t` counts table `t` (tables
+    /// past the end have none). Kept up to date as flows come and go.
+    pub fn len_by_table(&self) -> &[usize] {
+        &self.wanted_by_table
     }
 
     /// Contributions currently hidden behind another owner's flow for the same key.
@@ -841,5 +856,37 @@ mod tests {
         d.commit();
         assert_eq!(ops(&d), []);
         assert_eq!(d.len(), 2);
+    }
+
+    #[test]
+    fn per_table_counts_follow_the_effective_flows() {
+        let in_table = |table: u8, cookie: u64| {
+            let mut f = flow(cookie, vec![resubmit(9)]);
+            f.table = table;
+            f
+        };
+        let counted = |d: &FlowTable| {
+            let mut by_table = vec![0usize; d.len_by_table().len()];
+            for f in d.iter() {
+                by_table[usize::from(f.table)] += 1;
+            }
+            by_table
+        };
+        let mut d = FlowTable::new();
+        d.replace(lf(1), vec![in_table(3, 1), in_table(40, 1)]);
+        // Same key as lf(1)'s table-3 flow: a duplicate, not a second flow.
+        d.replace(lf(2), vec![in_table(3, 2), in_table(200, 2)]);
+        assert_eq!(d.len_by_table()[3], 1);
+        assert_eq!(d.len_by_table()[40], 1);
+        assert_eq!(d.len_by_table()[200], 1);
+        assert_eq!(d.len_by_table(), counted(&d));
+        d.remove(lf(1));
+        assert_eq!(d.len_by_table()[3], 1, "lf(2) still wants the table-3 key");
+        assert_eq!(d.len_by_table()[40], 0);
+        d.replace(lf(2), vec![in_table(0, 3)]);
+        assert_eq!(d.len_by_table(), counted(&d));
+        assert_eq!(d.len_by_table().iter().sum::<usize>(), d.len());
+        d.remove(lf(2));
+        assert!(d.len_by_table().iter().all(|n| *n == 0));
     }
 }

@@ -261,3 +261,40 @@ fn compile_stays_a_subcommand() {
         "compile needs --sb"
     );
 }
+
+#[test]
+fn metrics_takes_an_address_and_is_off_by_default() {
+    assert_eq!(resolve(OVN_CTL_ARGV).metrics, None);
+    let attached = resolve(&["ovn-controller", "--metrics=127.0.0.1:9476", "--monitor"]);
+    assert_eq!(attached.metrics, Some("127.0.0.1:9476".parse().unwrap()));
+    assert!(
+        attached.monitor,
+        "--monitor (and its prefix --mon) still parse"
+    );
+    let separate = resolve(&["ovn-controller", "--metrics", "[::1]:9476", "--mon"]);
+    assert_eq!(separate.metrics, Some("[::1]:9476".parse().unwrap()));
+    assert!(separate.monitor);
+    assert_eq!(
+        resolve(&["ovn-controller", "--metrics", "0.0.0.0:1", "unix:/db.sock"]).ovs_remote,
+        "unix:/db.sock"
+    );
+}
+
+#[test]
+fn a_bad_metrics_address_is_a_usage_error() {
+    for bad in [
+        "localhost",
+        "127.0.0.1",
+        "127.0.0.1:http",
+        ":9476",
+        "1.2.3.4:99999",
+    ] {
+        let arg = format!("--metrics={bad}");
+        let error = parse_invocation(&argv(&["ovn-controller", &arg])).unwrap_err();
+        let text = error.render().to_string();
+        assert!(
+            error.use_stderr() && text.contains("is not ADDR:PORT"),
+            "{bad}: {text}"
+        );
+    }
+}
