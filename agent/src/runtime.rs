@@ -111,6 +111,11 @@ pub struct Runtime {
     /// `tun_metadataN` holding OVN's Geneve option (negotiated with the switch); `None`
     /// when Geneve is unavailable.
     pub geneve_field: Option<u8>,
+    /// The `tun_metadataN` holding ovn-agent's pkt.mark option.
+    pub mark_field: Option<u8>,
+    /// Remote chassis to and from which pkt.mark is carried (both ends have
+    /// `ovn-agent-tunnel-pkt-mark`); empty when this chassis has it off.
+    pub pkt_mark_peers: std::collections::BTreeSet<String>,
     /// Debug drop sampling: `Some` when `SB_Global options:debug_drop_collector_set` is a
     /// nonzero id and br-int has a `Flow_Sample_Collector_Set` row with that `id` (and
     /// `bridge` br-int); `obs_domain_id` is `SB_Global options:debug_drop_domain_id`

@@ -152,7 +152,7 @@ pub async fn run(
             }
             ev = async { match of.as_mut() { Some((_, c)) => c.events.recv().await, None => std::future::pending().await } } => {
                 match ev {
-                    Some(OfEvent::Connected { session, geneve_field, dump }) => engine.of_connected(session, geneve_field, dump),
+                    Some(OfEvent::Connected { session, fields, dump }) => engine.of_connected(session, fields, dump),
                     Some(OfEvent::Disconnected) => engine.of_disconnected(),
                     Some(OfEvent::PutDone { seq, result }) => {
                         if let Some(at) = put_sent_at.take() {

@@ -55,6 +55,9 @@ pub fn other_config(
     for (k, v) in FEATURES {
         m.insert(k.into(), v.into());
     }
+    if cfg.tunnel_pkt_mark {
+        m.insert(super::config::TUNNEL_PKT_MARK.into(), "true".into());
+    }
     m
 }
 
@@ -185,6 +188,10 @@ pub fn sync(
                 .collect();
             let before = merged.clone();
             merged.extend(other.iter().map(|(k, v)| (k.clone(), v.clone())));
+            // Our own capability goes when it is turned off (it is ours to withdraw).
+            if !other.contains_key(super::config::TUNNEL_PKT_MARK) {
+                merged.remove(super::config::TUNNEL_PKT_MARK);
+            }
             if merged != before {
                 cols = cols.set("other_config", map_datum(&merged));
                 txn.wait_unchanged(*uuid, ch, &["other_config"]);

@@ -41,6 +41,9 @@ pub struct ChassisConfig {
     /// physical network name to bridge name.
     pub bridge_mappings: BTreeMap<String, String>,
     pub monitor_all: bool,
+    /// `external_ids:ovn-agent-tunnel-pkt-mark=true`: carry pkt.mark across Geneve tunnels
+    /// to and from chassis that advertise the same.
+    pub tunnel_pkt_mark: bool,
     /// SB inactivity probe in ms (`None`: ovn-controller's default, 5000, 0 for unix:).
     pub remote_probe_ms: Option<u64>,
     /// br-int OpenFlow inactivity probe in seconds (0: off).
@@ -55,6 +58,10 @@ pub struct ChassisConfig {
 }
 
 /// Reads key `k`, preferring `k-<system_id>`.
+/// The key that turns the pkt.mark capability on (in `Open_vSwitch:external_ids`, with the
+/// usual per-chassis override) and advertises it (in `Chassis:other_config`).
+pub const TUNNEL_PKT_MARK: &str = "ovn-agent-tunnel-pkt-mark";
+
 fn get<'a>(ids: &'a BTreeMap<String, String>, system_id: &str, k: &str) -> Option<&'a str> {
     ids.get(&format!("{k}-{system_id}"))
         .or_else(|| ids.get(k))
@@ -132,6 +139,7 @@ impl ChassisConfig {
             bridge: g("ovn-bridge").unwrap_or("br-int").to_owned(),
             bridge_mappings: parse_bridge_mappings(g("ovn-bridge-mappings").unwrap_or_default()),
             monitor_all: truthy("ovn-monitor-all"),
+            tunnel_pkt_mark: truthy(TUNNEL_PKT_MARK),
             remote_probe_ms: g("ovn-remote-probe-interval").and_then(|v| v.parse().ok()),
             openflow_probe_s: g("ovn-openflow-probe-interval")
                 .and_then(|v| v.parse().ok())

@@ -436,11 +436,17 @@ impl Engine {
     }
 
     /// A new OpenFlow session with what the switch has.
-    pub fn of_connected(&mut self, session: SessionId, geneve_field: Option<u8>, dump: Dump) {
+    pub fn of_connected(
+        &mut self,
+        session: SessionId,
+        fields: crate::ofctrl::conn::GeneveFields,
+        dump: Dump,
+    ) {
         self.of_session = Some(session);
         self.in_flight = None;
-        if self.runtime.geneve_field != geneve_field {
-            self.runtime.geneve_field = geneve_field;
+        if self.runtime.geneve_field != fields.ovn || self.runtime.mark_field != fields.pkt_mark {
+            self.runtime.geneve_field = fields.ovn;
+            self.runtime.mark_field = fields.pkt_mark;
             self.runtime_changed = true;
         }
         self.flows.forget_installed();
@@ -605,6 +611,7 @@ impl Engine {
         );
         rt.tunnels = tunnels_of(&self.ovs, &cfg.bridge);
         rt.active_tunnels = active_tunnels;
+        rt.pkt_mark_peers = pkt_mark_peers(&self.sb.replica, &cfg, rt.mark_field);
         rt.patch_ofports = patch_ofports(&self.ovs, &cfg.bridge, &self.sb.replica);
         let wanted_zones = wanted_zones(&self.sb.replica, &rt);
         // Zones are released only once the view is complete (after the first put).
@@ -1518,6 +1525,27 @@ fn same_runtime(a: &Runtime, b: &Runtime) -> bool {
         && a.active_ha == b.active_ha
         && a.ha_members == b.ha_members
         && a.geneve_field == b.geneve_field
+        && a.mark_field == b.mark_field
+        && a.pkt_mark_peers == b.pkt_mark_peers
+}
+
+/// The remote chassis pkt.mark is carried with: those advertising the capability, when
+/// this chassis has it on and the switch mapped the option.
+fn pkt_mark_peers(sb: &Replica, cfg: &ChassisConfig, mark_field: Option<u8>) -> BTreeSet<String> {
+    if !cfg.tunnel_pkt_mark || mark_field.is_none() {
+        return BTreeSet::new();
+    }
+    sb.table::<sbclient::ovn_sb::Chassis>()
+        .into_iter()
+        .flat_map(sbclient::Table::iter)
+        .filter(|(_, c)| c.name != cfg.system_id)
+        .filter(|(_, c)| {
+            c.other_config
+                .get(super::config::TUNNEL_PKT_MARK)
+                .is_some_and(|v| v == "true")
+        })
+        .map(|(_, c)| c.name.clone())
+        .collect()
 }
 
 /// Unused OVS types kept for documentation of what the engine reads.

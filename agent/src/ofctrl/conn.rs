@@ -22,6 +22,10 @@ use tokio::sync::mpsc;
 const OVN_GENEVE_CLASS: u16 = 0x0102;
 const OVN_GENEVE_TYPE: u8 = 0x80;
 const OVN_GENEVE_LEN: u8 = 4;
+/// ovn-agent's own option in OVN's class, carrying pkt.mark between chassis that both have
+/// the capability: type 0x01, which OVN does not use, not critical (a receiver that does
+/// not know it ignores it), 4 bytes.
+pub const PKT_MARK_GENEVE_TYPE: u8 = 0x01;
 /// `NXTTMC_ADD`.
 const NXTTMC_ADD: u16 = 0;
 const OFPG_ALL: u32 = 0xffff_fffc;
@@ -41,13 +45,22 @@ pub struct Dump {
     pub meters: Vec<MeterConfig>,
 }
 
+/// The `tun_metadataN` indexes the Geneve options are mapped to on the switch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GeneveFields {
+    /// OVN's option (`inport << 16 | outport`).
+    pub ovn: Option<u8>,
+    /// ovn-agent's pkt.mark option.
+    pub pkt_mark: Option<u8>,
+}
+
 /// Reports of the connection task.
 #[derive(Debug)]
 pub enum OfEvent {
-    /// A session is up; `geneve_field` is the `tun_metadataN` holding OVN's option.
+    /// A session is up, with the `tun_metadataN` fields of the Geneve options.
     Connected {
         session: SessionId,
-        geneve_field: Option<u8>,
+        fields: GeneveFields,
         dump: Dump,
     },
     /// The session is gone (the task reconnects).
@@ -123,13 +136,13 @@ async fn run(
             return;
         };
         match handshake(&handle, session).await {
-            Ok((geneve_field, dump)) => {
+            Ok((fields, dump)) => {
                 tracing::info!(target: "rconn", "{target}: connected");
                 tracing::info!(target: "ofctrl", "integration bridge session {session}: {} flows there", dump.flows.len());
                 if events
                     .send(OfEvent::Connected {
                         session,
-                        geneve_field,
+                        fields,
                         dump,
                     })
                     .await
@@ -169,10 +182,13 @@ async fn run(
     }
 }
 
-/// Maps OVN's Geneve option (adding it at the lowest free index if needed) and reads the
-/// switch's flows, groups and meters.
-async fn handshake(h: &Handle, s: SessionId) -> Result<(Option<u8>, Dump), ConnError> {
-    let geneve_field = tlv_map(h, s).await?;
+/// Maps OVN's Geneve option and ours (adding each at the lowest free index if needed) and
+/// reads the switch's flows, groups and meters.
+async fn handshake(h: &Handle, s: SessionId) -> Result<(GeneveFields, Dump), ConnError> {
+    let fields = GeneveFields {
+        ovn: tlv_map(h, s, OVN_GENEVE_TYPE).await?,
+        pkt_mark: tlv_map(h, s, PKT_MARK_GENEVE_TYPE).await?,
+    };
     let mut dump = Dump::default();
     for r in h
         .request(
@@ -211,7 +227,7 @@ async fn handshake(h: &Handle, s: SessionId) -> Result<(Option<u8>, Dump), ConnE
             dump.meters.extend(v);
         }
     }
-    Ok((geneve_field, dump))
+    Ok((fields, dump))
 }
 
 async fn multipart(
@@ -242,7 +258,9 @@ async fn multipart(
     }
 }
 
-async fn tlv_map(h: &Handle, s: SessionId) -> Result<Option<u8>, ConnError> {
+/// The `tun_metadata` index of option (OVN's class, `option_type`, 4 bytes), mapped if it
+/// is not yet.
+async fn tlv_map(h: &Handle, s: SessionId, option_type: u8) -> Result<Option<u8>, ConnError> {
     for _attempt in 0..3 {
         let reply = h.request(s, &Message::TlvTableRequest(Empty)).await?;
         let Some(t) = reply.into_iter().find_map(|m| match m.body {
@@ -253,7 +271,7 @@ async fn tlv_map(h: &Handle, s: SessionId) -> Result<Option<u8>, ConnError> {
         };
         if let Some(m) = t.mappings.iter().find(|m| {
             m.option_class == OVN_GENEVE_CLASS
-                && m.option_type == OVN_GENEVE_TYPE
+                && m.option_type == option_type
                 && m.option_len == OVN_GENEVE_LEN
         }) {
             return Ok(u8::try_from(m.index).ok());
@@ -269,7 +287,7 @@ async fn tlv_map(h: &Handle, s: SessionId) -> Result<Option<u8>, ConnError> {
                 command: NXTTMC_ADD,
                 mappings: vec![TlvMap {
                     option_class: OVN_GENEVE_CLASS,
-                    option_type: OVN_GENEVE_TYPE,
+                    option_type,
                     option_len: OVN_GENEVE_LEN,
                     index: free,
                 }],

@@ -172,6 +172,20 @@ pub fn put_encapsulation(
     Ok(())
 }
 
+/// Before a tunnel output to a chassis that restores it: pkt.mark into ovn-agent's Geneve
+/// option, and cleared, so that the underlay route lookup of the tunnel packet does not
+/// see it.
+pub fn put_mark_to_option(option: FieldId, out: &mut Vec<Action>) {
+    out.push(mov(FieldId::PKT_MARK, 0, option, 0, 32));
+    out.push(load(FieldId::PKT_MARK, 0));
+}
+
+/// pkt.mark back from ovn-agent's Geneve option (on the receiving chassis, and after an
+/// output that cleared it when the flow goes on).
+pub fn put_mark_from_option(option: FieldId, out: &mut Vec<Action>) {
+    out.push(mov(option, 0, FieldId::PKT_MARK, 0, 32));
+}
+
 /// `set_field:outport->tun_metadataN`: the whole 32-bit option (the inport bits are moved
 /// in afterwards). The option is mapped with length 4, so the value is 4 bytes long.
 fn load_geneve_option(option: FieldId, outport: u32) -> Action {

@@ -41,6 +41,14 @@ impl<'a> Cx<'a> {
         self.rt.geneve_field.map(FieldId::tun_metadata)
     }
 
+    /// The field of ovn-agent's pkt.mark option, if pkt.mark is carried with `chassis`.
+    pub fn mark_field_for(&self, chassis: &str) -> Option<FieldId> {
+        self.rt
+            .mark_field
+            .filter(|_| self.rt.pkt_mark_peers.contains(chassis))
+            .map(FieldId::tun_metadata)
+    }
+
     pub fn pb(&self, uuid: &Uuid) -> Option<&'a PortBinding> {
         self.sb.table::<PortBinding>()?.get(uuid)
     }

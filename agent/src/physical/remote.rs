@@ -8,7 +8,7 @@ use openflow::action::{Bundle, NX_BD_ALG_ACTIVE_BACKUP, NX_HASH_FIELDS_ETH_SRC};
 use sbclient::ovn_sb::{Encap, HaChassis, HaChassisGroup, PortBinding};
 
 use crate::lflow::of::{Action, FieldId};
-use crate::runtime::Tunnel;
+use crate::runtime::{EncapType, Tunnel};
 
 use super::actions::*;
 use super::cx::{leading_mac, port_key, Cx};
@@ -97,7 +97,16 @@ fn redirect_overlay(cx: &Cx<'_>, p: &PortCx<'_>, out: &mut OwnerFlows) -> Result
             to_vtep,
             &mut actions,
         )?;
+        let mark = cx
+            .mark_field_for(&t.chassis)
+            .filter(|_| t.encap == EncapType::Geneve);
+        if let Some(option) = mark {
+            put_mark_to_option(option, &mut actions);
+        }
         actions.push(output(t.ofport));
+        if let Some(option) = mark {
+            put_mark_from_option(option, &mut actions);
+        }
     }
     actions.push(goto(cx.l.local_output));
     out.flows.push(flow(
@@ -154,6 +163,15 @@ fn redirect_ha(cx: &Cx<'_>, p: &PortCx<'_>, out: &mut OwnerFlows) -> Result<(), 
         p.pb.type_ == "vtep",
         &mut actions,
     )?;
+    // The mark goes along only if whichever member the bundle picks restores it.
+    let marks: Option<Vec<FieldId>> = tunnels
+        .iter()
+        .map(|t| cx.mark_field_for(&t.chassis))
+        .collect();
+    if let (Some(option), EncapType::Geneve) = (marks.and_then(|m| m.first().copied()), first.encap)
+    {
+        put_mark_to_option(option, &mut actions);
+    }
     actions.push(Action::Bundle(Bundle {
         algorithm: NX_BD_ALG_ACTIVE_BACKUP,
         fields: NX_HASH_FIELDS_ETH_SRC,

@@ -41,11 +41,15 @@ fn receive_flows(cx: &Cx<'_>, t: &Tunnel, out: &mut OwnerFlows) -> Result<(), Pr
     let mut actions = match t.encap {
         EncapType::Geneve => {
             let option = cx.geneve_field().ok_or(Problem::NoGeneveField)?;
-            vec![
+            let mut a = vec![
                 mov(FieldId::TUN_ID, 0, LOG_DATAPATH, 0, 24),
                 mov(option, 16, LOG_INPORT, 0, 15),
                 mov(option, 0, LOG_OUTPORT, 0, 16),
-            ]
+            ];
+            if let Some(mark) = cx.mark_field_for(&t.chassis) {
+                put_mark_from_option(mark, &mut a);
+            }
+            a
         }
         EncapType::Stt => vec![
             mov(FieldId::TUN_ID, 40, LOG_INPORT, 0, 15),

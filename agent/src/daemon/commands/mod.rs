@@ -47,6 +47,7 @@ pub const COMMANDS: &[(&str, &str, usize, usize)] = &[
     ("debug/table-layout", "", 0, 0),
     ("lflow/show", "UUID", 1, 1),
     ("port/flows", "LOGICAL-PORT", 1, 1),
+    ("tunnel/pkt-mark", "", 0, 0),
 ];
 
 /// What the main loop keeps for the control socket besides the engine.

@@ -17,6 +17,7 @@ pub(super) fn handle(engine: &Engine, command: &str, args: &[String]) -> Option<
         "debug/table-layout" => Ok(table_layout(engine)),
         "lflow/show" => lflow_show(engine, &args[0]),
         "port/flows" => port_flows(engine, &args[0]),
+        "tunnel/pkt-mark" => Ok(tunnel_pkt_mark(engine)),
         _ => return None,
     };
     Some(Outcome::Reply(text))
@@ -119,6 +120,33 @@ fn table_layout(engine: &Engine) -> String {
         ("check lb affinity", l.chk_lb_affinity.to_string()),
     ] {
         let _ = writeln!(out, "{what}: {table}");
+    }
+    out
+}
+
+/// `tunnel/pkt-mark`: whether pkt.mark is carried across the tunnel to each remote chassis.
+fn tunnel_pkt_mark(engine: &Engine) -> String {
+    let key = crate::engine::config::TUNNEL_PKT_MARK;
+    let on = engine.cfg.as_ref().is_some_and(|c| c.tunnel_pkt_mark);
+    let rt = &engine.runtime;
+    let mut out = match (on, rt.mark_field) {
+        (false, _) => format!("this chassis: off (external_ids:{key} is not \"true\")\n"),
+        (true, None) => {
+            "this chassis: on, but the switch has no tun_metadata field for the option\n".to_owned()
+        }
+        (true, Some(n)) => {
+            format!("this chassis: on (Geneve option class 0x0102 type 0x01 in tun_metadata{n})\n")
+        }
+    };
+    for chassis in rt.tunnels.keys() {
+        let status = if rt.pkt_mark_peers.contains(chassis) {
+            "carried".to_owned()
+        } else if on {
+            format!("not carried ({chassis} does not advertise {key})")
+        } else {
+            "not carried".to_owned()
+        };
+        let _ = writeln!(out, "{chassis}: {status}");
     }
     out
 }
