@@ -396,7 +396,7 @@ mod tests {
         p.flows = 12;
         assert!(n.after_turn(&p, t + Duration::from_millis(900)).is_empty());
         assert_eq!(
-            n.after_turn(&p, t + Duration::from_millis(1000)),
+            n.after_turn(&p, t + Duration::from_secs(1)),
             [Message::Status("flows installed: 12".into())]
         );
         // A change of phase is not held back.
@@ -436,7 +436,7 @@ mod tests {
         );
         // No turn, no ping: the messages come from the loop, not from a clock.
         assert_eq!(
-            n.after_turn(&p, t + Duration::from_secs(60)),
+            n.after_turn(&p, t + Duration::from_mins(1)),
             [Message::Watchdog]
         );
     }
