@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what ovn-agent's lab and tests need on Debian 12 or later: the real OVS and OVN
-# daemons (the test oracle) and tcpdump. Does nothing when they are already there.
+# daemons (the test oracle), tcpdump, systemd-analyze (systemd) and cargo-deb. Does nothing
+# when they are already there.
 set -euo pipefail
 
-packages=(openvswitch-switch ovn-central ovn-host tcpdump)
+packages=(openvswitch-switch ovn-central ovn-host tcpdump systemd)
 missing=()
 for pkg in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
@@ -19,4 +20,11 @@ fi
 if ! command -v cargo >/dev/null; then
     echo "cargo not found: install a Rust toolchain (rustup, or Debian's cargo package)" >&2
     exit 1
+fi
+
+# The Debian package test (integration/tests/packaging.rs) builds the package with cargo-deb;
+# building cargo-deb itself takes about 1.5 minutes on 2 cores.
+if ! cargo deb --version >/dev/null 2>&1; then
+    echo "installing cargo-deb"
+    cargo install cargo-deb --locked --version '^3'
 fi

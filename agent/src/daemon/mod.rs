@@ -3,6 +3,7 @@
 
 pub mod args;
 pub mod commands;
+pub mod notify;
 pub mod os_error;
 pub mod pidfile;
 pub mod process;

@@ -128,11 +128,13 @@ pub async fn run(
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
     let (mut sb_busy, mut ovs_busy) = (false, false);
     let mut exit: Option<Exit> = None;
+    // The tick also keeps the loop turning for the service manager's watchdog (notify.rs).
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     let mut control = commands::Control::default();
     let mut next_coverage_sample = Instant::now();
     let mut put_sent_at: Option<Instant> = None;
     let mut metrics = cfg.metrics.clone().map(crate::metrics::Observer::new);
+    let mut service_manager = super::notify::SystemdNotify::from_env(&cfg.ovs_remote);
     ready();
     loop {
         let mut changed = false;
@@ -240,6 +242,7 @@ pub async fn run(
                 }
             }
         }
+        service_manager.after_turn(&engine);
         // debug/pause: nothing but the control socket until debug/resume (updates still
         // reach the replicas, and are processed on resume).
         if exit.is_some() || !changed || control.paused {
@@ -307,6 +310,7 @@ pub async fn run(
             }
         }
     }
+    service_manager.stopping();
     if let Some(s) = sb.take() {
         s.client.shutdown().await;
     }
