@@ -16,6 +16,7 @@ pub mod differential;
 pub mod error;
 pub mod flows;
 pub mod host;
+pub mod kernel;
 pub mod lab;
 pub mod local_ovs;
 pub mod network;
@@ -30,7 +31,7 @@ pub mod scale;
 pub mod scenario;
 
 pub use central::Central;
-pub use chassis::{Chassis, Vif};
+pub use chassis::{Chassis, Datapath, Vif};
 pub use controller::Controller;
 pub use daemon::Daemon;
 pub use error::{HarnessError, Result};
