@@ -8,8 +8,9 @@
 # Exits non-zero if a ping fails. Run it again to rebuild from scratch.
 #
 #   LAB                    containerlab lab name (default: the name in ovn.clab.yml, "ovn")
+#   DOCKER                 container engine CLI (default docker)
 #   OVN_DEMO_EXEC          command that runs "NODE CMD..." on a node instead of
-#                          `docker exec clab-$LAB-NODE CMD...` (the integration test uses it)
+#                          `$DOCKER exec clab-$LAB-NODE CMD...` (the integration test uses it)
 #   OVN_DEMO_NETNS_PREFIX  prefix of the VM namespaces (default none)
 set -euo pipefail
 
@@ -22,7 +23,7 @@ on() {
     if [ -n "${OVN_DEMO_EXEC:-}" ]; then
         "$OVN_DEMO_EXEC" "$node" "$@"
     else
-        docker exec "clab-$lab-$node" "$@"
+        "${DOCKER:-docker}" exec "clab-$lab-$node" "$@"
     fi
 }
 nbctl() { on central ovn-nbctl --timeout=60 "$@"; }
