@@ -502,7 +502,7 @@ fn image_builds_and_runs_the_lab_when_a_docker_daemon_answers() {
         .unwrap();
     }
     for container in &lab.containers {
-        let deadline = Instant::now() + Duration::from_secs(120);
+        let deadline = Instant::now() + Duration::from_secs(150);
         let ready = format!("{NODE_DIR}/ready");
         while run(&docker, &["exec", container, "test", "-e", &ready]).is_err() {
             assert!(Instant::now() < deadline, "{container} not ready");
