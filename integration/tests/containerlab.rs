@@ -379,9 +379,18 @@ fn lab_runs_in_network_namespaces_and_pings_across_chassis() {
     // ping -c 3 -w 30 succeeds only on three replies; the first request of a routed ping may
     // be lost while the router resolves the destination's MAC.
     assert_eq!(stdout.matches(" 3 received").count(), 3, "{stdout}");
-    for node in &mut lab.nodes {
+    for (node, spec) in lab.nodes.iter_mut().zip(topo.topology.nodes.values()) {
         let exited = node.process.as_mut().unwrap().try_wait().unwrap();
         assert!(exited.is_none(), "{} exited: {exited:?}", node.netns);
+        // A healthy run of the agent logs no warnings or errors.
+        if spec.env_value("OVN_CONTROLLER").as_deref() == Some("ovn-agent") {
+            let log = std::fs::read_to_string(node.dir.join("ovn-agent.log")).unwrap();
+            let bad: Vec<&str> = log
+                .lines()
+                .filter(|l| l.contains("|WARN|") || l.contains("|ERR|"))
+                .collect();
+            assert!(bad.is_empty(), "{}: {bad:#?}", node.netns);
+        }
     }
 }
 
