@@ -7,7 +7,7 @@
 #   BASE_IMAGE  base image (default debian:12-slim). If it can be neither found nor pulled
 #               and mmdebstrap is installed, a minimal Debian 12 base is made from the Debian
 #               archive and imported as localhost/debian:bookworm-minbase.
-#   DOCKER      container engine CLI (default docker; podman works too)
+#   DOCKER      container engine CLI (default docker; podman is untested)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

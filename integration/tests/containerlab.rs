@@ -530,4 +530,19 @@ fn image_builds_and_runs_the_lab_when_a_docker_daemon_answers() {
     eprintln!("{}", String::from_utf8_lossy(&demo.stderr));
     assert!(demo.status.success(), "demo.sh failed: {}", demo.status);
     assert_eq!(stdout.matches(" 3 received").count(), 3, "{stdout}");
+    // The image's environment lets the usual tools find the agent inside a node.
+    let hv1 = format!("clab-{lab_name}-hv1");
+    let status = run(
+        &docker,
+        &[
+            "exec",
+            &hv1,
+            "ovn-appctl",
+            "-t",
+            "ovn-agent",
+            "connection-status",
+        ],
+    )
+    .unwrap();
+    assert_eq!(status.trim(), "connected");
 }
