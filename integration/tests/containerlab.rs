@@ -32,7 +32,8 @@ fn lab_topology() -> Topology {
 /// The node directory the image's `ENV` sets (containers/Containerfile).
 const NODE_DIR: &str = "/var/run/ovn-node";
 
-/// The variables containers/entrypoint.sh requires for a role.
+/// The variables every node of a role must set: those containers/entrypoint.sh requires, and
+/// SYSTEM_ID, so that chassis names do not depend on host names.
 fn required_env(role: &str) -> &'static [&'static str] {
     match role {
         "central" => &["OVN_ROLE"],
@@ -60,6 +61,7 @@ fn topology_file_is_valid_containerlab() {
 
     let image = built_image_tag();
     assert!(read("containers/Containerfile").contains(&format!("OVN_NODE_DIR={NODE_DIR}")));
+    let entrypoint = read("containers/entrypoint.sh");
     let mut roles = Vec::new();
     for (name, node) in &topo.topology.nodes {
         assert_eq!(
@@ -84,6 +86,12 @@ fn topology_file_is_valid_containerlab() {
             .unwrap_or_else(|| panic!("{name}: OVN_ROLE"));
         for var in required_env(&role) {
             assert!(node.env_value(var).is_some(), "{name} ({role}) lacks {var}");
+        }
+        for var in node.env.keys() {
+            assert!(
+                entrypoint.contains(var.as_str()),
+                "{name}: the entrypoint ignores {var}"
+            );
         }
         roles.push(role);
     }
