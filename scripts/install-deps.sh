@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs what ovn-agent's lab and tests need on Debian 12 or later: the real OVS and OVN
-# daemons (the test oracle), tcpdump, systemd-analyze (systemd) and cargo-deb. Does nothing
-# when they are already there.
+# daemons (the test oracle), tcpdump, systemd-analyze (systemd), cargo-deb, and ping and
+# ethtool (the containerlab lab test). Does nothing when they are already there.
 set -euo pipefail
 
-packages=(openvswitch-switch ovn-central ovn-host tcpdump systemd)
+packages=(openvswitch-switch ovn-central ovn-host tcpdump systemd iputils-ping ethtool)
 missing=()
 for pkg in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")

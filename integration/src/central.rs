@@ -23,20 +23,35 @@ pub const DB_TIMEOUT_SECS: u32 = 30;
 /// Starts an `ovsdb-server` named `name` on `host` for a fresh database of `schema`, listening
 /// on `<dir>/<name>.sock`.
 pub fn start_ovsdb(host: &Host, name: &str, schema: &str) -> Result<Daemon> {
+    start_ovsdb_listening(host, name, schema, &[])
+}
+
+/// Like [`start_ovsdb`], also listening on `extra_remotes` (e.g. `ptcp:6642`, for chassis on
+/// other machines).
+pub fn start_ovsdb_listening(
+    host: &Host,
+    name: &str,
+    schema: &str,
+    extra_remotes: &[String],
+) -> Result<Daemon> {
     let db = host.path(&format!("{name}.db"));
     let db = db.display().to_string();
     host.run("ovsdb-tool", &["create", &db, schema])?;
-    let remote = format!(
+    let mut args = vec![format!(
         "--remote=punix:{}",
         host.path(&format!("{name}.sock")).display()
-    );
-    Daemon::start(
-        host,
-        name,
-        "ovsdb-server",
-        ControlSocket::Explicit,
-        &[remote, db],
-    )
+    )];
+    args.extend(extra_remotes.iter().map(|r| format!("--remote={r}")));
+    args.push(db);
+    Daemon::start(host, name, "ovsdb-server", ControlSocket::Explicit, &args)
+}
+
+/// Where the central node's databases listen besides the unix sockets in its directory:
+/// nothing in the one-machine lab, `ptcp:6641` / `ptcp:6642` on a container node.
+#[derive(Debug, Clone, Default)]
+pub struct CentralListen {
+    pub nb: Vec<String>,
+    pub sb: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -57,8 +72,14 @@ impl Central {
     /// older or modified `ovn-sb.ovsschema`).
     pub fn start_with_sb_schema(parent: &Path, sb_schema: &str) -> Result<Self> {
         let host = Host::create(parent, "central")?;
-        let nb = start_ovsdb(&host, "ovnnb_db", NB_SCHEMA)?;
-        let sb = start_ovsdb(&host, "ovnsb_db", sb_schema)?;
+        Self::start_on(host, sb_schema, &CentralListen::default())
+    }
+
+    /// Starts the central node's daemons on `host` (the lab's `central` directory, or a
+    /// container's node directory), the databases also listening on `listen`.
+    pub fn start_on(host: Host, sb_schema: &str, listen: &CentralListen) -> Result<Self> {
+        let nb = start_ovsdb_listening(&host, "ovnnb_db", NB_SCHEMA, &listen.nb)?;
+        let sb = start_ovsdb_listening(&host, "ovnsb_db", sb_schema, &listen.sb)?;
         let nb_remote = format!("unix:{}", host.path("ovnnb_db.sock").display());
         let sb_remote = format!("unix:{}", host.path("ovnsb_db.sock").display());
         host.run("ovn-nbctl", &[format!("--db={nb_remote}"), "init".into()])?;
@@ -83,6 +104,16 @@ impl Central {
 
     pub fn host(&self) -> &Host {
         &self.host
+    }
+
+    /// The name of a daemon of the central node that is no longer running.
+    pub fn exited_daemon(&mut self) -> Option<String> {
+        for daemon in [&mut self.northd, &mut self.sb, &mut self.nb] {
+            if !daemon.is_running() {
+                return Some(daemon.name().to_owned());
+            }
+        }
+        None
     }
 
     /// `unix:` remote of the Northbound database.

@@ -1,6 +1,7 @@
-//! One simulated hypervisor: its own `ovsdb-server` and `ovs-vswitchd` (dummy datapath) with
-//! `br-int` and `br-phys`, VIFs that are dummy interfaces writing pcap files, and a controller
-//! (`ovn-controller` or `ovn-agent`).
+//! One hypervisor: its own `ovsdb-server` and `ovs-vswitchd` with `br-int` and `br-phys`, and a
+//! controller (`ovn-controller` or `ovn-agent`). In the one-machine lab it is simulated on the
+//! dummy datapath (VIFs are dummy interfaces writing pcap files); in a container it runs the
+//! userspace datapath on real interfaces. Both go through the same set-up steps here.
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -11,12 +12,45 @@ use crate::controller::Controller;
 use crate::daemon::{ControlSocket, Daemon};
 use crate::error::{HarnessError, Result};
 use crate::host::{wait_for, Host};
+use crate::kernel;
 use crate::network::{start_vswitchd, vsctl, Network};
 use crate::pcap;
 
 pub const VSWITCH_SCHEMA: &str = "/usr/share/openvswitch/vswitch.ovsschema";
 /// Prefix length of the simulated underlay on which Geneve runs.
 pub const UNDERLAY_PREFIX: u8 = 24;
+/// How long a chassis waits for its underlay interface to appear (containerlab adds links
+/// after the container started).
+pub const INTERFACE_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// The datapath of a chassis' bridges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Datapath {
+    /// OVS's simulated datapath (`--enable-dummy`): interfaces are pcap files and unix
+    /// sockets, so many chassis fit on one machine without touching the kernel.
+    Dummy,
+    /// The userspace datapath on real kernel interfaces (veths, taps): it needs no kernel
+    /// module, so it runs in any container or network namespace.
+    Netdev,
+}
+
+impl Datapath {
+    /// The bridges' `datapath_type`.
+    pub fn bridge_type(self) -> &'static str {
+        match self {
+            Self::Dummy => "dummy",
+            Self::Netdev => "netdev",
+        }
+    }
+
+    /// What `ovs-vswitchd` needs on its command line for this datapath.
+    pub(crate) fn vswitchd_options(self) -> &'static [&'static str] {
+        match self {
+            Self::Dummy => &["--enable-dummy=system", "--disable-system"],
+            Self::Netdev => &[],
+        }
+    }
+}
 
 #[derive(Debug)]
 pub struct Chassis {
@@ -25,6 +59,7 @@ pub struct Chassis {
     vswitchd: Daemon,
     ovsdb: Daemon,
     host: Host,
+    datapath: Datapath,
     encap_ip: Option<Ipv4Addr>,
 }
 
@@ -57,16 +92,23 @@ impl Vif {
 }
 
 impl Chassis {
-    /// Starts the chassis' OVS (database, vswitchd, `br-int`) without a controller.
+    /// Starts the chassis' OVS (database, vswitchd, `br-int`) on the dummy datapath in
+    /// `parent/name`, without a controller.
     pub fn start_bare(parent: &Path, name: &str) -> Result<Self> {
-        let host = Host::create(parent, name)?;
+        Self::start_bare_on(Host::create(parent, name)?, Datapath::Dummy)
+    }
+
+    /// Starts the chassis' OVS (database, vswitchd, `br-int`) on `host` with bridges of
+    /// `datapath`, without a controller. The chassis is named as the host.
+    pub fn start_bare_on(host: Host, datapath: Datapath) -> Result<Self> {
         let ovsdb = start_ovsdb(&host, "db", VSWITCH_SCHEMA)?;
-        let vswitchd = start_vswitchd(&host)?;
+        let vswitchd = start_vswitchd(&host, datapath)?;
         let chassis = Self {
             controller: None,
             vswitchd,
             ovsdb,
             host,
+            datapath,
             encap_ip: None,
         };
         chassis.vsctl(&[
@@ -76,16 +118,18 @@ impl Chassis {
             "set",
             "bridge",
             "br-int",
-            "datapath_type=dummy",
+            &format!("datapath_type={}", datapath.bridge_type()),
             "fail-mode=secure",
             "other-config:disable-in-band=true",
         ])?;
         Ok(chassis)
     }
 
-    /// Creates `br-phys`, links it to `network` and gives it the underlay address `ip` (the
-    /// OVN testsuite's `ovn_attach` without starting the controller).
+    /// Creates `br-phys`, links it to the simulated `network` and gives it the underlay
+    /// address `ip` (the OVN testsuite's `ovn_attach` without starting the controller).
+    /// Dummy datapath only.
     pub fn attach(&mut self, network: &Network, ip: Ipv4Addr) -> Result<()> {
+        self.require_datapath(Datapath::Dummy, "linking to the simulated network")?;
         let stream = network.add_link(self.name())?;
         self.vsctl(&[
             "add-br",
@@ -112,8 +156,52 @@ impl Chassis {
         Ok(())
     }
 
-    /// Points the chassis at the Southbound database and starts `controller`.
-    pub fn start_controller(&mut self, central: &Central, controller: &Controller) -> Result<()> {
+    /// Puts the kernel interface `iface` (a veth that containerlab, or a test, plugs in; waited
+    /// for) into a new `br-phys` and gives the bridge's own port the underlay address
+    /// `ip/prefix`, from which the userspace datapath sends Geneve. Netdev datapath only.
+    pub fn attach_interface(&mut self, iface: &str, ip: Ipv4Addr, prefix: u8) -> Result<()> {
+        self.require_datapath(Datapath::Netdev, "attaching a kernel interface")?;
+        kernel::wait_for_interface(&self.host, iface, INTERFACE_TIMEOUT)?;
+        self.vsctl(&[
+            "add-br",
+            "br-phys",
+            "--",
+            "set",
+            "bridge",
+            "br-phys",
+            "datapath_type=netdev",
+            "--",
+            "add-port",
+            "br-phys",
+            iface,
+        ])?;
+        // An address left on the enslaved interface would make the kernel answer ARP and
+        // route there instead of through the bridge that carries the tunnels.
+        kernel::ip(&self.host, &["addr", "flush", "dev", iface])?;
+        kernel::ip(&self.host, &["link", "set", iface, "up"])?;
+        kernel::wait_for_interface(&self.host, "br-phys", INTERFACE_TIMEOUT)?;
+        let cidr = format!("{ip}/{prefix}");
+        kernel::ip(&self.host, &["addr", "add", &cidr, "dev", "br-phys"])?;
+        kernel::ip(&self.host, &["link", "set", "br-phys", "up"])?;
+        self.encap_ip = Some(ip);
+        Ok(())
+    }
+
+    fn require_datapath(&self, datapath: Datapath, what: &str) -> Result<()> {
+        if self.datapath == datapath {
+            return Ok(());
+        }
+        Err(HarnessError::Config(format!(
+            "chassis {}: {what} needs the {} datapath, not {}",
+            self.name(),
+            datapath.bridge_type(),
+            self.datapath.bridge_type()
+        )))
+    }
+
+    /// Points the chassis at the Southbound database `sb_remote` (`external_ids` system-id,
+    /// hostname, ovn-remote, Geneve encapsulation from the underlay address).
+    pub fn configure_ovn(&self, sb_remote: &str) -> Result<()> {
         let ip = self.encap_ip.ok_or_else(|| {
             HarnessError::Config(format!(
                 "chassis {} is not attached to a network",
@@ -126,10 +214,16 @@ impl Chassis {
             ".",
             &format!("external-ids:system-id={}", self.name()),
             &format!("external-ids:hostname={}", self.name()),
-            &format!("external-ids:ovn-remote={}", central.sb_remote()),
+            &format!("external-ids:ovn-remote={sb_remote}"),
             "external-ids:ovn-encap-type=geneve",
             &format!("external-ids:ovn-encap-ip={ip}"),
-        ])?;
+        ])
+        .map(drop)
+    }
+
+    /// Starts `controller` against this chassis' OVS database (configured by
+    /// [`Chassis::configure_ovn`]) and waits until it answers on its control socket.
+    pub fn spawn_controller(&mut self, controller: &Controller) -> Result<()> {
         let db = format!("unix:{}", self.host.path("db.sock").display());
         let daemon = Daemon::start(
             &self.host,
@@ -139,7 +233,29 @@ impl Chassis {
             &[db],
         )?;
         self.controller = Some(daemon);
+        Ok(())
+    }
+
+    /// Points the chassis at the Southbound database of `central`, starts `controller` and
+    /// waits until it registered there.
+    pub fn start_controller(&mut self, central: &Central, controller: &Controller) -> Result<()> {
+        self.configure_ovn(&central.sb_remote())?;
+        self.spawn_controller(controller)?;
         central.wait_for_chassis(self.name(), Duration::from_secs(30))
+    }
+
+    /// The name of a daemon of this chassis that is no longer running (crashed, or killed).
+    pub fn exited_daemon(&mut self) -> Option<String> {
+        let daemons = self
+            .controller
+            .iter_mut()
+            .chain([&mut self.vswitchd, &mut self.ovsdb]);
+        for daemon in daemons {
+            if !daemon.is_running() {
+                return Some(daemon.name().to_owned());
+            }
+        }
+        None
     }
 
     /// Stops the controller (by pid), leaving OVS running with the flows it installed.
@@ -171,6 +287,10 @@ impl Chassis {
 
     pub fn host(&self) -> &Host {
         &self.host
+    }
+
+    pub fn datapath(&self) -> Datapath {
+        self.datapath
     }
 
     pub fn encap_ip(&self) -> Option<Ipv4Addr> {
@@ -292,7 +412,7 @@ impl Chassis {
             "set",
             "bridge",
             bridge,
-            "datapath_type=dummy",
+            &format!("datapath_type={}", self.datapath.bridge_type()),
             "--",
             "add-port",
             bridge,

@@ -112,6 +112,11 @@ impl Daemon {
         )
     }
 
+    /// `<host>/<name>`, as in error messages.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }

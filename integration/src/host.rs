@@ -18,7 +18,12 @@ pub struct Host {
 impl Host {
     /// Creates `parent/name` and returns the host living there.
     pub fn create(parent: &Path, name: &str) -> Result<Self> {
-        let dir = parent.join(name);
+        Self::at(parent.join(name), name)
+    }
+
+    /// The host `name` whose files live in `dir` (created if missing): a container's one node,
+    /// whose directory is fixed by the image rather than derived from its name.
+    pub fn at(dir: PathBuf, name: &str) -> Result<Self> {
         std::fs::create_dir_all(&dir).map_err(io_error(format!("create {}", dir.display())))?;
         Ok(Self {
             name: name.to_owned(),

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::central::start_ovsdb;
-use crate::chassis::VSWITCH_SCHEMA;
+use crate::chassis::{Datapath, VSWITCH_SCHEMA};
 use crate::daemon::{ControlSocket, Daemon};
 use crate::error::Result;
 use crate::host::Host;
@@ -23,7 +23,7 @@ impl Network {
     pub fn start(parent: &Path) -> Result<Self> {
         let host = Host::create(parent, "network")?;
         let ovsdb = start_ovsdb(&host, "db", VSWITCH_SCHEMA)?;
-        let vswitchd = start_vswitchd(&host)?;
+        let vswitchd = start_vswitchd(&host, Datapath::Dummy)?;
         let net = Self {
             vswitchd,
             ovsdb,
@@ -84,19 +84,21 @@ impl Network {
     }
 }
 
-/// `ovs-vswitchd` on the dummy datapath, with no access to the kernel datapath.
-pub(crate) fn start_vswitchd(host: &Host) -> Result<Daemon> {
+/// `ovs-vswitchd` for bridges of `datapath`.
+pub(crate) fn start_vswitchd(host: &Host, datapath: Datapath) -> Result<Daemon> {
     let db = format!("unix:{}", host.path("db.sock").display());
     host.run(
         "ovs-vsctl",
         &[format!("--db={db}"), "--no-wait".into(), "init".into()],
     )?;
+    let mut args: Vec<&str> = datapath.vswitchd_options().to_vec();
+    args.push(&db);
     Daemon::start(
         host,
         "ovs-vswitchd",
         "ovs-vswitchd",
         ControlSocket::Explicit,
-        &["--enable-dummy=system", "--disable-system", &db],
+        &args,
     )
 }
 
