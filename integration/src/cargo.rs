@@ -29,28 +29,7 @@ pub fn build(package: &str, artifact: Artifact<'_>) -> Result<PathBuf> {
         name,
         "--message-format=json",
     ];
-    let mut cmd = Command::new(env!("CARGO"));
-    // A test runs with the variables cargo sets for its package (CARGO_MANIFEST_DIR,
-    // CARGO_PKG_NAME, ...). Build scripts that watch them (ring's does) would see them changed
-    // and rebuild, and the next `cargo build` from a shell would rebuild again: the nested
-    // build gets the caller's environment without them.
-    for (key, _) in std::env::vars_os() {
-        let Some(k) = key.to_str() else { continue };
-        if k.starts_with("CARGO_PKG_")
-            || k.starts_with("CARGO_BIN_EXE_")
-            || matches!(
-                k,
-                "CARGO_MANIFEST_DIR"
-                    | "CARGO_MANIFEST_PATH"
-                    | "CARGO_CRATE_NAME"
-                    | "CARGO_PRIMARY_PACKAGE"
-                    | "CARGO_TARGET_TMPDIR"
-                    | "OUT_DIR"
-            )
-        {
-            cmd.env_remove(&key);
-        }
-    }
+    let mut cmd = nested_cargo();
     let out = cmd
         .args(args)
         .output()
@@ -72,4 +51,30 @@ pub fn build(package: &str, artifact: Artifact<'_>) -> Result<PathBuf> {
         .filter(|v| v["target"]["name"] == name)
         .find_map(|v| v["executable"].as_str().map(PathBuf::from))
         .ok_or_else(|| HarnessError::Config(format!("cargo built no executable named {name}")))
+}
+
+/// A `cargo` command for use from a test. A test runs with the variables cargo sets for its
+/// package (CARGO_MANIFEST_DIR, CARGO_PKG_NAME, ...). Build scripts that watch them (ring's
+/// does) would see them changed and rebuild, and the next `cargo build` from a shell would
+/// rebuild again: the nested cargo gets the caller's environment without them.
+pub fn nested_cargo() -> Command {
+    let mut cmd = Command::new(env!("CARGO"));
+    for (key, _) in std::env::vars_os() {
+        let Some(k) = key.to_str() else { continue };
+        if k.starts_with("CARGO_PKG_")
+            || k.starts_with("CARGO_BIN_EXE_")
+            || matches!(
+                k,
+                "CARGO_MANIFEST_DIR"
+                    | "CARGO_MANIFEST_PATH"
+                    | "CARGO_CRATE_NAME"
+                    | "CARGO_PRIMARY_PACKAGE"
+                    | "CARGO_TARGET_TMPDIR"
+                    | "OUT_DIR"
+            )
+        {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd
 }

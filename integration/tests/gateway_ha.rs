@@ -13,7 +13,7 @@ mod common;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{two_switches_one_router, Net, Setup};
 use integration::packet::{ipv4_summary, udp4};
@@ -217,10 +217,8 @@ fn failover(setup: &Setup, variant: Variant) -> (Failover, Net) {
     let sent_counter = std::sync::atomic::AtomicU32::new(0);
     let sent = std::thread::scope(|s| {
         let sender = s.spawn(|| {
-            let started = Instant::now();
-            let mut n: u32 = 0;
-            while !stop.load(Ordering::Relaxed) {
-                let frame = udp4(
+            common::stream_numbered(&host, &ctl, "vm1", INTERVAL, &stop, &sent_counter, |n| {
+                udp4(
                     vm1.port.mac,
                     lrp0.mac,
                     vm1.port.ip,
@@ -229,25 +227,8 @@ fn failover(setup: &Setup, variant: Variant) -> (Failover, Net) {
                     7000,
                     DPORT,
                     &n.to_be_bytes(),
-                );
-                let _ = host.run(
-                    "ovs-appctl",
-                    &[
-                        "-t",
-                        &ctl,
-                        "netdev-dummy/receive",
-                        "vm1",
-                        &hex::encode(&frame),
-                    ],
-                );
-                n += 1;
-                sent_counter.store(n, Ordering::Relaxed);
-                let next = started + INTERVAL * n;
-                if let Some(wait) = next.checked_duration_since(Instant::now()) {
-                    std::thread::sleep(wait);
-                }
-            }
-            n
+                )
+            })
         });
         std::thread::sleep(Duration::from_secs(2));
         // A real failure of the active gateway: everything on hv2 stops.

@@ -353,26 +353,7 @@ fn package_state() -> String {
 /// Builds the package (`cargo deb -p agent --profile dev`) into `out` and returns its path.
 fn build_package(out: &Path) -> PathBuf {
     let started = Instant::now();
-    let mut cmd = Command::new(env!("CARGO"));
-    // As integration::cargo::build: the nested cargo gets the caller's environment without
-    // the variables cargo set for this test (build scripts watching them would rebuild).
-    for (key, _) in std::env::vars_os() {
-        let Some(k) = key.to_str() else { continue };
-        if k.starts_with("CARGO_PKG_")
-            || k.starts_with("CARGO_BIN_EXE_")
-            || matches!(
-                k,
-                "CARGO_MANIFEST_DIR"
-                    | "CARGO_MANIFEST_PATH"
-                    | "CARGO_CRATE_NAME"
-                    | "CARGO_PRIMARY_PACKAGE"
-                    | "CARGO_TARGET_TMPDIR"
-                    | "OUT_DIR"
-            )
-        {
-            cmd.env_remove(&key);
-        }
-    }
+    let mut cmd = integration::cargo::nested_cargo();
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("workspace");

@@ -126,6 +126,16 @@ fn send(net: &Net, tag: u8) -> (usize, bool) {
     (arrived, marked)
 }
 
+/// One step of the run-time toggle: the capability set per chassis, whether hv1 then
+/// carries the mark, the packets' tag, what the step is, and (arrive, marked) expected.
+type Step = (
+    &'static [(&'static str, bool)],
+    bool,
+    u8,
+    &'static str,
+    (bool, bool),
+);
+
 /// Records a problem unless the packets arrived (and were marked on hv2) as `want` says.
 fn check(
     problems: &mut Vec<String>,
@@ -175,42 +185,34 @@ fn pkt_mark_crosses_chassis_with_the_capability() {
         send(&net, 2),
         (false, false),
     );
-    // On both: carried, restored on hv2.
-    set_capability(&net, "hv1", true);
-    set_capability(&net, "hv2", true);
-    if let Err(e) = wait_carried(&net, true) {
-        problems.push(e);
+    // On both: carried, restored on hv2; then off and on again on hv2 at run time, and
+    // hv1 follows.
+    let steps: [Step; 3] = [
+        (
+            &[("hv1", true), ("hv2", true)],
+            true,
+            3,
+            "capability on both",
+            (true, true),
+        ),
+        (
+            &[("hv2", false)],
+            false,
+            4,
+            "turned off on hv2",
+            (false, false),
+        ),
+        (&[("hv2", true)], true, 5, "turned on again", (true, true)),
+    ];
+    for (settings, carried, tag, what, want) in steps {
+        for (chassis, on) in settings {
+            set_capability(&net, chassis, *on);
+        }
+        if let Err(e) = wait_carried(&net, carried) {
+            problems.push(e);
+        }
+        check(&mut problems, &agents.label, what, send(&net, tag), want);
     }
-    check(
-        &mut problems,
-        &agents.label,
-        "capability on both",
-        send(&net, 3),
-        (true, true),
-    );
-    // Off on hv2 at run time: hv1 follows.
-    set_capability(&net, "hv2", false);
-    if let Err(e) = wait_carried(&net, false) {
-        problems.push(e);
-    }
-    check(
-        &mut problems,
-        &agents.label,
-        "turned off on hv2",
-        send(&net, 4),
-        (false, false),
-    );
-    set_capability(&net, "hv2", true);
-    if let Err(e) = wait_carried(&net, true) {
-        problems.push(e);
-    }
-    check(
-        &mut problems,
-        &agents.label,
-        "turned on again",
-        send(&net, 5),
-        (true, true),
-    );
     drop(net);
 
     // Mixed: hv2 runs ovn-controller; with a route for the mark on hv1 OVN's way works.

@@ -987,37 +987,29 @@ fn stream_across_restart(
         .controller(restart)
         .cloned()
         .expect("a controller for the restarted chassis");
+    let counter = std::sync::atomic::AtomicU32::new(0);
     let sent = std::thread::scope(|s| {
         let sender = s.spawn(|| {
-            let started = Instant::now();
-            let mut n: u32 = 0;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let frame = udp4(
-                    vm1.port.mac,
-                    lrp0.mac,
-                    vm1.port.ip,
-                    vm2.port.ip,
-                    TTL,
-                    6000,
-                    6001,
-                    &n.to_be_bytes(),
-                );
-                let _ = host.run(
-                    "ovs-appctl",
-                    &[
-                        "-t",
-                        &ctl,
-                        "netdev-dummy/receive",
-                        "vm1",
-                        &hex::encode(&frame),
-                    ],
-                );
-                n += 1;
-                let next = started + STREAM_INTERVAL * n;
-                if let Some(wait) = next.checked_duration_since(Instant::now()) {
-                    std::thread::sleep(wait);
-                }
-            }
+            let n = common::stream_numbered(
+                &host,
+                &ctl,
+                "vm1",
+                STREAM_INTERVAL,
+                &stop,
+                &counter,
+                |n| {
+                    udp4(
+                        vm1.port.mac,
+                        lrp0.mac,
+                        vm1.port.ip,
+                        vm2.port.ip,
+                        TTL,
+                        6000,
+                        6001,
+                        &n.to_be_bytes(),
+                    )
+                },
+            );
             n as usize
         });
         std::thread::sleep(Duration::from_secs(1));

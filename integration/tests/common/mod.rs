@@ -502,3 +502,34 @@ pub fn udp_to(from: &Vm, to: &Vm, dport: u16, payload: &[u8]) -> Vec<u8> {
         payload,
     )
 }
+
+/// Sends `frame(n)` for n = 0, 1, ... into VIF `vif` through the vswitchd control socket
+/// `ctl` on `host`, one every `interval`, until `stop` is set; `sent` follows the count.
+/// Returns how many were sent. (Runs in its own thread beside the scenario.)
+pub fn stream_numbered(
+    host: &integration::Host,
+    ctl: &str,
+    vif: &str,
+    interval: std::time::Duration,
+    stop: &std::sync::atomic::AtomicBool,
+    sent: &std::sync::atomic::AtomicU32,
+    frame: impl Fn(u32) -> Vec<u8>,
+) -> u32 {
+    use std::sync::atomic::Ordering;
+    let started = Instant::now();
+    let mut n: u32 = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let packet = hex::encode(frame(n));
+        let _ = host.run(
+            "ovs-appctl",
+            &["-t", ctl, "netdev-dummy/receive", vif, &packet],
+        );
+        n += 1;
+        sent.store(n, Ordering::Relaxed);
+        let next = started + interval * n;
+        if let Some(wait) = next.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+    }
+    n
+}
