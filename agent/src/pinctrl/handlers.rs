@@ -158,8 +158,8 @@ pub fn handle(pi: &PacketIn2, cx: &Context) -> Result<Vec<Effect>, Skip> {
     let p = PacketIn::decode(pi)?;
     let h = packet::parse(p.packet)?;
     match p.opcode {
-        opcode::ARP => arp(&p, &h, cx),
-        opcode::ND_NS => nd_ns(&p, &h, cx),
+        opcode::ARP => arp(&p, &h, *cx),
+        opcode::ND_NS => nd_ns(&p, &h, *cx),
         opcode::PUT_ARP | opcode::PUT_ND => Ok(vec![put_mac_binding(&p, &h)]),
         opcode::ND_NA | opcode::ND_NA_ROUTER => nd_na(&p, &h, p.opcode == opcode::ND_NA_ROUTER),
         opcode::ICMP => icmp(&p, &h, true, false),
@@ -201,7 +201,7 @@ fn vlan(h: &Headers) -> Option<u16> {
 
 /// The packet as it is now, to be sent again once its next hop's MAC is known: restored
 /// registers and `pkt_mark`, then the output stage.
-fn buffer(p: &PacketIn<'_>, next_hop: IpAddr, cx: &Context) -> Effect {
+fn buffer(p: &PacketIn<'_>, next_hop: IpAddr, cx: Context) -> Effect {
     let mut actions = p.regs.reload();
     actions.push(Action::SetField(MatchField::new(
         FieldId::PKT_MARK,
@@ -226,7 +226,7 @@ fn buffer(p: &PacketIn<'_>, next_hop: IpAddr, cx: &Context) -> Effect {
     )
 }
 
-fn arp(p: &PacketIn<'_>, h: &Headers, cx: &Context) -> Result<Vec<Effect>, Skip> {
+fn arp(p: &PacketIn<'_>, h: &Headers, cx: Context) -> Result<Vec<Effect>, Skip> {
     let L3::Ipv4 { src, dst, .. } = h.l3 else {
         return Err(Skip::WrongPacket("ARP action on non-IP packet"));
     };
@@ -235,7 +235,7 @@ fn arp(p: &PacketIn<'_>, h: &Headers, cx: &Context) -> Result<Vec<Effect>, Skip>
     Ok(vec![hold, nested(p, req)?])
 }
 
-fn nd_ns(p: &PacketIn<'_>, h: &Headers, cx: &Context) -> Result<Vec<Effect>, Skip> {
+fn nd_ns(p: &PacketIn<'_>, h: &Headers, cx: Context) -> Result<Vec<Effect>, Skip> {
     let L3::Ipv6 { dst, .. } = h.l3 else {
         return Err(Skip::WrongPacket("NS action on non-IPv6 packet"));
     };
