@@ -6,11 +6,14 @@
 
 mod common;
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use etherparse::{Icmpv6Type, PacketBuilder, SlicedPacket, TransportSlice};
 
 use common::{mac, two_switches_one_router, Net, Scenario, Setup, LR0_SW0_MAC, LR0_SW1_MAC};
 use integration::observe::Outcome;
-use integration::packet::{arp_summary, icmp4_echo, ipv4_summary, tcp4, udp4, TcpFlags, L4};
+use integration::packet::{arp_summary, icmp4_echo, ipv4_summary, tcp4, udp4, Mac, TcpFlags, L4};
+use integration::Result;
 
 /// An address on sw1 that no logical port has: the router must resolve it.
 const UNKNOWN_HOST: Ipv4Addr = Ipv4Addr::new(10, 0, 1, 9);
@@ -223,6 +226,165 @@ fn acl_reject_answers_the_sender(net: &Net) -> Outcome {
     outcome
 }
 
+// ---- IPv6 ------------------------------------------------------------------------------
+
+/// An address on sw1 that no logical port has.
+const UNKNOWN_HOST6: Ipv6Addr = Ipv6Addr::new(0xfd01, 0, 0, 0, 0, 0, 0, 9);
+const VM1_IP6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1);
+const LR0_SW0_IP6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 0xfe);
+
+fn icmp6_echo(src: Mac, dst: Mac, ip_src: Ipv6Addr, ip_dst: Ipv6Addr, hop_limit: u8) -> Vec<u8> {
+    let b = PacketBuilder::ethernet2(src.0, dst.0)
+        .ipv6(ip_src.octets(), ip_dst.octets(), hop_limit)
+        .icmpv6_echo_request(0x4321, 7);
+    let payload = [0x5a; 24];
+    let mut out = Vec::with_capacity(b.size(payload.len()));
+    b.write(&mut out, &payload)
+        .expect("ICMPv6 echo fits in memory");
+    out
+}
+
+/// A neighbor solicitation (135) or advertisement (136, flags S|O) for `target` with the
+/// link-layer address option of `src`.
+fn nd(
+    src: Mac,
+    dst: Mac,
+    ip_src: Ipv6Addr,
+    ip_dst: Ipv6Addr,
+    advert: bool,
+    target: Ipv6Addr,
+) -> Vec<u8> {
+    let (ty, flags, opt) = if advert { (136, 0x60, 2) } else { (135, 0, 1) };
+    let b = PacketBuilder::ethernet2(src.0, dst.0)
+        .ipv6(ip_src.octets(), ip_dst.octets(), 255)
+        .icmpv6(Icmpv6Type::Unknown {
+            type_u8: ty,
+            code_u8: 0,
+            bytes5to8: [flags, 0, 0, 0],
+        });
+    let mut body = target.octets().to_vec();
+    body.extend_from_slice(&[opt, 1]);
+    body.extend_from_slice(&src.0);
+    let mut out = Vec::with_capacity(b.size(body.len()));
+    b.write(&mut out, &body).expect("ND message fits in memory");
+    out
+}
+
+/// ICMPv6 type and, for ND messages, the target.
+fn icmp6_of(frame: &[u8]) -> Option<(u8, Option<Ipv6Addr>)> {
+    let p = SlicedPacket::from_ethernet(frame).ok()?;
+    let Some(TransportSlice::Icmpv6(icmp)) = p.transport else {
+        return None;
+    };
+    let target = icmp
+        .payload()
+        .get(..16)
+        .and_then(|t| <[u8; 16]>::try_from(t).ok())
+        .map(Ipv6Addr::from);
+    Some((icmp.type_u8(), target))
+}
+
+fn set_ipv6(net: &Net, on: bool) -> Result<()> {
+    let c = net.lab.central();
+    let (sw0, sw1, vm1, vm5) = if on {
+        (
+            r#"networks="10.0.0.254/24","fd00::fe/64""#,
+            r#"networks="10.0.1.254/24","fd01::fe/64""#,
+            "50:54:00:00:00:01 10.0.0.1 fd00::1",
+            "50:54:00:00:01:05 10.0.1.5 fd01::5",
+        )
+    } else {
+        (
+            r#"networks="10.0.0.254/24""#,
+            r#"networks="10.0.1.254/24""#,
+            "50:54:00:00:00:01 10.0.0.1",
+            "50:54:00:00:01:05 10.0.1.5",
+        )
+    };
+    c.nbctl(&["set", "Logical_Router_Port", "lr0-sw0", sw0])?;
+    c.nbctl(&["set", "Logical_Router_Port", "lr0-sw1", sw1])?;
+    c.nbctl(&["lsp-set-addresses", "vm1", vm1])?;
+    c.nbctl(&["lsp-set-addresses", "vm5", vm5])?;
+    c.wait_hv_sync()
+}
+
+/// With IPv6 on both router ports: a ping to an unknown host on sw1 makes the router send
+/// a neighbor solicitation from its link-local address and keep the ping; vm5's
+/// advertisement creates the MAC_Binding row and releases the ping. The router answers a
+/// solicitation for its own address (`nd_na_router`), and a hop limit of 1 gets ICMPv6
+/// time exceeded.
+fn nd_resolves_an_unknown_next_hop(net: &Net) -> Outcome {
+    let mut p = net.probe();
+    p.check("turn on IPv6", set_ipv6(net, true));
+    let (vm1, vm5) = (net.vm("vm1"), net.vm("vm5"));
+    let ping = icmp6_echo(vm1.port.mac, mac(LR0_SW0_MAC), VM1_IP6, UNKNOWN_HOST6, 64);
+    p.send("vm1", &ping);
+    let ns = p.expect("the router solicits fd01::9 on sw1 (vm5)", "vm5", |f| {
+        icmp6_of(f) == Some((135, Some(UNKNOWN_HOST6)))
+    });
+    if let Some(ns) = &ns {
+        p.fact("neighbor solicitation", hex::encode(ns));
+    }
+    let router_lla: Ipv6Addr = "fe80::200:ff:fe00:ff02".parse().expect("address");
+    let na = nd(
+        vm5.port.mac,
+        mac(LR0_SW1_MAC),
+        UNKNOWN_HOST6,
+        router_lla,
+        true,
+        UNKNOWN_HOST6,
+    );
+    p.send("vm5", &na);
+    let routed = icmp6_echo(mac(LR0_SW1_MAC), vm5.port.mac, VM1_IP6, UNKNOWN_HOST6, 63);
+    p.expect_exact(
+        "the buffered ping arrives once the advertisement is in",
+        "vm5",
+        &routed,
+    );
+    let binding = p.check(
+        "read the MAC_Binding row",
+        net.lab.central().sbctl(&[
+            "--bare",
+            "--columns=logical_port,ip,mac",
+            "find",
+            "MAC_Binding",
+            r#"ip="fd01::9""#,
+        ]),
+    );
+    if let Some(b) = binding {
+        p.fact(
+            "MAC_Binding",
+            b.split_whitespace().collect::<Vec<_>>().join(" "),
+        );
+    }
+    let group: Ipv6Addr = "ff02::1:ff00:fe".parse().expect("address");
+    let solicit = nd(
+        vm1.port.mac,
+        Mac([0x33, 0x33, 0xff, 0, 0, 0xfe]),
+        VM1_IP6,
+        group,
+        false,
+        LR0_SW0_IP6,
+    );
+    p.send("vm1", &solicit);
+    p.expect("the router advertises its own address", "vm1", |f| {
+        icmp6_of(f) == Some((136, Some(LR0_SW0_IP6)))
+    });
+    let expiring = icmp6_echo(vm1.port.mac, mac(LR0_SW0_MAC), VM1_IP6, UNKNOWN_HOST6, 1);
+    p.send("vm1", &expiring);
+    p.expect("hop limit 1: ICMPv6 time exceeded", "vm1", |f| {
+        icmp6_of(f).is_some_and(|(t, _)| t == 3)
+    });
+    let outcome = p.finish(&net.ports());
+    let _ = set_ipv6(net, false);
+    let _ = net
+        .lab
+        .central()
+        .sbctl(&["--all", "destroy", "MAC_Binding"]);
+    let _ = net.lab.central().wait_hv_sync();
+    outcome
+}
+
 const SCENARIOS: &[Scenario] = &[
     (
         "arp resolves an unknown next hop",
@@ -236,6 +398,10 @@ const SCENARIOS: &[Scenario] = &[
     (
         "acl reject answers the sender",
         acl_reject_answers_the_sender,
+    ),
+    (
+        "nd resolves an unknown next hop",
+        nd_resolves_an_unknown_next_hop,
     ),
 ];
 
