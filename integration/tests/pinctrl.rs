@@ -286,12 +286,13 @@ fn icmp6_of(frame: &[u8]) -> Option<(u8, Option<Ipv6Addr>)> {
 
 fn set_ipv6(net: &Net, on: bool) -> Result<()> {
     let c = net.lab.central();
-    let (sw0, sw1, vm1, vm5) = if on {
+    let (sw0, sw1, vm1, vm5, vm3) = if on {
         (
             r#"networks="10.0.0.254/24","fd00::fe/64""#,
             r#"networks="10.0.1.254/24","fd01::fe/64""#,
             "50:54:00:00:00:01 10.0.0.1 fd00::1",
             "50:54:00:00:01:05 10.0.1.5 fd01::5",
+            "50:54:00:00:00:03 10.0.0.3 fd00::3",
         )
     } else {
         (
@@ -299,12 +300,14 @@ fn set_ipv6(net: &Net, on: bool) -> Result<()> {
             r#"networks="10.0.1.254/24""#,
             "50:54:00:00:00:01 10.0.0.1",
             "50:54:00:00:01:05 10.0.1.5",
+            "50:54:00:00:00:03 10.0.0.3",
         )
     };
     c.nbctl(&["set", "Logical_Router_Port", "lr0-sw0", sw0])?;
     c.nbctl(&["set", "Logical_Router_Port", "lr0-sw1", sw1])?;
     c.nbctl(&["lsp-set-addresses", "vm1", vm1])?;
     c.nbctl(&["lsp-set-addresses", "vm5", vm5])?;
+    c.nbctl(&["lsp-set-addresses", "vm3", vm3])?;
     c.wait_hv_sync()
 }
 
@@ -370,6 +373,21 @@ fn nd_resolves_an_unknown_next_hop(net: &Net) -> Outcome {
     p.expect("the router advertises its own address", "vm1", |f| {
         icmp6_of(f) == Some((136, Some(LR0_SW0_IP6)))
     });
+    // The switch answers for vm3's address (`nd_na {}`).
+    let vm3_ip6: Ipv6Addr = "fd00::3".parse().expect("address");
+    let group: Ipv6Addr = "ff02::1:ff00:3".parse().expect("address");
+    let solicit = nd(
+        vm1.port.mac,
+        Mac([0x33, 0x33, 0xff, 0, 0, 3]),
+        VM1_IP6,
+        group,
+        false,
+        vm3_ip6,
+    );
+    p.send("vm1", &solicit);
+    p.expect("the switch advertises vm3's address", "vm1", |f| {
+        icmp6_of(f) == Some((136, Some(vm3_ip6)))
+    });
     let expiring = icmp6_echo(vm1.port.mac, mac(LR0_SW0_MAC), VM1_IP6, UNKNOWN_HOST6, 1);
     p.send("vm1", &expiring);
     p.expect("hop limit 1: ICMPv6 time exceeded", "vm1", |f| {
@@ -381,6 +399,70 @@ fn nd_resolves_an_unknown_next_hop(net: &Net) -> Outcome {
         .lab
         .central()
         .sbctl(&["--all", "destroy", "MAC_Binding"]);
+    let _ = net.lab.central().wait_hv_sync();
+    outcome
+}
+
+/// CRC-32C of SCTP (RFC 4960 appendix B).
+fn crc32c(data: &[u8]) -> u32 {
+    let mut crc = u32::MAX;
+    for b in data {
+        crc ^= u32::from(*b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0x82f6_3b78
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// An SCTP INIT from `from` to `to` (routed through lr0): verification tag 0, initiate tag
+/// 0x11223344.
+fn sctp_init(from: &common::Vm, to: &common::Vm, dport: u16) -> Vec<u8> {
+    let mut sctp = Vec::new();
+    sctp.extend_from_slice(&5000u16.to_be_bytes());
+    sctp.extend_from_slice(&dport.to_be_bytes());
+    sctp.extend_from_slice(&[0; 8]);
+    sctp.extend_from_slice(&[1, 0, 0, 20]);
+    sctp.extend_from_slice(&[0x11, 0x22, 0x33, 0x44, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1]);
+    let crc = crc32c(&sctp);
+    sctp[8..12].copy_from_slice(&crc.to_le_bytes());
+    let b = PacketBuilder::ethernet2(from.port.mac.0, mac(LR0_SW0_MAC).0).ipv4(
+        from.port.ip.octets(),
+        to.port.ip.octets(),
+        64,
+    );
+    let mut out = Vec::new();
+    b.write(&mut out, etherparse::IpNumber::SCTP, &sctp)
+        .expect("SCTP INIT fits in memory");
+    out
+}
+
+/// An ACL `reject` on SCTP: vm1's INIT to vm2 gets an ABORT back.
+fn acl_reject_aborts_sctp(net: &Net) -> Outcome {
+    let mut p = net.probe();
+    let (vm1, vm2) = (net.vm("vm1"), net.vm("vm2"));
+    p.nbctl(&[
+        "acl-add",
+        "sw1",
+        "to-lport",
+        "1002",
+        "sctp && sctp.dst == 7778",
+        "reject",
+    ]);
+    p.wait_hv("ACL reject on SCTP added");
+    p.send("vm1", &sctp_init(vm1, vm2, 7778));
+    p.expect("the rejected INIT gets an ABORT", "vm1", |f| {
+        ipv4_summary(f).is_some_and(|s| s.src == vm2.port.ip)
+            && f.len() >= 50
+            && f[23] == 132
+            && f[46] == 6
+    });
+    let outcome = p.finish(&net.ports());
+    let _ = net.lab.central().nbctl(&["acl-del", "sw1"]);
     let _ = net.lab.central().wait_hv_sync();
     outcome
 }
@@ -403,6 +485,7 @@ const SCENARIOS: &[Scenario] = &[
         "nd resolves an unknown next hop",
         nd_resolves_an_unknown_next_hop,
     ),
+    ("acl reject aborts sctp", acl_reject_aborts_sctp),
 ];
 
 #[test]

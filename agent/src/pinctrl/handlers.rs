@@ -27,6 +27,7 @@ pub mod opcode {
     pub const ICMP6_ERROR: u32 = 20;
     pub const PUT_ICMP6_FRAG_MTU: u32 = 21;
     pub const REJECT: u32 = 22;
+    pub const SCTP_ABORT: u32 = 24;
     /// Opcodes are counted per value up to this one (`BFD_MSG` .. `ACTIVATION_STRATEGY_RARP`
     /// included); larger values count as unknown.
     pub const COUNT: usize = 27;
@@ -166,6 +167,7 @@ pub fn handle(pi: &PacketIn2, cx: &Context) -> Result<Vec<Effect>, Skip> {
         opcode::ICMP4_ERROR | opcode::ICMP6_ERROR => icmp(&p, &h, false, false),
         opcode::TCP_RESET => tcp_reset(&p, &h, false),
         opcode::REJECT => reject(&p, &h),
+        opcode::SCTP_ABORT => sctp_abort(&p, &h, false),
         opcode::PUT_ICMP4_FRAG_MTU | opcode::PUT_ICMP6_FRAG_MTU => frag_mtu(&p, &h),
         op if (op as usize) < opcode::COUNT => Err(Skip::NotYet(op)),
         op => Err(Skip::UnknownOpcode(op)),
@@ -407,7 +409,7 @@ fn reject(p: &PacketIn<'_>, h: &Headers) -> Result<Vec<Effect>, Skip> {
             Some((.., true)) | None => Ok(Vec::new()),
             Some(_) => tcp_reset(p, h, true),
         },
-        Some(packet::PROTO_SCTP) => Err(Skip::NotYet(opcode::REJECT)),
+        Some(packet::PROTO_SCTP) => sctp_abort(p, h, true),
         Some(packet::PROTO_ICMP)
             if matches!(h.l3, L3::Ipv4 { .. })
                 && l4.and_then(|b| b.first()).is_none_or(|t| *t == 3) =>
@@ -422,6 +424,93 @@ fn reject(p: &PacketIn<'_>, h: &Headers) -> Result<Vec<Effect>, Skip> {
         }
         _ => icmp(p, h, true, true),
     }
+}
+
+fn swapped(h: &Headers, loopback: bool) -> (packet::Mac, packet::Mac, L3) {
+    if !loopback {
+        return (h.eth_src, h.eth_dst, h.l3);
+    }
+    let l3 = match h.l3 {
+        L3::Ipv4 {
+            src,
+            dst,
+            proto,
+            total_len,
+        } => L3::Ipv4 {
+            src: dst,
+            dst: src,
+            proto,
+            total_len,
+        },
+        L3::Ipv6 {
+            src,
+            dst,
+            next_header,
+            payload_len,
+        } => L3::Ipv6 {
+            src: dst,
+            dst: src,
+            next_header,
+            payload_len,
+        },
+        L3::Other => L3::Other,
+    };
+    (h.eth_dst, h.eth_src, l3)
+}
+
+/// `sctp_abort {}`: an ABORT for an SCTP packet (not for an ABORT), with the verification
+/// tag RFC 4960 8.4 asks for: the initiate tag of an INIT that had none, else the
+/// packet's own tag, reflected.
+fn sctp_abort(p: &PacketIn<'_>, h: &Headers, loopback: bool) -> Result<Vec<Effect>, Skip> {
+    let l4 = (h.ip_proto() == Some(packet::PROTO_SCTP))
+        .then(|| h.l4(p.packet))
+        .flatten()
+        .ok_or(Skip::WrongPacket("SCTP_ABORT action on non-SCTP packet"))?;
+    let (Some(ports), Some(tag)) = (l4.get(..4), l4.get(4..8)) else {
+        return Err(Skip::WrongPacket(
+            "SCTP_ABORT action on malformed SCTP packet",
+        ));
+    };
+    let (sport, dport) = (
+        u16::from_be_bytes([ports[0], ports[1]]),
+        u16::from_be_bytes([ports[2], ports[3]]),
+    );
+    let vtag_in = u32::from_be_bytes([tag[0], tag[1], tag[2], tag[3]]);
+    let Some(&chunk_type) = l4.get(12).filter(|_| l4.len() >= 16) else {
+        return Err(Skip::WrongPacket(
+            "SCTP_ABORT action on SCTP packet with no chunks",
+        ));
+    };
+    if chunk_type == 6 {
+        return Err(Skip::WrongPacket(
+            "sctp_abort action on incoming SCTP ABORT.",
+        ));
+    }
+    let initiate_tag = if chunk_type == 1 {
+        let init = l4.get(16..32).ok_or(Skip::WrongPacket(
+            "Incomplete SCTP INIT chunk. Ignoring packet.",
+        ))?;
+        Some(u32::from_be_bytes([init[0], init[1], init[2], init[3]]))
+    } else {
+        None
+    };
+    let (vtag, reflected) = match initiate_tag {
+        Some(t) if vtag_in == 0 => (t, false),
+        _ => (vtag_in, true),
+    };
+    let (eth_src, eth_dst, l3) = swapped(h, loopback);
+    let abort = packet::sctp_abort(
+        &Endpoints {
+            eth_src,
+            eth_dst,
+            l3,
+        },
+        dport,
+        sport,
+        vtag,
+        reflected,
+    )?;
+    Ok(vec![nested(p, abort)?])
 }
 
 fn ones_complement(data: &[u8], initial: u32) -> u16 {

@@ -433,3 +433,56 @@ pub fn tcp_fields(l4: &[u8]) -> Option<(u16, u16, u32, bool)> {
         t.rst(),
     ))
 }
+
+/// CRC-32C (Castagnoli), the SCTP checksum (RFC 4960 appendix B), bitwise: the packets
+/// are a few bytes long and rare.
+pub fn crc32c(data: &[u8]) -> u32 {
+    let mut crc = u32::MAX;
+    for b in data {
+        crc ^= u32::from(*b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0x82f6_3b78
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// An SCTP ABORT (one chunk, `t_bit`: the tag is reflected) from `src_port` to
+/// `dst_port` with verification tag `vtag`, TTL/hop limit 63.
+pub fn sctp_abort(
+    e: &Endpoints,
+    src_port: u16,
+    dst_port: u16,
+    vtag: u32,
+    t_bit: bool,
+) -> Result<Vec<u8>, PacketError> {
+    let mut sctp = Vec::with_capacity(16);
+    sctp.extend_from_slice(&src_port.to_be_bytes());
+    sctp.extend_from_slice(&dst_port.to_be_bytes());
+    sctp.extend_from_slice(&vtag.to_be_bytes());
+    sctp.extend_from_slice(&[0; 4]);
+    sctp.extend_from_slice(&[6, u8::from(t_bit), 0, 4]);
+    // The checksum goes on the wire least significant byte first.
+    let crc = crc32c(&sctp);
+    sctp[8..12].copy_from_slice(&crc.to_le_bytes());
+    let mut out;
+    match e.l3 {
+        L3::Ipv4 { src, dst, .. } => {
+            let ip = ipv4_header(src, dst, PROTO_SCTP, 63, sctp.len())?;
+            out = eth_header(e.eth_dst, e.eth_src, ETH_TYPE_IPV4, None);
+            out.extend_from_slice(&ip.to_bytes());
+        }
+        L3::Ipv6 { src, dst, .. } => {
+            let ip = ipv6_header(src, dst, PROTO_SCTP, 63, sctp.len())?;
+            out = eth_header(e.eth_dst, e.eth_src, ETH_TYPE_IPV6, None);
+            out.extend_from_slice(&ip.to_bytes());
+        }
+        L3::Other => return Err(PacketError::Malformed("IP")),
+    }
+    out.extend_from_slice(&sctp);
+    Ok(out)
+}

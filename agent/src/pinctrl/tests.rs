@@ -414,3 +414,82 @@ proptest::proptest! {
         let _ = handle(&packet_in(packet, userdata(op, &[], &extra), md(&[], 1), true), &CX);
     }
 }
+
+#[test]
+fn crc32c_matches_the_rfc_3720_vectors() {
+    assert_eq!(super::packet::crc32c(&[0; 32]), 0x8a91_36aa);
+    assert_eq!(super::packet::crc32c(&[0xff; 32]), 0x62a8_ab43);
+}
+
+/// An SCTP INIT (vtag 0, initiate tag 0x11223344) from vm1 to 10.0.0.254.
+fn sctp_init() -> Vec<u8> {
+    unhex(
+        "00000000ff01 505400000001 0800
+         4500 0034 0000 4000 4084 0000 0a000001 0a0000fe
+         1388 0050 00000000 00000000
+         01 00 0014 11223344 0001 0000 0001 0001 00000001",
+    )
+}
+
+#[test]
+fn reject_aborts_an_sctp_association_with_the_initiate_tag() {
+    let effects = handle(
+        &packet_in(
+            sctp_init(),
+            userdata(opcode::REJECT, &[], &[]),
+            md(&[], 1),
+            false,
+        ),
+        &CX,
+    )
+    .expect("handled");
+    let (data, _) = packet_out(&effects[0]);
+    assert_eq!(&data[..12], &unhex("505400000001 00000000ff01")[..]);
+    assert_eq!(&data[22..24], &[63, 132], "TTL 63, SCTP");
+    assert_eq!(&data[26..34], &unhex("0a0000fe 0a000001")[..]);
+    assert_eq!(
+        &data[34..42],
+        &unhex("0050 1388 11223344")[..],
+        "ports swapped, the initiate tag"
+    );
+    assert_eq!(&data[46..], &[6, 0, 0, 4], "ABORT without the T bit");
+    let mut zeroed = data[34..].to_vec();
+    zeroed[8..12].fill(0);
+    assert_eq!(&data[42..46], &super::packet::crc32c(&zeroed).to_le_bytes());
+    // An ABORT is never answered; `sctp_abort {}` reflects the tag of a non-INIT chunk.
+    let mut abort = sctp_init();
+    abort[46] = 6;
+    assert!(matches!(
+        handle(
+            &packet_in(
+                abort,
+                userdata(opcode::SCTP_ABORT, &[], &[]),
+                md(&[], 1),
+                false
+            ),
+            &CX
+        ),
+        Err(Skip::WrongPacket(_))
+    ));
+    let mut data_chunk = sctp_init();
+    data_chunk[38..42].copy_from_slice(&[0, 0, 0, 9]);
+    data_chunk[46] = 0;
+    let effects = handle(
+        &packet_in(
+            data_chunk,
+            userdata(opcode::SCTP_ABORT, &[], &[]),
+            md(&[], 1),
+            false,
+        ),
+        &CX,
+    )
+    .expect("handled");
+    let (data, _) = packet_out(&effects[0]);
+    assert_eq!(&data[38..42], &[0, 0, 0, 9]);
+    assert_eq!(data[47], 1, "T bit: the tag is reflected");
+    assert_eq!(
+        &data[..12],
+        &sctp_init()[..12],
+        "sctp_abort {{}} leaves the addresses to the nested actions"
+    );
+}
