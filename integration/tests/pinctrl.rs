@@ -13,6 +13,7 @@ use etherparse::{Icmpv6Type, PacketBuilder, SlicedPacket, TransportSlice};
 use common::{mac, two_switches_one_router, Net, Scenario, Setup, LR0_SW0_MAC, LR0_SW1_MAC};
 use integration::observe::Outcome;
 use integration::packet::{arp_summary, icmp4_echo, ipv4_summary, tcp4, udp4, Mac, TcpFlags, L4};
+use integration::scenario::SnatGateway;
 use integration::Result;
 
 /// An address on sw1 that no logical port has: the router must resolve it.
@@ -488,16 +489,10 @@ const SCENARIOS: &[Scenario] = &[
     ("acl reject aborts sctp", acl_reject_aborts_sctp),
 ];
 
-#[test]
-fn pinctrl_matches_ovn_controller() {
-    let setups = Setup::oracle_and_agent(&["hv1", "hv2"]);
-    let (nets, report) = common::run_all(
-        &setups,
-        |s| two_switches_one_router(s, &["hv1", "hv2"]),
-        SCENARIOS,
-    );
-    for net in &nets {
-        for chassis in ["hv1", "hv2"] {
+/// Prints each chassis's packet-in count and, for ovn-agent, `pinctrl/show-stats`.
+fn print_stats(nets: &[Net], chassis_list: &[&str]) {
+    for net in nets {
+        for chassis in chassis_list {
             let appctl = |args: &[&str]| {
                 net.lab
                     .chassis(chassis)
@@ -515,5 +510,82 @@ fn pinctrl_matches_ovn_controller() {
             }
         }
     }
+}
+
+#[test]
+fn pinctrl_matches_ovn_controller() {
+    let setups = Setup::oracle_and_agent(&["hv1", "hv2"]);
+    let (nets, report) = common::run_all(
+        &setups,
+        |s| two_switches_one_router(s, &["hv1", "hv2"]),
+        SCENARIOS,
+    );
+    print_stats(&nets, &["hv1", "hv2"]);
+    common::conclude_healthy(nets, &report);
+}
+
+// ---- gateway MTU: icmp4_error with icmp4.frag_mtu (pause and resume) --------------------
+
+const GATEWAY: SnatGateway = SnatGateway::LAB;
+const GATEWAY_MTU: u16 = 1300;
+
+/// The shared topology plus lr0's distributed gateway port on hv3, with
+/// `gateway_mtu=1300` on it.
+fn gateway_topology(setup: &Setup) -> Result<Net> {
+    let mut net = two_switches_one_router(setup, &["hv1", "hv2", "hv3"])?;
+    let ext = GATEWAY.build(net.lab.central(), "lr0", net.lab.chassis("hv3")?)?;
+    net.extra.push(("hv3".to_owned(), ext));
+    let mtu = format!("options:gateway_mtu={GATEWAY_MTU}");
+    net.lab
+        .central()
+        .nbctl(&["set", "Logical_Router_Port", "lr0-public", &mtu])?;
+    net.lab.central().wait_hv_sync()?;
+    Ok(net)
+}
+
+/// A 1400-byte ping toward the gateway with DF set: the router answers "fragmentation
+/// needed" with the next-hop MTU of the gateway port, and the ping does not leave.
+fn too_big_for_the_gateway(net: &Net) -> Outcome {
+    let mut p = net.probe();
+    let vm1 = net.vm("vm1");
+    let ping = icmp4_echo(
+        vm1.port.mac,
+        mac(LR0_SW0_MAC),
+        vm1.port.ip,
+        GATEWAY.host_ip,
+        64,
+        1400,
+    );
+    p.send("vm1", &ping);
+    let err = p.expect("vm1 gets ICMP fragmentation needed", "vm1", |f| {
+        is_icmp(f, 3, 4)
+    });
+    if let Some(e) = err {
+        let mtu = e.get(40..42).map(|m| u16::from_be_bytes([m[0], m[1]]));
+        p.fact("next-hop MTU", format!("{mtu:?}"));
+    }
+    let small = icmp4_echo(
+        vm1.port.mac,
+        mac(LR0_SW0_MAC),
+        vm1.port.ip,
+        GATEWAY.host_ip,
+        64,
+        100,
+    );
+    p.send("vm1", &small);
+    p.expect(
+        "a small ping still leaves through the gateway",
+        "ext-host",
+        |f| ipv4_summary(f).is_some_and(|s| s.icmp_echo_request && s.dst == GATEWAY.host_ip),
+    );
+    p.finish(&net.ports())
+}
+
+#[test]
+fn pinctrl_frag_mtu_matches_ovn_controller() {
+    let setups = Setup::oracle_and_agent(&["hv1", "hv2", "hv3"]);
+    let scenarios: &[Scenario] = &[("too big for the gateway", too_big_for_the_gateway)];
+    let (nets, report) = common::run_all(&setups, gateway_topology, scenarios);
+    print_stats(&nets, &["hv1", "hv3"]);
     common::conclude_healthy(nets, &report);
 }

@@ -493,3 +493,31 @@ fn reject_aborts_an_sctp_association_with_the_initiate_tag() {
         "sctp_abort {{}} leaves the addresses to the nested actions"
     );
 }
+
+#[test]
+fn icmp6_frag_mtu_writes_the_mtu_and_the_checksum() {
+    // ICMPv6 packet too big (type 2) fd00::fe -> fd00::1 quoting 8 bytes, MTU still 0.
+    let mut err = unhex("505400000001 00000000ff01 86dd 6000 0000 0010 3aff");
+    err.extend(unhex(
+        "fd0000000000000000000000000000fe fd000000000000000000000000000001",
+    ));
+    err.extend(unhex("0200 0000 00000000 6000000000003a40"));
+    let pi = packet_in(
+        err,
+        userdata(opcode::PUT_ICMP6_FRAG_MTU, &[], &[0, 0, 0x05, 0x00]),
+        md(&[], 1),
+        true,
+    );
+    let effects = handle(&pi, &CX).expect("handled");
+    let [Effect::Resume(r)] = effects.as_slice() else {
+        panic!("{effects:?}")
+    };
+    let out = r.packet().expect("packet");
+    assert_eq!(&out[58..62], &[0, 0, 5, 0]);
+    let mut pseudo: u32 = out[22..54]
+        .chunks(2)
+        .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
+        .sum();
+    pseudo += 58 + 16;
+    assert!(checksum_ok(&out[54..], pseudo));
+}
