@@ -98,3 +98,87 @@ pub fn mac_binding_txn(
     }
     (!txn.is_empty()).then_some(txn)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::IpAddr;
+
+    use super::*;
+    use crate::pinctrl::View;
+    use crate::southbound::Southbound;
+
+    const DP: &str = "00000000-0000-4000-8000-0000000000d1";
+
+    fn sb() -> Southbound {
+        let mut sb = Southbound::default();
+        let text = format!(
+            r#"{{"caption":"Datapath_Binding table","headings":["_uuid","tunnel_key"],"data":[[["uuid","{DP}"],3]]}}
+               {{"caption":"Port_Binding table","headings":["_uuid","logical_port","datapath","tunnel_key","type","options"],"data":[
+                 [["uuid","00000000-0000-4000-8000-0000000000a1"],"lr0-sw1",["uuid","{DP}"],2,"patch",["map",[]]],
+                 [["uuid","00000000-0000-4000-8000-0000000000a2"],"cr-lr0-public",["uuid","{DP}"],4,"chassisredirect",["map",[["distributed-port","lr0-public"]]]]]}}
+               {{"caption":"MAC_Binding table","headings":["_uuid","logical_port","ip","mac","datapath","timestamp"],"data":[
+                 [["uuid","00000000-0000-4000-8000-0000000000b1"],"lr0-sw1","10.0.1.7","50:54:00:00:01:07",["uuid","{DP}"],5],
+                 [["uuid","00000000-0000-4000-8000-0000000000b2"],"lr0-public","172.16.0.100","f0:00:00:00:00:64",["uuid","{DP}"],5]]}}"#
+        );
+        sb.load_json(&text).expect("loads");
+        sb
+    }
+
+    fn write(port: u32, ip: &str, last: u8) -> MacBindingWrite {
+        MacBindingWrite {
+            datapath: 3,
+            port,
+            ip: ip.parse().expect("ip"),
+            mac: [0x50, 0x54, 0, 0, 1, last],
+        }
+    }
+
+    #[test]
+    fn new_bindings_are_inserted_changed_ones_updated_and_known_ones_left() {
+        let sb = sb();
+        let writes = [
+            write(2, "10.0.1.9", 9),
+            write(2, "10.0.1.9", 0x10),
+            write(2, "10.0.1.7", 7),
+            write(2, "10.0.1.8", 8),
+            write(9, "10.0.1.6", 6),
+        ];
+        let txn = mac_binding_txn(&sb.replica, &writes, 1234).expect("something to write");
+        let ops = txn.to_params().to_string();
+        // 10.0.1.9: one insert with the last MAC; 10.0.1.7: already there; 10.0.1.8: insert.
+        assert_eq!(ops.matches("\"insert\"").count(), 2, "{ops}");
+        assert!(
+            ops.contains("50:54:00:00:01:10") && !ops.contains("50:54:00:00:01:09"),
+            "{ops}"
+        );
+        assert!(
+            !ops.contains("10.0.1.7") && !ops.contains("10.0.1.6"),
+            "{ops}"
+        );
+        assert!(ops.contains("\"timestamp\":1234"), "{ops}");
+        let changed =
+            mac_binding_txn(&sb.replica, &[write(2, "10.0.1.7", 0x77)], 99).expect("an update");
+        let ops = changed.to_params().to_string();
+        assert!(
+            ops.contains("\"update\"") && ops.contains("50:54:00:00:01:77"),
+            "{ops}"
+        );
+        assert!(mac_binding_txn(&sb.replica, &[write(2, "10.0.1.7", 7)], 99).is_none());
+    }
+
+    #[test]
+    fn the_view_resolves_next_hops_through_chassisredirect_ports() {
+        let view = View::from_replica(&sb().replica, 37);
+        let ip = |s: &str| s.parse::<IpAddr>().expect("ip");
+        assert_eq!(
+            view.resolve(3, 2, ip("10.0.1.7")),
+            Some([0x50, 0x54, 0, 0, 1, 7])
+        );
+        assert_eq!(
+            view.resolve(3, 4, ip("172.16.0.100")),
+            Some([0xf0, 0, 0, 0, 0, 0x64])
+        );
+        assert_eq!(view.resolve(3, 2, ip("172.16.0.100")), None);
+        assert_eq!(view.resolve(1, 2, ip("10.0.1.7")), None);
+    }
+}
