@@ -589,3 +589,133 @@ fn pinctrl_frag_mtu_matches_ovn_controller() {
     print_stats(&nets, &["hv1", "hv3"]);
     common::conclude_healthy(nets, &report);
 }
+
+// ---- flood -------------------------------------------------------------------------------
+
+const FLOOD: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Sends TTL-1 pings from vm1's port through the pipeline as fast as one OpenFlow
+/// connection takes packet-outs, for [`FLOOD`]; returns how many went.
+fn flood(net: &Net, packet: &[u8]) -> std::result::Result<u64, String> {
+    use openflow::action::Action;
+    use openflow::oxm::{FieldId, Match};
+    use openflow::wire::{Message, PacketOut};
+    let hv1 = net.lab.chassis("hv1").map_err(|e| e.to_string())?;
+    let ofport: u32 = hv1
+        .vsctl(&["get", "Interface", "vm1", "ofport"])
+        .map_err(|e| e.to_string())?
+        .trim()
+        .parse()
+        .map_err(|e| format!("ofport: {e}"))?;
+    let target = format!("unix:{}", hv1.br_int_mgmt().display());
+    let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    rt.block_on(async {
+        let (conn, handle, _asyncs) =
+            openflow::conn::connect(&target, openflow::conn::client::ClientConfig::default())
+                .map_err(|e| e.to_string())?;
+        tokio::spawn(conn.run());
+        let s = handle.wait_connected().await.map_err(|e| e.to_string())?;
+        let mut m = Match::new();
+        m.push(FieldId::IN_PORT_OXM, ofport.to_be_bytes().to_vec(), None);
+        let po = Message::PacketOut(PacketOut {
+            buffer_id: u32::MAX,
+            r#match: m,
+            actions: vec![Action::Resubmit {
+                in_port: 0xfff8,
+                table: 0,
+                ct: false,
+            }],
+            data: packet.to_vec(),
+        });
+        let batch: Vec<Message> = std::iter::repeat_n(po, 200).collect();
+        let started = std::time::Instant::now();
+        let mut sent = 0u64;
+        while started.elapsed() < FLOOD {
+            handle.send(s, &batch).await.map_err(|e| e.to_string())?;
+            sent += batch.len() as u64;
+        }
+        handle.barrier(s).await.map_err(|e| e.to_string())?;
+        Ok(sent)
+    })
+}
+
+#[test]
+fn a_flood_of_packet_ins_leaves_the_agent_working() {
+    let mut problems = Vec::new();
+    for setup in Setup::oracle_and_agent(&["hv1", "hv2"]) {
+        let net = two_switches_one_router(&setup, &["hv1", "hv2"])
+            .unwrap_or_else(|e| panic!("build the lab for {}: {e}", setup.label));
+        let (vm1, vm2) = (net.vm("vm1"), net.vm("vm2"));
+        let expiring = icmp4_echo(
+            vm1.port.mac,
+            mac(LR0_SW0_MAC),
+            vm1.port.ip,
+            vm2.port.ip,
+            1,
+            56,
+        );
+        let hv1 = net.lab.chassis("hv1").expect("hv1");
+        let controller = hv1.controller().expect("a controller on hv1");
+        let rss_before = controller.peak_rss_kib().unwrap_or(0);
+        let cpu_before = controller.cpu_seconds().unwrap_or(0.0);
+        let sent = flood(&net, &expiring).unwrap_or_else(|e| {
+            problems.push(format!("[{}] flood: {e}", setup.label));
+            0
+        });
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        let rss_after = controller.peak_rss_kib().unwrap_or(0);
+        let cpu = controller.cpu_seconds().unwrap_or(0.0) - cpu_before;
+        let total = hv1
+            .controller_appctl(&["coverage/read-counter", "pinctrl_total_pin_pkts"])
+            .unwrap_or_default();
+        eprintln!(
+            "[{}] flood: {sent} packet-outs in {FLOOD:?} ({:.0}/s); {} packet-ins counted; peak RSS {rss_before} -> {rss_after} KiB; {cpu:.1} s CPU",
+            setup.label,
+            sent as f64 / FLOOD.as_secs_f64(),
+            total.trim()
+        );
+        if setup.label != common::ORACLE {
+            let stats = hv1
+                .controller_appctl(&["pinctrl/show-stats"])
+                .unwrap_or_default();
+            eprintln!("{stats}");
+            if !stats.contains("icmp: received") {
+                problems.push(format!(
+                    "[{}] no icmp packet-ins counted: {stats}",
+                    setup.label
+                ));
+            }
+            if rss_after.saturating_sub(rss_before) > 100 * 1024 {
+                problems.push(format!(
+                    "[{}] peak RSS grew from {rss_before} to {rss_after} KiB",
+                    setup.label
+                ));
+            }
+            let status = hv1
+                .controller_appctl(&["connection-status"])
+                .unwrap_or_default();
+            if status.trim() != "connected" {
+                problems.push(format!(
+                    "[{}] connection-status after the flood: {status:?}",
+                    setup.label
+                ));
+            }
+        }
+        // Afterwards the controller still answers.
+        let mut p = net.probe();
+        p.send("vm1", &expiring);
+        p.expect(
+            "after the flood, TTL 1 still gets time exceeded",
+            "vm1",
+            |f| is_icmp(f, 11, 0),
+        );
+        let outcome = p.finish(&net.ports());
+        problems.extend(
+            outcome
+                .failures
+                .iter()
+                .map(|f| format!("[{}] {f}", setup.label)),
+        );
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
