@@ -40,18 +40,28 @@ pub struct Pinctrl {
     pub stats: Arc<Stats>,
 }
 
-/// Starts the task on `target` (`unix:<rundir>/<bridge>.mgmt`).
+/// Starts the task on `target` (`unix:<rundir>/<bridge>.mgmt`) on its own thread, named
+/// in log lines `ovn_pinctrl0` as ovn-controller's pinctrl thread: a flood of packet-ins
+/// costs that thread's time, not the main loop's.
 pub fn spawn(target: &str, view: Arc<View>, stats: Arc<Stats>) -> Result<Pinctrl, ConnError> {
-    let (conn, handle, asyncs) = connect(target, ClientConfig::default())?;
-    let target = target.to_owned();
-    let t = target.clone();
-    tokio::spawn(async move {
-        if let Err(e) = conn.run().await {
-            tracing::warn!(target: "pinctrl", "{t}: openflow connection task stopped: {e}");
-        }
-    });
     let (view_tx, view_rx) = watch::channel(view);
     let (writes_tx, writes_rx) = mpsc::channel(64);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ConnError::Io(e.to_string()))?;
+    let connected = {
+        let _enter = runtime.enter();
+        connect(target, ClientConfig::default())
+    };
+    let (conn, handle, asyncs) = match connected {
+        Ok(c) => c,
+        Err(e) => {
+            // Dropping a runtime inside the main loop's async context is not allowed.
+            runtime.shutdown_background();
+            return Err(e);
+        }
+    };
     let task = Task {
         handle,
         asyncs,
@@ -64,9 +74,25 @@ pub fn spawn(target: &str, view: Arc<View>, stats: Arc<Stats>) -> Result<Pinctrl
         session: None,
         jitter: 0,
     };
-    tokio::spawn(task.run(target.clone()));
+    let t = target.to_owned();
+    std::thread::Builder::new()
+        .name("ovn_pinctrl0".to_owned())
+        .spawn(move || {
+            crate::vlog::set_subprogram_name("ovn_pinctrl0");
+            runtime.block_on(async move {
+                let t2 = t.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = conn.run().await {
+                        tracing::warn!(target: "pinctrl", "{t2}: openflow connection task stopped: {e}");
+                    }
+                });
+                // Ends when the main loop drops its end.
+                task.run(t).await;
+            });
+        })
+        .map_err(|e| ConnError::Io(e.to_string()))?;
     Ok(Pinctrl {
-        target,
+        target: target.to_owned(),
         view: view_tx,
         writes: writes_rx,
         stats,
