@@ -468,6 +468,89 @@ fn acl_reject_aborts_sctp(net: &Net) -> Outcome {
     outcome
 }
 
+/// The ACL log lines (`acl_log` module) of both chassis's controllers, from the text after
+/// the level on: timestamps and sequence numbers differ between runs.
+fn acl_log_lines(net: &Net) -> Vec<String> {
+    ["hv1", "hv2"]
+        .iter()
+        .flat_map(|c| {
+            common::controller_log(net, c)
+                .lines()
+                .filter(|l| l.contains("|acl_log"))
+                .map(|l| {
+                    let module = l.split('|').nth(2).unwrap_or_default().to_owned();
+                    let text = l.splitn(5, '|').nth(4).unwrap_or_default().to_owned();
+                    format!("{c} {module} {text}")
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// An allow ACL with logging on sw1: the controller that runs sw1's egress pipeline for
+/// vm1's UDP and TCP to vm2 logs each, in the same words.
+fn acl_log_lines_match(net: &Net) -> Outcome {
+    let mut p = net.probe();
+    let (vm1, vm2) = (net.vm("vm1"), net.vm("vm2"));
+    let before = acl_log_lines(net).len();
+    p.nbctl(&[
+        "--log",
+        "--severity=warning",
+        "--name=np1",
+        "acl-add",
+        "sw1",
+        "to-lport",
+        "1002",
+        "udp.dst == 7779 || tcp.dst == 7780",
+        "allow",
+    ]);
+    p.wait_hv("ACL with log added");
+    let udp = udp4(
+        vm1.port.mac,
+        mac(LR0_SW0_MAC),
+        vm1.port.ip,
+        vm2.port.ip,
+        64,
+        40003,
+        7779,
+        b"logged",
+    );
+    p.send("vm1", &udp);
+    p.expect("the logged UDP reaches vm2", "vm2", |f| {
+        ipv4_summary(f).is_some_and(|s| s.udp_dst() == Some(7779))
+    });
+    let syn = tcp4(
+        vm1.port.mac,
+        mac(LR0_SW0_MAC),
+        vm1.port.ip,
+        vm2.port.ip,
+        64,
+        40004,
+        7780,
+        77,
+        TcpFlags::Syn,
+    );
+    p.send("vm1", &syn);
+    p.expect("the logged SYN reaches vm2", "vm2", |f| {
+        ipv4_summary(f).is_some_and(|s| matches!(s.l4, L4::Tcp { dst: 7780, .. }))
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut lines = acl_log_lines(net);
+    while lines.len() < before + 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        lines = acl_log_lines(net);
+    }
+    let new: Vec<String> = lines.into_iter().skip(before).collect();
+    if new.len() != 2 {
+        p.fail(format!("two ACL log lines expected, got {new:?}"));
+    }
+    p.fact("ACL log lines", new.join("\n"));
+    let outcome = p.finish(&net.ports());
+    let _ = net.lab.central().nbctl(&["acl-del", "sw1"]);
+    let _ = net.lab.central().wait_hv_sync();
+    outcome
+}
+
 const SCENARIOS: &[Scenario] = &[
     (
         "arp resolves an unknown next hop",
@@ -487,6 +570,7 @@ const SCENARIOS: &[Scenario] = &[
         nd_resolves_an_unknown_next_hop,
     ),
     ("acl reject aborts sctp", acl_reject_aborts_sctp),
+    ("acl log lines match", acl_log_lines_match),
 ];
 
 /// Prints each chassis's packet-in count and, for ovn-agent, `pinctrl/show-stats`.

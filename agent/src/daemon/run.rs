@@ -286,6 +286,7 @@ pub async fn run(
                 let view = crate::pinctrl::View::from_replica(
                     &engine.sb.replica,
                     engine.layout().output_entry,
+                    engine.layout().egress,
                 );
                 match crate::pinctrl::spawn(&target, std::sync::Arc::new(view), pin_stats.clone()) {
                     Ok(p) => pin = Some(p),
@@ -333,6 +334,7 @@ pub async fn run(
             let view = crate::pinctrl::View::from_replica(
                 &engine.sb.replica,
                 engine.layout().output_entry,
+                engine.layout().egress,
             );
             p.view.send_if_modified(|v| {
                 let new = **v != view;

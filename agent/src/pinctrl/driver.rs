@@ -196,8 +196,12 @@ impl Task {
                 return;
             }
         }
-        let cx = Context {
-            output_entry_table: self.view.borrow().output_entry_table,
+        let cx = {
+            let v = self.view.borrow();
+            Context {
+                output_entry_table: v.output_entry_table,
+                egress_table: v.egress_table,
+            }
         };
         match handlers::handle(pi, &cx) {
             Ok(effects) => {
@@ -222,6 +226,7 @@ impl Task {
             match e {
                 Effect::PacketOut(po) => out.push(Message::PacketOut(po)),
                 Effect::Resume(r) => out.push(Message::Resume(r)),
+                Effect::Log(line) => tracing::info!(target: "acl_log", "{line}"),
                 Effect::Buffer(key, p) => {
                     if self.buffers.push(key, p, now) {
                         bump(&self.stats.buffered, 1);

@@ -17,6 +17,7 @@ pub mod opcode {
     pub const ARP: u32 = 0;
     pub const PUT_ARP: u32 = 1;
     pub const ND_NA: u32 = 3;
+    pub const LOG: u32 = 7;
     pub const PUT_ND: u32 = 4;
     pub const ND_NS: u32 = 9;
     pub const ICMP: u32 = 10;
@@ -83,6 +84,8 @@ pub enum Effect {
     PacketOut(PacketOut),
     /// Continue a paused pipeline.
     Resume(Resume),
+    /// An ACL log line (module `acl_log`, level INFO).
+    Log(String),
     /// Keep the packet until the MAC binding of its next hop is known.
     Buffer(BufferKey, Buffered),
     /// Write a learnt MAC binding; `multicast`: learnt from a multicast frame (written
@@ -99,6 +102,8 @@ pub struct Context {
     /// The table where re-injected buffered packets enter the output stage
     /// (`OFTABLE_OUTPUT_INIT` in ovn-controller).
     pub output_entry_table: u8,
+    /// The first table of the logical egress pipeline (`log` says `to-lport` from there).
+    pub egress_table: u8,
 }
 
 /// Why a packet-in was not acted upon.
@@ -160,6 +165,16 @@ pub fn handle(pi: &PacketIn2, cx: &Context) -> Result<Vec<Effect>, Skip> {
     let h = packet::parse(p.packet)?;
     match p.opcode {
         opcode::ARP => arp(&p, &h, *cx),
+        opcode::LOG => {
+            let table = pi.props.iter().find_map(|p| match p {
+                PacketInProp::TableId(t) => Some(*t),
+                _ => None,
+            });
+            let egress = table.unwrap_or(0) >= cx.egress_table;
+            super::acl_log::line(p.payload, p.packet, &h, egress)
+                .map(|l| vec![Effect::Log(l)])
+                .ok_or(Skip::WrongPacket("log data missing"))
+        }
         opcode::ND_NS => nd_ns(&p, &h, *cx),
         opcode::PUT_ARP | opcode::PUT_ND => Ok(vec![put_mac_binding(&p, &h)]),
         opcode::ND_NA | opcode::ND_NA_ROUTER => nd_na(&p, &h, p.opcode == opcode::ND_NA_ROUTER),

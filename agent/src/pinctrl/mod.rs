@@ -7,8 +7,9 @@
 //! Handled: `arp {}` and `nd_ns {}` (with the original packet buffered until its next hop
 //! resolves), `put_arp` / `put_nd`, `nd_na {}` / `nd_na_router {}`, `icmp4 {}` /
 //! `icmp6 {}` / `icmp4_error {}` / `icmp6_error {}`, `icmp4.frag_mtu` / `icmp6.frag_mtu`,
-//! `tcp_reset {}` and `reject {}` (TCP and ICMP; not SCTP).
+//! `tcp_reset {}`, `sctp_abort {}`, `reject {}`, and ACL `log`.
 
+pub mod acl_log;
 pub mod buffer;
 pub mod driver;
 pub mod handlers;

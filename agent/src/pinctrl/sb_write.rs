@@ -168,7 +168,7 @@ mod tests {
 
     #[test]
     fn the_view_resolves_next_hops_through_chassisredirect_ports() {
-        let view = View::from_replica(&sb().replica, 37);
+        let view = View::from_replica(&sb().replica, 37, 42);
         let ip = |s: &str| s.parse::<IpAddr>().expect("ip");
         assert_eq!(
             view.resolve(3, 2, ip("10.0.1.7")),

@@ -14,6 +14,7 @@ use super::handlers::{handle, opcode, Context, Effect, Skip};
 
 const CX: Context = Context {
     output_entry_table: 37,
+    egress_table: 42,
 };
 
 fn unhex(s: &str) -> Vec<u8> {
@@ -520,4 +521,46 @@ fn icmp6_frag_mtu_writes_the_mtu_and_the_checksum() {
         .sum();
     pseudo += 58 + 16;
     assert!(checksum_ok(&out[54..], pseudo));
+}
+
+#[test]
+fn log_writes_the_line_ovn_controller_writes() {
+    // The TCP SYN of OVN's "ACL logging" test, logged by a from-lport drop ACL (with the
+    // nw_frag that OVS 3.1 adds).
+    let syn = unhex(
+        "f00000000002 f00000000001 0800
+         4500 0028 0000 4000 4006 0000 c0a80102 c0a80103
+         1109 0051 00000000 00000000 5002 2000 0000 0000",
+    );
+    let mut payload = vec![1, 1];
+    payload.extend_from_slice(b"drop-flow");
+    let pi = packet_in(
+        syn.clone(),
+        userdata(opcode::LOG, &[], &payload),
+        md(&[], 1),
+        false,
+    );
+    let effects = handle(&pi, &CX).expect("handled");
+    assert_eq!(
+        effects,
+        [Effect::Log(
+            "name=\"drop-flow\", verdict=drop, severity=alert, direction=from-lport: tcp,vlan_tci=0x0000,\
+             dl_src=f0:00:00:00:00:01,dl_dst=f0:00:00:00:00:02,nw_src=192.168.1.2,nw_dst=192.168.1.3,\
+             nw_tos=0,nw_ecn=0,nw_ttl=64,nw_frag=no,tp_src=4361,tp_dst=81,tcp_flags=syn"
+                .to_owned()
+        )]
+    );
+    // No name, an egress table: "<unnamed>", to-lport.
+    let mut pi = packet_in(syn, userdata(opcode::LOG, &[], &[0, 6]), md(&[], 1), false);
+    pi.props[1] = PacketInProp::TableId(44);
+    let effects = handle(&pi, &CX).expect("handled");
+    let [Effect::Log(line)] = effects.as_slice() else {
+        panic!("not a log line: {effects:?}")
+    };
+    assert!(
+        line.starts_with(
+            "name=\"<unnamed>\", verdict=allow, severity=info, direction=to-lport: tcp,"
+        ),
+        "{line}"
+    );
 }

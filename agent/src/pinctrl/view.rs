@@ -13,6 +13,8 @@ use super::packet::Mac;
 pub struct View {
     /// The table where buffered packets re-enter the pipeline (output entry).
     pub output_entry_table: u8,
+    /// The first table of the logical egress pipeline.
+    pub egress_table: u8,
     /// (datapath key, port key) -> the logical ports whose MAC bindings resolve next hops
     /// out of that port: the port itself, and for a chassisredirect port `cr-P` also `P`
     /// (the bindings are learnt on the distributed port).
@@ -31,9 +33,10 @@ pub fn parse_mac(s: &str) -> Option<Mac> {
 }
 
 impl View {
-    pub fn from_replica(sb: &Replica, output_entry_table: u8) -> Self {
+    pub fn from_replica(sb: &Replica, output_entry_table: u8, egress_table: u8) -> Self {
         let mut view = Self {
             output_entry_table,
+            egress_table,
             ..Self::default()
         };
         let dp_keys: HashMap<_, u32> = sb
