@@ -551,6 +551,69 @@ fn acl_log_lines_match(net: &Net) -> Outcome {
     outcome
 }
 
+/// vm3's port takes unknown addresses: a frame from a new MAC behind it creates an FDB row,
+/// and frames to that MAC then go to vm3.
+fn put_fdb_learns_a_mac_behind_a_port(net: &Net) -> Outcome {
+    let mut p = net.probe();
+    let vm1 = net.vm("vm1");
+    p.nbctl(&[
+        "lsp-set-addresses",
+        "vm3",
+        "50:54:00:00:00:03 10.0.0.3",
+        "unknown",
+    ]);
+    p.wait_hv("vm3 takes unknown addresses");
+    let behind = Mac([0x50, 0x54, 0, 0, 0, 0x33]);
+    let behind_ip = Ipv4Addr::new(10, 0, 0, 33);
+    let from_behind = udp4(
+        behind,
+        vm1.port.mac,
+        behind_ip,
+        vm1.port.ip,
+        64,
+        40005,
+        7781,
+        b"from behind vm3",
+    );
+    p.send("vm3", &from_behind);
+    p.expect_exact("the frame from behind vm3 reaches vm1", "vm1", &from_behind);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut rows = String::new();
+    while rows.trim().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        rows = net
+            .lab
+            .central()
+            .sbctl(&["--bare", "--columns=mac,dp_key,port_key", "list", "FDB"])
+            .unwrap_or_default();
+    }
+    if rows.trim().is_empty() {
+        p.fail("no FDB row within 5 s");
+    }
+    p.fact("FDB", rows.split_whitespace().collect::<Vec<_>>().join(" "));
+    p.wait_hv("the FDB row is in the flows");
+    let to_behind = udp4(
+        vm1.port.mac,
+        behind,
+        vm1.port.ip,
+        behind_ip,
+        64,
+        7781,
+        40005,
+        b"to behind vm3",
+    );
+    p.send("vm1", &to_behind);
+    p.expect_exact("a frame to the learnt MAC goes to vm3", "vm3", &to_behind);
+    let outcome = p.finish(&net.ports());
+    let _ = net
+        .lab
+        .central()
+        .nbctl(&["lsp-set-addresses", "vm3", "50:54:00:00:00:03 10.0.0.3"]);
+    let _ = net.lab.central().sbctl(&["--all", "destroy", "FDB"]);
+    let _ = net.lab.central().wait_hv_sync();
+    outcome
+}
+
 const SCENARIOS: &[Scenario] = &[
     (
         "arp resolves an unknown next hop",
@@ -571,6 +634,10 @@ const SCENARIOS: &[Scenario] = &[
     ),
     ("acl reject aborts sctp", acl_reject_aborts_sctp),
     ("acl log lines match", acl_log_lines_match),
+    (
+        "put_fdb learns a mac behind a port",
+        put_fdb_learns_a_mac_behind_a_port,
+    ),
 ];
 
 /// Prints each chassis's packet-in count and, for ovn-agent, `pinctrl/show-stats`.

@@ -129,7 +129,7 @@ pub async fn run(
     // written, and whether its snapshot must be rebuilt.
     let mut pin: Option<crate::pinctrl::Pinctrl> = None;
     let pin_stats = std::sync::Arc::new(crate::pinctrl::Stats::default());
-    let mut pin_writes: Vec<crate::pinctrl::buffer::MacBindingWrite> = Vec::new();
+    let mut pin_writes: Vec<crate::pinctrl::buffer::SbWrite> = Vec::new();
     let mut pin_view_dirty = true;
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
     let (mut sb_busy, mut ovs_busy) = (false, false);
@@ -320,11 +320,9 @@ pub async fn run(
         // pinctrl's MAC bindings go in their own transaction, when the engine's is done.
         if let (false, false, Some(s)) = (pin_writes.is_empty(), sb_busy, sb.as_ref()) {
             let writes = std::mem::take(&mut pin_writes);
-            if let Some(txn) = crate::pinctrl::sb_write::mac_binding_txn(
-                &engine.sb.replica,
-                &writes,
-                crate::engine::now_ms(),
-            ) {
+            if let Some(txn) =
+                crate::pinctrl::sb_write::txn(&engine.sb.replica, &writes, crate::engine::now_ms())
+            {
                 sb_busy = true;
                 crate::coverage::SB_TXN.inc();
                 spawn_txn(s.client.clone(), txn, done_tx.clone(), Done::SbTxn);

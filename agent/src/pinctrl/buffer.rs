@@ -112,6 +112,24 @@ pub struct MacBindingWrite {
     pub mac: Mac,
 }
 
+/// A MAC learnt on a port (`put_fdb`): to be written to the Southbound `FDB` table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FdbWrite {
+    pub datapath: u32,
+    pub port: u32,
+    pub mac: Mac,
+}
+
+/// A Southbound write pinctrl asks the main loop for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SbWrite {
+    MacBinding(MacBindingWrite),
+    Fdb(FdbWrite),
+}
+
+/// At most this many learnt FDB entries wait to be written (as ovn-controller's).
+pub const MAX_PENDING_FDB: usize = 1000;
+
 /// Learnt bindings not yet handed to the main loop, one per (datapath, port, IP): a
 /// newer MAC replaces an older one.
 #[derive(Debug, Default)]

@@ -14,7 +14,9 @@ use openflow::oxm::{FieldId, MatchField};
 use openflow::wire::{Message, PacketOut, SetPacketInFormat, SwitchConfig};
 use tokio::sync::{mpsc, watch};
 
-use super::buffer::{Buffers, MacBindingWrite, PendingBindings, MAX_MULTICAST_DELAY_MS};
+use std::collections::HashMap;
+
+use super::buffer::{Buffers, PendingBindings, SbWrite, MAX_MULTICAST_DELAY_MS, MAX_PENDING_FDB};
 use super::handlers::{self, Context, Effect, Skip};
 use super::stats::{bump, OpcodeLimits, Stats};
 use super::view::View;
@@ -35,8 +37,8 @@ pub struct Pinctrl {
     pub target: String,
     /// Snapshots for the task (the newest one wins).
     pub view: watch::Sender<Arc<View>>,
-    /// Batches of learnt MAC bindings to write.
-    pub writes: mpsc::Receiver<Vec<MacBindingWrite>>,
+    /// Batches of learnt MAC bindings and FDB entries to write.
+    pub writes: mpsc::Receiver<Vec<SbWrite>>,
     pub stats: Arc<Stats>,
 }
 
@@ -70,6 +72,7 @@ pub fn spawn(target: &str, view: Arc<View>, stats: Arc<Stats>) -> Result<Pinctrl
         stats: stats.clone(),
         buffers: Buffers::default(),
         pending: PendingBindings::default(),
+        fdb: HashMap::new(),
         limits: OpcodeLimits::new(RATE_PER_OPCODE, RATE_PER_OPCODE),
         session: None,
         jitter: 0,
@@ -103,10 +106,12 @@ struct Task {
     handle: Handle,
     asyncs: mpsc::Receiver<openflow::wire::OfpMessage>,
     view: watch::Receiver<Arc<View>>,
-    writes: mpsc::Sender<Vec<MacBindingWrite>>,
+    writes: mpsc::Sender<Vec<SbWrite>>,
     stats: Arc<Stats>,
     buffers: Buffers,
     pending: PendingBindings,
+    /// Learnt FDB entries by (datapath, MAC): the port.
+    fdb: HashMap<(u32, [u8; 6]), u32>,
     limits: OpcodeLimits,
     session: Option<SessionId>,
     jitter: u64,
@@ -226,6 +231,15 @@ impl Task {
             match e {
                 Effect::PacketOut(po) => out.push(Message::PacketOut(po)),
                 Effect::Resume(r) => out.push(Message::Resume(r)),
+                Effect::PutFdb(w) => {
+                    let key = (w.datapath, w.mac);
+                    if self.fdb.contains_key(&key) || self.fdb.len() < MAX_PENDING_FDB {
+                        self.fdb.insert(key, w.port);
+                        bump(&self.stats.bindings_requested, 1);
+                    } else {
+                        bump(&self.stats.binding_drops, 1);
+                    }
+                }
                 Effect::Log(line) => tracing::info!(target: "acl_log", "{line}"),
                 Effect::Buffer(key, p) => {
                     if self.buffers.push(key, p, now) {
@@ -260,14 +274,35 @@ impl Task {
         if !out.is_empty() {
             self.send(&out).await;
         }
-        if !self.pending.is_empty() {
+        if !self.pending.is_empty() || !self.fdb.is_empty() {
             self.flush(now);
         }
     }
 
     /// Hands the due MAC bindings to the main loop and forgets buffered packets too old.
     fn flush(&mut self, now: Instant) {
-        let due = self.pending.due(now);
+        let mut due: Vec<SbWrite> = self
+            .pending
+            .due(now)
+            .into_iter()
+            .map(SbWrite::MacBinding)
+            .collect();
+        let mut fdb: Vec<SbWrite> = self
+            .fdb
+            .drain()
+            .map(|((datapath, mac), port)| {
+                SbWrite::Fdb(super::buffer::FdbWrite {
+                    datapath,
+                    port,
+                    mac,
+                })
+            })
+            .collect();
+        fdb.sort_by_key(|w| match w {
+            SbWrite::Fdb(f) => (f.datapath, f.mac),
+            SbWrite::MacBinding(_) => (0, [0; 6]),
+        });
+        due.extend(fdb);
         if !due.is_empty() {
             let n = due.len() as u64;
             if self.writes.try_send(due).is_err() {

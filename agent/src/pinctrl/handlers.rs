@@ -8,7 +8,7 @@ use openflow::oxm::{FieldId, Match, MatchField};
 use openflow::wire::nx::Resume;
 use openflow::wire::{PacketIn2, PacketInProp, PacketOut};
 
-use super::buffer::{BufferKey, Buffered, MacBindingWrite};
+use super::buffer::{BufferKey, Buffered, FdbWrite, MacBindingWrite};
 use super::metadata::Registers;
 use super::packet::{self, Endpoints, Headers, PacketError, L3};
 
@@ -28,6 +28,7 @@ pub mod opcode {
     pub const ICMP6_ERROR: u32 = 20;
     pub const PUT_ICMP6_FRAG_MTU: u32 = 21;
     pub const REJECT: u32 = 22;
+    pub const PUT_FDB: u32 = 25;
     pub const SCTP_ABORT: u32 = 24;
     /// Opcodes are counted per value up to this one (`BFD_MSG` .. `ACTIVATION_STRATEGY_RARP`
     /// included); larger values count as unknown.
@@ -84,6 +85,8 @@ pub enum Effect {
     PacketOut(PacketOut),
     /// Continue a paused pipeline.
     Resume(Resume),
+    /// Write a MAC learnt on a port to the FDB.
+    PutFdb(FdbWrite),
     /// An ACL log line (module `acl_log`, level INFO).
     Log(String),
     /// Keep the packet until the MAC binding of its next hop is known.
@@ -177,6 +180,11 @@ pub fn handle(pi: &PacketIn2, cx: &Context) -> Result<Vec<Effect>, Skip> {
         }
         opcode::ND_NS => nd_ns(&p, &h, *cx),
         opcode::PUT_ARP | opcode::PUT_ND => Ok(vec![put_mac_binding(&p, &h)]),
+        opcode::PUT_FDB => Ok(vec![Effect::PutFdb(FdbWrite {
+            datapath: p.regs.datapath(),
+            port: p.regs.reg(14),
+            mac: h.eth_src,
+        })]),
         opcode::ND_NA | opcode::ND_NA_ROUTER => nd_na(&p, &h, p.opcode == opcode::ND_NA_ROUTER),
         opcode::ICMP => icmp(&p, &h, true, false),
         opcode::ICMP4_ERROR | opcode::ICMP6_ERROR => icmp(&p, &h, false, false),

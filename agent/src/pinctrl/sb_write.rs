@@ -5,11 +5,11 @@
 
 use std::collections::HashMap;
 
-use sbclient::ovn_sb::{DatapathBinding, MacBinding, PortBinding};
+use sbclient::ovn_sb::{DatapathBinding, Fdb, MacBinding, PortBinding};
 use sbclient::transaction::by_uuid;
 use sbclient::{Atom, Columns, Replica, Transaction, Uuid};
 
-use super::buffer::MacBindingWrite;
+use super::buffer::{FdbWrite, MacBindingWrite, SbWrite};
 use crate::vlog::RateLimit;
 
 static UNKNOWN_PORT: RateLimit = RateLimit::new(5, 20);
@@ -23,11 +23,80 @@ fn mac_text(m: [u8; 6]) -> String {
 
 /// The transaction that writes `writes` (later entries win), or `None` when the database
 /// already has them all.
-pub fn mac_binding_txn(
+pub fn txn(sb: &Replica, writes: &[SbWrite], now_ms: i64) -> Option<Transaction> {
+    let mut txn = Transaction::new(sbclient::ovn_sb::DATABASE);
+    let bindings: Vec<MacBindingWrite> = writes
+        .iter()
+        .filter_map(|w| match w {
+            SbWrite::MacBinding(b) => Some(*b),
+            SbWrite::Fdb(_) => None,
+        })
+        .collect();
+    let fdb: Vec<FdbWrite> = writes
+        .iter()
+        .filter_map(|w| match w {
+            SbWrite::Fdb(f) => Some(*f),
+            SbWrite::MacBinding(_) => None,
+        })
+        .collect();
+    if !bindings.is_empty() {
+        mac_bindings(sb, &bindings, now_ms, &mut txn);
+    }
+    if !fdb.is_empty() {
+        fdb_entries(sb, &fdb, &mut txn);
+    }
+    (!txn.is_empty()).then_some(txn)
+}
+
+/// FDB rows by (datapath key, MAC): a new one is inserted, a moved one gets its new port.
+fn fdb_entries(sb: &Replica, writes: &[FdbWrite], txn: &mut Transaction) {
+    let existing: HashMap<(i64, &str), (Uuid, i64)> = sb
+        .table::<Fdb>()
+        .map(|t| {
+            t.iter()
+                .map(|(u, f)| ((f.dp_key, f.mac.as_str()), (*u, f.port_key)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut wanted: Vec<((i64, String), i64)> = Vec::new();
+    for w in writes {
+        let key = (i64::from(w.datapath), mac_text(w.mac));
+        match wanted.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = i64::from(w.port),
+            None => wanted.push((key, i64::from(w.port))),
+        }
+    }
+    for ((dp, mac), port) in wanted {
+        match existing.get(&(dp, mac.as_str())) {
+            Some((_, have)) if *have == port => {}
+            Some((uuid, _)) => {
+                txn.update(
+                    "FDB",
+                    &by_uuid(*uuid),
+                    Columns::new().set("port_key", Atom::Integer(port)),
+                );
+            }
+            None => {
+                txn.insert(
+                    "FDB",
+                    Columns::new()
+                        .set("dp_key", Atom::Integer(dp))
+                        .set("mac", Atom::from(mac))
+                        .set("port_key", Atom::Integer(port)),
+                    None,
+                );
+            }
+        }
+    }
+}
+
+/// MAC_Binding rows by (logical port, IP).
+fn mac_bindings(
     sb: &Replica,
     writes: &[MacBindingWrite],
     now_ms: i64,
-) -> Option<Transaction> {
+    txn: &mut Transaction,
+) -> Option<()> {
     let dps: HashMap<Uuid, u32> = sb
         .table::<DatapathBinding>()?
         .iter()
@@ -69,7 +138,6 @@ pub fn mac_binding_txn(
             None => wanted.push((key, value)),
         }
     }
-    let mut txn = Transaction::new(sbclient::ovn_sb::DATABASE);
     for ((port, ip), (dp, mac)) in wanted {
         match existing.get(&(port.as_str(), ip.as_str())) {
             Some((_, have)) if *have == mac => {}
@@ -96,7 +164,7 @@ pub fn mac_binding_txn(
             }
         }
     }
-    (!txn.is_empty()).then_some(txn)
+    Some(())
 }
 
 #[cfg(test)]
@@ -143,8 +211,9 @@ mod tests {
             write(2, "10.0.1.8", 8),
             write(9, "10.0.1.6", 6),
         ];
-        let txn = mac_binding_txn(&sb.replica, &writes, 1234).expect("something to write");
-        let ops = txn.to_params().to_string();
+        let written =
+            txn(&sb.replica, &writes.map(SbWrite::MacBinding), 1234).expect("something to write");
+        let ops = written.to_params().to_string();
         // 10.0.1.9: one insert with the last MAC; 10.0.1.7: already there; 10.0.1.8: insert.
         assert_eq!(ops.matches("\"insert\"").count(), 2, "{ops}");
         assert!(
@@ -156,14 +225,56 @@ mod tests {
             "{ops}"
         );
         assert!(ops.contains("\"timestamp\":1234"), "{ops}");
-        let changed =
-            mac_binding_txn(&sb.replica, &[write(2, "10.0.1.7", 0x77)], 99).expect("an update");
+        let changed = txn(
+            &sb.replica,
+            &[SbWrite::MacBinding(write(2, "10.0.1.7", 0x77))],
+            99,
+        )
+        .expect("an update");
         let ops = changed.to_params().to_string();
         assert!(
             ops.contains("\"update\"") && ops.contains("50:54:00:00:01:77"),
             "{ops}"
         );
-        assert!(mac_binding_txn(&sb.replica, &[write(2, "10.0.1.7", 7)], 99).is_none());
+        assert!(txn(
+            &sb.replica,
+            &[SbWrite::MacBinding(write(2, "10.0.1.7", 7))],
+            99
+        )
+        .is_none());
+    }
+
+    #[test]
+    fn fdb_entries_are_inserted_and_moved() {
+        let mut sb = sb();
+        sb.load_json(
+            r#"{"caption":"FDB table","headings":["_uuid","dp_key","mac","port_key"],"data":[
+                 [["uuid","00000000-0000-4000-8000-0000000000c1"],3,"50:54:00:00:00:33",1]]}"#,
+        )
+        .expect("loads");
+        let fdb = |port, last| {
+            SbWrite::Fdb(FdbWrite {
+                datapath: 3,
+                port,
+                mac: [0x50, 0x54, 0, 0, 0, last],
+            })
+        };
+        assert!(
+            txn(&sb.replica, &[fdb(1, 0x33)], 0).is_none(),
+            "already there"
+        );
+        let ops = txn(&sb.replica, &[fdb(2, 0x33), fdb(4, 0x44)], 0)
+            .expect("writes")
+            .to_params()
+            .to_string();
+        assert!(
+            ops.contains("\"update\"") && ops.contains("\"port_key\":2"),
+            "{ops}"
+        );
+        assert!(
+            ops.contains("\"insert\"") && ops.contains("50:54:00:00:00:44"),
+            "{ops}"
+        );
     }
 
     #[test]
