@@ -328,6 +328,12 @@ pub async fn run(
                 spawn_txn(s.client.clone(), txn, done_tx.clone(), Done::SbTxn);
             }
         }
+        // The snapshot also carries table numbers: a layout change rebuilds it too.
+        if let Some(p) = pin.as_ref() {
+            let l = engine.layout();
+            let v = p.view.borrow();
+            pin_view_dirty |= v.output_entry_table != l.output_entry || v.egress_table != l.egress;
+        }
         if let (true, Some(p)) = (pin_view_dirty, pin.as_ref()) {
             let view = crate::pinctrl::View::from_replica(
                 &engine.sb.replica,

@@ -5,7 +5,7 @@
 //! bindings it learns into transactions ([`sb_write`]).
 //!
 //! Handled: `arp {}` and `nd_ns {}` (with the original packet buffered until its next hop
-//! resolves), `put_arp` / `put_nd`, `nd_na {}` / `nd_na_router {}`, `icmp4 {}` /
+//! resolves), `put_arp` / `put_nd` / `put_fdb`, `nd_na {}` / `nd_na_router {}`, `icmp4 {}` /
 //! `icmp6 {}` / `icmp4_error {}` / `icmp6_error {}`, `icmp4.frag_mtu` / `icmp6.frag_mtu`,
 //! `tcp_reset {}`, `sctp_abort {}`, `reject {}`, and ACL `log`.
 
