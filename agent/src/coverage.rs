@@ -56,6 +56,9 @@ counters! {
     CONSIDER_LOGICAL_FLOW = "consider_logical_flow";
     PHYSICAL_RUN = "physical_run";
     PINCTRL_TOTAL_PIN_PKTS = "pinctrl_total_pin_pkts";
+    PINCTRL_DROP_PUT_MAC_BINDING = "pinctrl_drop_put_mac_binding";
+    PINCTRL_DROP_BUFFERED_PACKETS_MAP = "pinctrl_drop_buffered_packets_map";
+    PINCTRL_DROP_RATE_LIMITED = "pinctrl_drop_rate_limited";
     OFCTRL_PUT = "ofctrl_put";
     OFCTRL_FLOW_MOD = "ofctrl_flow_mod";
     BINDING_CLAIM = "binding_claim";

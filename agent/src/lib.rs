@@ -15,6 +15,7 @@ pub mod neighbor;
 pub mod ofctrl;
 pub mod owner;
 pub mod physical;
+pub mod pinctrl;
 pub mod portsec;
 pub mod runtime;
 pub mod southbound;

@@ -125,12 +125,21 @@ pub async fn run(
     let (ovs_client, mut ovs_events) = spawn_db(ovs_cfg);
     let mut sb: Option<Sb> = None;
     let mut of: Option<(String, OfControl)> = None;
+    // pinctrl: its own connection to the bridge, the MAC bindings it learnt and not yet
+    // written, and whether its snapshot must be rebuilt.
+    let mut pin: Option<crate::pinctrl::Pinctrl> = None;
+    let pin_stats = std::sync::Arc::new(crate::pinctrl::Stats::default());
+    let mut pin_writes: Vec<crate::pinctrl::buffer::SbWrite> = Vec::new();
+    let mut pin_view_dirty = true;
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
     let (mut sb_busy, mut ovs_busy) = (false, false);
     let mut exit: Option<Exit> = None;
     // The tick also keeps the loop turning for the service manager's watchdog (notify.rs).
     let mut tick = tokio::time::interval(Duration::from_millis(500));
-    let mut control = commands::Control::default();
+    let mut control = commands::Control {
+        pinctrl: Some(pin_stats.clone()),
+        ..commands::Control::default()
+    };
     let mut next_coverage_sample = Instant::now();
     let mut put_sent_at: Option<Instant> = None;
     let mut metrics = cfg.metrics.clone().map(crate::metrics::Observer::new);
@@ -145,7 +154,7 @@ pub async fn run(
             }
             ev = async { match sb.as_mut() { Some(s) => s.events.recv().await, None => std::future::pending().await } } => {
                 if let Some(ev) = ev {
-                    changed |= on_sb_event(&mut engine, &ev);
+                    changed |= on_sb_event(&mut engine, &ev, &mut pin_view_dirty);
                 } else {
                     sb = None;
                     engine.sb_disconnected();
@@ -171,6 +180,13 @@ pub async fn run(
                 }
                 changed = true;
             }
+            batch = async { match pin.as_mut() { Some(p) => p.writes.recv().await, None => std::future::pending().await } } => {
+                match batch {
+                    Some(b) => pin_writes.extend(b),
+                    None => pin = None,
+                }
+                changed = true;
+            }
             d = done_rx.recv() => {
                 // A failed condition change is asked again by the next run, not at once (the
                 // client may stay gone until the loop replaces it).
@@ -181,7 +197,7 @@ pub async fn run(
                         // before the engine plans again (it would plan from a replica
                         // without them: duplicate rows, claims made twice).
                         if let Some(s) = sb.as_mut() {
-                            if drain_events(&mut s.events, |ev| on_sb_event(&mut engine, ev)) {
+                            if drain_events(&mut s.events, |ev| on_sb_event(&mut engine, ev, &mut pin_view_dirty)) {
                                 sb = None;
                                 engine.sb_disconnected();
                             }
@@ -265,9 +281,21 @@ pub async fn run(
                 let probe = (c.openflow_probe_s > 0)
                     .then(|| Duration::from_secs(c.openflow_probe_s.max(5)));
                 match conn::spawn(&target, probe) {
-                    Ok(c) => of = Some((target, c)),
+                    Ok(c) => of = Some((target.clone(), c)),
                     Err(e) => tracing::warn!(target: "ofctrl", "{target}: {e}"),
                 }
+            }
+            if bridge_exists && pin.as_ref().is_none_or(|p| p.target != target) {
+                let view = crate::pinctrl::View::from_replica(
+                    &engine.sb.replica,
+                    engine.layout().output_entry,
+                    engine.layout().egress,
+                );
+                match crate::pinctrl::spawn(&target, std::sync::Arc::new(view), pin_stats.clone()) {
+                    Ok(p) => pin = Some(p),
+                    Err(e) => tracing::warn!(target: "pinctrl", "{target}: {e}"),
+                }
+                pin_view_dirty = false;
             }
         }
         let now = Instant::now();
@@ -291,6 +319,38 @@ pub async fn run(
             sb_busy = true;
             crate::coverage::SB_TXN.inc();
             spawn_txn(s.client.clone(), txn, done_tx.clone(), Done::SbTxn);
+        }
+        // pinctrl's MAC bindings go in their own transaction, when the engine's is done.
+        if let (false, false, Some(s)) = (pin_writes.is_empty(), sb_busy, sb.as_ref()) {
+            let writes = std::mem::take(&mut pin_writes);
+            if let Some(txn) =
+                crate::pinctrl::sb_write::txn(&engine.sb.replica, &writes, crate::engine::now_ms())
+            {
+                sb_busy = true;
+                crate::coverage::SB_TXN.inc();
+                spawn_txn(s.client.clone(), txn, done_tx.clone(), Done::SbTxn);
+            }
+        }
+        // The snapshot also carries table numbers: a layout change rebuilds it too.
+        if let Some(p) = pin.as_ref() {
+            let l = engine.layout();
+            let v = p.view.borrow();
+            pin_view_dirty |= v.output_entry_table != l.output_entry || v.egress_table != l.egress;
+        }
+        if let (true, Some(p)) = (pin_view_dirty, pin.as_ref()) {
+            let view = crate::pinctrl::View::from_replica(
+                &engine.sb.replica,
+                engine.layout().output_entry,
+                engine.layout().egress,
+            );
+            p.view.send_if_modified(|v| {
+                let new = **v != view;
+                if new {
+                    *v = std::sync::Arc::new(view);
+                }
+                new
+            });
+            pin_view_dirty = false;
         }
         if let (Some(txn), false) = (actions.ovs_txn, ovs_busy) {
             ovs_busy = true;
@@ -398,7 +458,9 @@ fn on_ovs_event(engine: &mut Engine, ev: &Event) -> bool {
     true
 }
 
-fn on_sb_event(engine: &mut Engine, ev: &Event) -> bool {
+/// `bindings_changed` is set when what pinctrl's snapshot holds (datapaths, ports, MAC
+/// bindings) may have changed.
+fn on_sb_event(engine: &mut Engine, ev: &Event, bindings_changed: &mut bool) -> bool {
     match ev {
         Event::Connected {
             remote,
@@ -421,7 +483,15 @@ fn on_sb_event(engine: &mut Engine, ev: &Event) -> bool {
         _ => {}
     }
     match ev.apply(&mut engine.sb.replica) {
-        Ok(true) => engine.sb_changed(),
+        Ok(true) => {
+            *bindings_changed |= engine
+                .sb
+                .replica
+                .changed_tables()
+                .iter()
+                .any(|t| matches!(*t, "MAC_Binding" | "Port_Binding" | "Datapath_Binding"));
+            engine.sb_changed();
+        }
         Ok(false) => {}
         Err(e) => {
             crate::vlog_rl!(WARN, &crate::vlog::limits::BAD_UPDATE, target: "main", "southbound update not applied: {e}");

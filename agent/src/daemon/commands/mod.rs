@@ -46,6 +46,7 @@ pub const COMMANDS: &[(&str, &str, usize, usize)] = &[
     ("debug/monitor-conditions", "", 0, 0),
     ("debug/table-layout", "", 0, 0),
     ("lflow/show", "UUID", 1, 1),
+    ("pinctrl/show-stats", "", 0, 0),
     ("port/flows", "LOGICAL-PORT", 1, 1),
     ("tunnel/pkt-mark", "", 0, 0),
 ];
@@ -60,6 +61,8 @@ pub struct Control {
     /// `inc-engine/compute-log-timeout MS`: engine runs at least this long are logged
     /// (`None`: the default threshold).
     pub compute_log_timeout: Option<Duration>,
+    /// The pinctrl task's counters (`pinctrl/show-stats`).
+    pub pinctrl: Option<std::sync::Arc<crate::pinctrl::Stats>>,
 }
 
 /// What the loop does with a command.
@@ -84,6 +87,7 @@ pub fn handle(
     coverage::UNIXCTL_RECEIVED.inc();
     let outcome = ovn::handle(engine, control, command, args)
         .or_else(|| own::handle(engine, command, args))
+        .or_else(|| own::handle_pinctrl(control, command))
         .unwrap_or_else(|| {
             Outcome::Reply(Err(format!(
                 "\"{command}\" is not a valid command (use \"list-commands\" to see a list of valid commands)\n"

@@ -233,3 +233,14 @@ fn port_flows(engine: &Engine, name: &str) -> Result<String, String> {
     }
     Ok(out)
 }
+
+/// `pinctrl/show-stats`: packet-ins received, handled, skipped and rate-limited per
+/// opcode; buffered packets and MAC bindings.
+pub(super) fn handle_pinctrl(control: &super::Control, command: &str) -> Option<Outcome> {
+    (command == "pinctrl/show-stats").then(|| {
+        Outcome::Reply(Ok(control
+            .pinctrl
+            .as_ref()
+            .map_or_else(String::new, |s| s.show())))
+    })
+}

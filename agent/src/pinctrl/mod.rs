@@ -1,0 +1,27 @@
+//! pinctrl: the packet-ins that OVN's logical flows send to the controller. The handlers
+//! ([`handlers`]) are pure functions of the packet-in and a small context, returning
+//! effects; the [`driver`] task owns the OpenFlow connection and carries them out; the
+//! main loop feeds it a [`view::View`] of the Southbound bindings and turns the MAC
+//! bindings it learns into transactions ([`sb_write`]).
+//!
+//! Handled: `arp {}` and `nd_ns {}` (with the original packet buffered until its next hop
+//! resolves), `put_arp` / `put_nd` / `put_fdb`, `nd_na {}` / `nd_na_router {}`, `icmp4 {}` /
+//! `icmp6 {}` / `icmp4_error {}` / `icmp6_error {}`, `icmp4.frag_mtu` / `icmp6.frag_mtu`,
+//! `tcp_reset {}`, `sctp_abort {}`, `reject {}`, and ACL `log`.
+
+pub mod acl_log;
+pub mod buffer;
+pub mod driver;
+pub mod handlers;
+pub mod metadata;
+pub mod packet;
+pub mod sb_write;
+pub mod stats;
+pub mod view;
+
+#[cfg(test)]
+mod tests;
+
+pub use driver::{spawn, Pinctrl};
+pub use stats::Stats;
+pub use view::View;

@@ -1,0 +1,83 @@
+//! What the pinctrl task knows of the engine: a small snapshot the main loop rebuilds when
+//! the Southbound port bindings or MAC bindings change.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use sbclient::ovn_sb::{DatapathBinding, MacBinding, PortBinding};
+use sbclient::Replica;
+
+use super::packet::Mac;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct View {
+    /// The table where buffered packets re-enter the pipeline (output entry).
+    pub output_entry_table: u8,
+    /// The first table of the logical egress pipeline.
+    pub egress_table: u8,
+    /// (datapath key, port key) -> the logical ports whose MAC bindings resolve next hops
+    /// out of that port: the port itself, and for a chassisredirect port `cr-P` also `P`
+    /// (the bindings are learnt on the distributed port).
+    pub ports: HashMap<(u32, u32), Vec<String>>,
+    /// (logical port, IP) -> MAC of the Southbound `MAC_Binding` rows.
+    pub mac_bindings: HashMap<(String, IpAddr), Mac>,
+}
+
+pub fn parse_mac(s: &str) -> Option<Mac> {
+    let mut out = [0u8; 6];
+    let mut parts = s.split(':');
+    for b in &mut out {
+        *b = u8::from_str_radix(parts.next()?, 16).ok()?;
+    }
+    parts.next().is_none().then_some(out)
+}
+
+impl View {
+    pub fn from_replica(sb: &Replica, output_entry_table: u8, egress_table: u8) -> Self {
+        let mut view = Self {
+            output_entry_table,
+            egress_table,
+            ..Self::default()
+        };
+        let dp_keys: HashMap<_, u32> = sb
+            .table::<DatapathBinding>()
+            .map(|t| {
+                t.iter()
+                    .filter_map(|(u, d)| Some((*u, u32::try_from(d.tunnel_key).ok()?)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(t) = sb.table::<PortBinding>() {
+            for (_, pb) in t.iter() {
+                let (Some(dp), Ok(key)) = (dp_keys.get(&pb.datapath), u32::try_from(pb.tunnel_key))
+                else {
+                    continue;
+                };
+                let mut names = vec![pb.logical_port.clone()];
+                if pb.type_ == "chassisredirect" {
+                    if let Some(p) = pb.options.get("distributed-port") {
+                        names.push(p.clone());
+                    }
+                }
+                view.ports.insert((*dp, key), names);
+            }
+        }
+        if let Some(t) = sb.table::<MacBinding>() {
+            for (_, mb) in t.iter() {
+                let (Ok(ip), Some(mac)) = (mb.ip.parse::<IpAddr>(), parse_mac(&mb.mac)) else {
+                    continue;
+                };
+                view.mac_bindings.insert((mb.logical_port.clone(), ip), mac);
+            }
+        }
+        view
+    }
+
+    /// The MAC the Southbound database has for `next_hop` out of (datapath, port).
+    pub fn resolve(&self, datapath: u32, port: u32, next_hop: IpAddr) -> Option<Mac> {
+        self.ports
+            .get(&(datapath, port))?
+            .iter()
+            .find_map(|name| self.mac_bindings.get(&(name.clone(), next_hop)).copied())
+    }
+}
