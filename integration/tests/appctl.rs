@@ -378,6 +378,8 @@ fn ovn_controller_commands_answer_as_ovn_controller() {
         "lflow/show",
         "port/flows",
         "debug/monitor-conditions",
+        "tunnel/pkt-mark",
+        "pinctrl/show-stats",
     ];
     for name in own {
         if !ours.iter().any(|(n, _)| n == name) {
