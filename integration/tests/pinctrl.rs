@@ -204,16 +204,7 @@ fn acl_reject_answers_the_sender(net: &Net) -> Outcome {
         "reject",
     ]);
     p.wait_hv("ACL reject added");
-    let udp = udp4(
-        vm1.port.mac,
-        mac(LR0_SW0_MAC),
-        vm1.port.ip,
-        vm2.port.ip,
-        64,
-        40002,
-        7777,
-        b"rejected",
-    );
+    let udp = routed_udp(vm1, vm2, (40002, 7777), b"rejected");
     p.send("vm1", &udp);
     p.expect("the rejected UDP gets port unreachable", "vm1", |f| {
         is_icmp(f, 3, 3)
@@ -404,20 +395,18 @@ fn nd_resolves_an_unknown_next_hop(net: &Net) -> Outcome {
     outcome
 }
 
-/// CRC-32C of SCTP (RFC 4960 appendix B).
-fn crc32c(data: &[u8]) -> u32 {
-    let mut crc = u32::MAX;
-    for b in data {
-        crc ^= u32::from(*b);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0x82f6_3b78
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
+/// A UDP packet from `from` on sw0 to `to`, through lr0 (TTL 64).
+fn routed_udp(from: &common::Vm, to: &common::Vm, ports: (u16, u16), payload: &[u8]) -> Vec<u8> {
+    udp4(
+        from.port.mac,
+        mac(LR0_SW0_MAC),
+        from.port.ip,
+        to.port.ip,
+        64,
+        ports.0,
+        ports.1,
+        payload,
+    )
 }
 
 /// An SCTP INIT from `from` to `to` (routed through lr0): verification tag 0, initiate tag
@@ -429,7 +418,7 @@ fn sctp_init(from: &common::Vm, to: &common::Vm, dport: u16) -> Vec<u8> {
     sctp.extend_from_slice(&[0; 8]);
     sctp.extend_from_slice(&[1, 0, 0, 20]);
     sctp.extend_from_slice(&[0x11, 0x22, 0x33, 0x44, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1]);
-    let crc = crc32c(&sctp);
+    let crc = agent::pinctrl::packet::crc32c(&sctp);
     sctp[8..12].copy_from_slice(&crc.to_le_bytes());
     let b = PacketBuilder::ethernet2(from.port.mac.0, mac(LR0_SW0_MAC).0).ipv4(
         from.port.ip.octets(),
@@ -505,16 +494,7 @@ fn acl_log_lines_match(net: &Net) -> Outcome {
         "allow",
     ]);
     p.wait_hv("ACL with log added");
-    let udp = udp4(
-        vm1.port.mac,
-        mac(LR0_SW0_MAC),
-        vm1.port.ip,
-        vm2.port.ip,
-        64,
-        40003,
-        7779,
-        b"logged",
-    );
+    let udp = routed_udp(vm1, vm2, (40003, 7779), b"logged");
     p.send("vm1", &udp);
     p.expect("the logged UDP reaches vm2", "vm2", |f| {
         ipv4_summary(f).is_some_and(|s| s.udp_dst() == Some(7779))

@@ -374,37 +374,7 @@ fn tcp_reset(p: &PacketIn<'_>, h: &Headers, loopback: bool) -> Result<Vec<Effect
     let Some((sport, dport, seq, _)) = fields else {
         return Err(Skip::WrongPacket("TCP_RESET action on non-TCP packet"));
     };
-    let l3 = match (h.l3, loopback) {
-        (
-            L3::Ipv4 {
-                src,
-                dst,
-                proto,
-                total_len,
-            },
-            true,
-        ) => L3::Ipv4 {
-            src: dst,
-            dst: src,
-            proto,
-            total_len,
-        },
-        (
-            L3::Ipv6 {
-                src,
-                dst,
-                next_header,
-                payload_len,
-            },
-            true,
-        ) => L3::Ipv6 {
-            src: dst,
-            dst: src,
-            next_header,
-            payload_len,
-        },
-        (l3, _) => l3,
-    };
+    let l3 = if loopback { h.l3.swapped() } else { h.l3 };
     let (eth_src, eth_dst) = if loopback {
         (h.eth_dst, h.eth_src)
     } else {
@@ -453,31 +423,7 @@ fn swapped(h: &Headers, loopback: bool) -> (packet::Mac, packet::Mac, L3) {
     if !loopback {
         return (h.eth_src, h.eth_dst, h.l3);
     }
-    let l3 = match h.l3 {
-        L3::Ipv4 {
-            src,
-            dst,
-            proto,
-            total_len,
-        } => L3::Ipv4 {
-            src: dst,
-            dst: src,
-            proto,
-            total_len,
-        },
-        L3::Ipv6 {
-            src,
-            dst,
-            next_header,
-            payload_len,
-        } => L3::Ipv6 {
-            src: dst,
-            dst: src,
-            next_header,
-            payload_len,
-        },
-        L3::Other => L3::Other,
-    };
+    let l3 = h.l3.swapped();
     (h.eth_dst, h.eth_src, l3)
 }
 

@@ -40,6 +40,37 @@ pub enum L3 {
     Other,
 }
 
+impl L3 {
+    /// The same header with source and destination exchanged (a reply's).
+    pub fn swapped(self) -> Self {
+        match self {
+            L3::Ipv4 {
+                src,
+                dst,
+                proto,
+                total_len,
+            } => L3::Ipv4 {
+                src: dst,
+                dst: src,
+                proto,
+                total_len,
+            },
+            L3::Ipv6 {
+                src,
+                dst,
+                next_header,
+                payload_len,
+            } => L3::Ipv6 {
+                src: dst,
+                dst: src,
+                next_header,
+                payload_len,
+            },
+            L3::Other => L3::Other,
+        }
+    }
+}
+
 /// What the handlers read of a packet (OVS's `flow_extract`, the parts pinctrl uses).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Headers {
