@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
-cargo test --workspace
+# --no-fail-fast: one run shows every failing test binary, not only the first.
+cargo test --workspace --no-fail-fast
 
 # Every daemon a test started must be gone: the harness stops them by pid.
 leftover=$(pgrep -af 'ovn-lab-' || true)

@@ -458,7 +458,11 @@ fn acl_reject_aborts_sctp(net: &Net) -> Outcome {
 }
 
 /// The ACL log lines (`acl_log` module) of both chassis's controllers, from the text after
-/// the level on: timestamps and sequence numbers differ between runs.
+/// the level on: timestamps and sequence numbers differ between runs. The number after the
+/// thread name differs too: OVS numbers threads in creation order over the whole process,
+/// and whether ovn-controller's pinctrl thread is `ovn_pinctrl0` or `ovn_pinctrl1` depends on
+/// which of its threads started first (seen both ways), so it is compared as `ovn_pinctrlN`;
+/// log parsers (ovn-kubernetes) match the module and the text, not that digit.
 fn acl_log_lines(net: &Net) -> Vec<String> {
     ["hv1", "hv2"]
         .iter()
@@ -467,13 +471,26 @@ fn acl_log_lines(net: &Net) -> Vec<String> {
                 .lines()
                 .filter(|l| l.contains("|acl_log"))
                 .map(|l| {
-                    let module = l.split('|').nth(2).unwrap_or_default().to_owned();
+                    let module = without_thread_number(l.split('|').nth(2).unwrap_or_default());
                     let text = l.splitn(5, '|').nth(4).unwrap_or_default().to_owned();
                     format!("{c} {module} {text}")
                 })
                 .collect::<Vec<_>>()
         })
         .collect()
+}
+
+/// `acl_log(ovn_pinctrl1)` as `acl_log(ovn_pinctrlN)`; a module without a thread name as is.
+fn without_thread_number(module: &str) -> String {
+    match module.strip_suffix(')').and_then(|m| m.split_once('(')) {
+        Some((name, thread)) if thread.ends_with(|c: char| c.is_ascii_digit()) => {
+            format!(
+                "{name}({}N)",
+                thread.trim_end_matches(|c: char| c.is_ascii_digit())
+            )
+        }
+        _ => module.to_owned(),
+    }
 }
 
 /// An allow ACL with logging on sw1: the controller that runs sw1's egress pipeline for
