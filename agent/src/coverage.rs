@@ -59,6 +59,8 @@ counters! {
     PINCTRL_DROP_PUT_MAC_BINDING = "pinctrl_drop_put_mac_binding";
     PINCTRL_DROP_BUFFERED_PACKETS_MAP = "pinctrl_drop_buffered_packets_map";
     PINCTRL_DROP_RATE_LIMITED = "pinctrl_drop_rate_limited";
+    PINCTRL_DROP_CONTROLLER_EVENT = "pinctrl_drop_controller_event";
+    PINCTRL_DROP_PUT_VPORT_BINDING = "pinctrl_drop_put_vport_binding";
     OFCTRL_PUT = "ofctrl_put";
     OFCTRL_FLOW_MOD = "ofctrl_flow_mod";
     BINDING_CLAIM = "binding_claim";

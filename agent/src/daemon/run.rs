@@ -290,7 +290,8 @@ pub async fn run(
                     &engine.sb.replica,
                     engine.layout().output_entry,
                     engine.layout().egress,
-                );
+                )
+                .with_services(&engine.sb.replica, engine.runtime.chassis, engine.layout().local_output);
                 match crate::pinctrl::spawn(&target, std::sync::Arc::new(view), pin_stats.clone()) {
                     Ok(p) => pin = Some(p),
                     Err(e) => tracing::warn!(target: "pinctrl", "{target}: {e}"),
@@ -335,14 +336,18 @@ pub async fn run(
         if let Some(p) = pin.as_ref() {
             let l = engine.layout();
             let v = p.view.borrow();
-            pin_view_dirty |= v.output_entry_table != l.output_entry || v.egress_table != l.egress;
+            pin_view_dirty |= v.output_entry_table != l.output_entry
+                || v.egress_table != l.egress
+                || v.local_output_table != l.local_output
+                || v.chassis != engine.runtime.chassis;
         }
         if let (true, Some(p)) = (pin_view_dirty, pin.as_ref()) {
             let view = crate::pinctrl::View::from_replica(
                 &engine.sb.replica,
                 engine.layout().output_entry,
                 engine.layout().egress,
-            );
+            )
+            .with_services(&engine.sb.replica, engine.runtime.chassis, engine.layout().local_output);
             p.view.send_if_modified(|v| {
                 let new = **v != view;
                 if new {
@@ -489,7 +494,7 @@ fn on_sb_event(engine: &mut Engine, ev: &Event, bindings_changed: &mut bool) -> 
                 .replica
                 .changed_tables()
                 .iter()
-                .any(|t| matches!(*t, "MAC_Binding" | "Port_Binding" | "Datapath_Binding"));
+                .any(|t| matches!(*t, "MAC_Binding" | "Port_Binding" | "Datapath_Binding" | "Service_Monitor" | "Chassis"));
             engine.sb_changed();
         }
         Ok(false) => {}

@@ -121,10 +121,14 @@ pub struct FdbWrite {
 }
 
 /// A Southbound write pinctrl asks the main loop for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum SbWrite {
     MacBinding(MacBindingWrite),
     Fdb(FdbWrite),
+    /// A controller event (for the chassis), a virtual port claim, a health status.
+    Event(super::events::EmptyLbBackends, sbclient::Uuid),
+    Vport(super::vport::VportClaim, sbclient::Uuid),
+    SvcStatus(super::svc_monitor::StatusWrite),
 }
 
 /// At most this many learnt FDB entries wait to be written (as ovn-controller's).

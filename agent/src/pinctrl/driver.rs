@@ -76,6 +76,9 @@ pub fn spawn(target: &str, view: Arc<View>, stats: Arc<Stats>) -> Result<Pinctrl
         limits: OpcodeLimits::new(RATE_PER_OPCODE, RATE_PER_OPCODE),
         session: None,
         jitter: 0,
+        events: super::events::Pending::default(),
+        vports: super::vport::Pending::default(),
+        monitors: super::svc_monitor::Monitors::new(seed()),
     };
     let t = target.to_owned();
     std::thread::Builder::new()
@@ -115,6 +118,19 @@ struct Task {
     limits: OpcodeLimits,
     session: Option<SessionId>,
     jitter: u64,
+    /// Controller events and virtual port claims waiting for the main loop.
+    events: super::events::Pending,
+    vports: super::vport::Pending,
+    /// The health checks of the Service_Monitor rows bound here.
+    monitors: super::svc_monitor::Monitors,
+}
+
+/// A seed for the health checks' sequence numbers and source ports.
+fn seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    nanos ^ (u64::from(std::process::id()) << 32)
 }
 
 async fn setup(h: &Handle, s: SessionId) -> Result<(), ConnError> {
@@ -142,6 +158,8 @@ impl Task {
         let mut state = self.handle.state();
         let mut tick = tokio::time::interval(FLUSH_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let rows = self.view.borrow().service_monitors.clone();
+        self.monitors.sync(&rows, Instant::now());
         loop {
             if self.session.is_none() {
                 let Ok(s) = self.handle.wait_connected().await else {
@@ -171,7 +189,11 @@ impl Task {
                     if changed.is_err() { return; }
                     self.release().await;
                 }
-                _ = tick.tick() => self.flush(Instant::now()),
+                _ = tick.tick() => {
+                    let now = Instant::now();
+                    self.health_checks(now).await;
+                    self.flush(now);
+                }
                 changed = state.changed() => {
                     if changed.is_err() { return; }
                     if *state.borrow() != self.session {
@@ -241,6 +263,30 @@ impl Task {
                     }
                 }
                 Effect::Log(line) => tracing::info!(target: "acl_log", "{line}"),
+                Effect::ControllerEvent(e) => {
+                    if !self.events.push(e) {
+                        coverage::PINCTRL_DROP_CONTROLLER_EVENT.inc();
+                    }
+                }
+                Effect::BindVport(c) => {
+                    if !self.vports.push(c) {
+                        coverage::PINCTRL_DROP_PUT_VPORT_BINDING.inc();
+                    }
+                }
+                Effect::SvcReply(r) => {
+                    let table = self.view.borrow().local_output_table;
+                    match self.monitors.on_reply(&r, now, table) {
+                        Ok(pkts) => out.extend(pkts.into_iter().map(Message::PacketOut)),
+                        Err(e) => {
+                            self.stats
+                                .count(&self.stats.skipped, handlers::opcode::HANDLE_SVC_CHECK);
+                            crate::vlog_rl!(WARN, &SKIPPED, target: "pinctrl", "{e}");
+                        }
+                    }
+                    // The new state shows in the status at once, as ovn-controller's
+                    // pinctrl thread runs its monitors after every packet-in.
+                    out.extend(self.monitors.run(now, table).into_iter().map(Message::PacketOut));
+                }
                 Effect::Buffer(key, p) => {
                     if self.buffers.push(key, p, now) {
                         bump(&self.stats.buffered, 1);
@@ -300,9 +346,15 @@ impl Task {
             .collect();
         fdb.sort_by_key(|w| match w {
             SbWrite::Fdb(f) => (f.datapath, f.mac),
-            SbWrite::MacBinding(_) => (0, [0; 6]),
+            _ => (0, [0; 6]),
         });
         due.extend(fdb);
+        // Without our chassis row, events and claims wait (they name it).
+        if let Some(chassis) = self.view.borrow().chassis {
+            due.extend(self.events.take().into_iter().map(|e| SbWrite::Event(e, chassis)));
+            due.extend(self.vports.take().into_iter().map(|c| SbWrite::Vport(c, chassis)));
+        }
+        due.extend(self.monitors.statuses().into_iter().map(SbWrite::SvcStatus));
         if !due.is_empty() {
             let n = due.len() as u64;
             if self.writes.try_send(due).is_err() {
@@ -314,10 +366,28 @@ impl Task {
         bump(&self.stats.buffer_expired, expired as u64);
     }
 
+    /// Sends the health check probes that are due.
+    async fn health_checks(&mut self, now: Instant) {
+        if self.monitors.is_empty() {
+            return;
+        }
+        let table = self.view.borrow().local_output_table;
+        let out: Vec<Message> = self
+            .monitors
+            .run(now, table)
+            .into_iter()
+            .map(Message::PacketOut)
+            .collect();
+        if !out.is_empty() {
+            self.send(&out).await;
+        }
+    }
+
     /// Sends the buffered packets whose next hop the snapshot resolves, with the learnt MAC
     /// as their destination.
     async fn release(&mut self) {
         let view = self.view.borrow_and_update().clone();
+        self.monitors.sync(&view.service_monitors, Instant::now());
         let ready: Vec<_> = self
             .buffers
             .keys()

@@ -25,6 +25,9 @@ pub mod opcode {
     pub const ND_NA_ROUTER: u32 = 12;
     pub const PUT_ICMP4_FRAG_MTU: u32 = 13;
     pub const ICMP4_ERROR: u32 = 14;
+    pub const EVENT: u32 = 15;
+    pub const BIND_VPORT: u32 = 17;
+    pub const HANDLE_SVC_CHECK: u32 = 18;
     pub const ICMP6_ERROR: u32 = 20;
     pub const PUT_ICMP6_FRAG_MTU: u32 = 21;
     pub const REJECT: u32 = 22;
@@ -97,6 +100,12 @@ pub enum Effect {
         write: MacBindingWrite,
         multicast: bool,
     },
+    /// A controller event to record (`trigger_event`).
+    ControllerEvent(super::events::EmptyLbBackends),
+    /// Claim a virtual port (`bind_vport`).
+    BindVport(super::vport::VportClaim),
+    /// A backend answered a health check (`handle_svc_check`).
+    SvcReply(super::svc_monitor::Reply),
 }
 
 /// What the handlers need to know besides the packet-in.
@@ -127,6 +136,8 @@ pub enum Skip {
     Packet(#[from] PacketError),
     #[error("failed to parse actions from userdata ({0})")]
     Actions(String),
+    #[error("{0}")]
+    Event(#[from] super::events::EventError),
 }
 
 /// The parts of a packet-in every handler reads.
@@ -192,6 +203,14 @@ pub fn handle(pi: &PacketIn2, cx: &Context) -> Result<Vec<Effect>, Skip> {
         opcode::REJECT => reject(&p, &h),
         opcode::SCTP_ABORT => sctp_abort(&p, &h, false),
         opcode::PUT_ICMP4_FRAG_MTU | opcode::PUT_ICMP6_FRAG_MTU => frag_mtu(&p, &h),
+        opcode::EVENT => Ok(vec![Effect::ControllerEvent(super::events::parse(p.payload)?)]),
+        opcode::BIND_VPORT => super::vport::parse(p.payload, &p.regs)
+            .map(|c| vec![Effect::BindVport(c)])
+            .ok_or(Skip::WrongPacket("bind_vport: no virtual port key in the userdata")),
+        opcode::HANDLE_SVC_CHECK => Ok(super::svc_monitor::parse_reply(&p, &h)?
+            .map(Effect::SvcReply)
+            .into_iter()
+            .collect()),
         op if (op as usize) < opcode::COUNT => Err(Skip::NotYet(op)),
         op => Err(Skip::UnknownOpcode(op)),
     }

@@ -8,16 +8,21 @@
 //! resolves), `put_arp` / `put_nd` / `put_fdb`, `nd_na {}` / `nd_na_router {}`, `icmp4 {}` /
 //! `icmp6 {}` / `icmp4_error {}` / `icmp6_error {}`, `icmp4.frag_mtu` / `icmp6.frag_mtu`,
 //! `tcp_reset {}`, `sctp_abort {}`, `reject {}`, and ACL `log`.
+//! Load balancer health checks ([`svc_monitor`], `handle_svc_check`), controller events
+//! ([`events`], `trigger_event`) and virtual port claims ([`vport`], `bind_vport`).
 
 pub mod acl_log;
 pub mod buffer;
 pub mod driver;
+pub mod events;
 pub mod handlers;
 pub mod metadata;
 pub mod packet;
 pub mod sb_write;
 pub mod stats;
+pub mod svc_monitor;
 pub mod view;
+pub mod vport;
 
 #[cfg(test)]
 mod tests;

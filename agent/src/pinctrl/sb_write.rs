@@ -29,14 +29,14 @@ pub fn txn(sb: &Replica, writes: &[SbWrite], now_ms: i64) -> Option<Transaction>
         .iter()
         .filter_map(|w| match w {
             SbWrite::MacBinding(b) => Some(*b),
-            SbWrite::Fdb(_) => None,
+            _ => None,
         })
         .collect();
     let fdb: Vec<FdbWrite> = writes
         .iter()
         .filter_map(|w| match w {
             SbWrite::Fdb(f) => Some(*f),
-            SbWrite::MacBinding(_) => None,
+            _ => None,
         })
         .collect();
     if !bindings.is_empty() {
@@ -45,7 +45,30 @@ pub fn txn(sb: &Replica, writes: &[SbWrite], now_ms: i64) -> Option<Transaction>
     if !fdb.is_empty() {
         fdb_entries(sb, &fdb, &mut txn);
     }
+    services(sb, writes, &mut txn);
     (!txn.is_empty()).then_some(txn)
+}
+
+/// Controller events, virtual port claims and health statuses, per chassis.
+fn services(sb: &Replica, writes: &[SbWrite], txn: &mut Transaction) {
+    let mut events: HashMap<Uuid, Vec<super::events::EmptyLbBackends>> = HashMap::new();
+    let mut claims: HashMap<Uuid, Vec<super::vport::VportClaim>> = HashMap::new();
+    let mut statuses = Vec::new();
+    for w in writes {
+        match w {
+            SbWrite::Event(e, ch) => events.entry(*ch).or_default().push(e.clone()),
+            SbWrite::Vport(c, ch) => claims.entry(*ch).or_default().push(*c),
+            SbWrite::SvcStatus(s) => statuses.push(*s),
+            SbWrite::MacBinding(_) | SbWrite::Fdb(_) => {}
+        }
+    }
+    for (ch, e) in events {
+        super::events::write(sb, &e, ch, txn);
+    }
+    for (ch, c) in claims {
+        super::vport::write(sb, &c, ch, txn);
+    }
+    super::svc_monitor::write(sb, &statuses, txn);
 }
 
 /// FDB rows by (datapath key, MAC): a new one is inserted, a moved one gets its new port.

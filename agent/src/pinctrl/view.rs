@@ -5,9 +5,10 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 
 use sbclient::ovn_sb::{DatapathBinding, MacBinding, PortBinding};
-use sbclient::Replica;
+use sbclient::{Replica, Uuid};
 
 use super::packet::Mac;
+use super::svc_monitor::MonitorRow;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct View {
@@ -21,6 +22,12 @@ pub struct View {
     pub ports: HashMap<(u32, u32), Vec<String>>,
     /// (logical port, IP) -> MAC of the Southbound `MAC_Binding` rows.
     pub mac_bindings: HashMap<(String, IpAddr), Mac>,
+    /// This chassis's row (claims and controller events name it), see [`View::with_services`].
+    pub chassis: Option<Uuid>,
+    /// Where health check probes enter the pipeline (local output).
+    pub local_output_table: u8,
+    /// The Service_Monitor rows of the ports bound to this chassis.
+    pub service_monitors: Vec<MonitorRow>,
 }
 
 pub fn parse_mac(s: &str) -> Option<Mac> {
@@ -71,6 +78,19 @@ impl View {
             }
         }
         view
+    }
+
+    /// Adds what health checks and claims need: this chassis, the local output table,
+    /// and the Service_Monitor rows of ports bound to this chassis.
+    #[must_use]
+    pub fn with_services(mut self, sb: &Replica, chassis: Option<Uuid>, local_output: u8) -> Self {
+        let dps = sb.table::<DatapathBinding>();
+        self.chassis = chassis;
+        self.local_output_table = local_output;
+        self.service_monitors = super::svc_monitor::rows(sb, chassis, |dp| {
+            u32::try_from(dps?.get(&dp)?.tunnel_key).ok()
+        });
+        self
     }
 
     /// The MAC the Southbound database has for `next_hop` out of (datapath, port).
