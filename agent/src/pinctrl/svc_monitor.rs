@@ -36,8 +36,6 @@ const TCP_RST: u16 = 0x04;
 const TCP_ACK: u16 = 0x10;
 const TCP_WINDOW: u16 = 65160;
 const PROBE_TTL: u8 = 63;
-/// DSCP CS6, as `pinctrl_compose_ipv4` marks its packets.
-const TOS_CS6: u8 = 0xc0;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Protocol {
@@ -604,7 +602,7 @@ fn headers(row: &MonitorRow, proto: u8, l4_len: usize) -> (Vec<u8>, u32) {
             out.extend_from_slice(&packet::ETH_TYPE_IPV4.to_be_bytes());
             let mut ip = [0u8; 20];
             ip[0] = 0x45;
-            ip[1] = TOS_CS6;
+            // TOS 0: `pinctrl_compose_ipv4` sets CS6, then `packet_set_ipv4` clears it.
             ip[2..4].copy_from_slice(&((20 + l4_len) as u16).to_be_bytes());
             // Identification 0, don't fragment.
             ip[6] = 0x40;

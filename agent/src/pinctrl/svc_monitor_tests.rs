@@ -55,8 +55,8 @@ fn syn_of(po: &PacketOut) -> (u16, u32) {
     assert_eq!(&d[0..6], &BACKEND);
     assert_eq!(&d[6..12], &SVC_MAC);
     assert_eq!(be16(d, 12), 0x0800);
-    // IPv4: TOS CS6, length 40, ID 0, DF, TTL 63, TCP, header checksum.
-    assert_eq!(&d[14..16], &[0x45, 0xc0]);
+    // IPv4: TOS 0, length 40, ID 0, DF, TTL 63, TCP, header checksum.
+    assert_eq!(&d[14..16], &[0x45, 0]);
     assert_eq!(be16(d, 16), 40);
     assert_eq!(&d[18..22], &[0, 0, 0x40, 0]);
     assert_eq!((d[22], d[23]), (63, 6));

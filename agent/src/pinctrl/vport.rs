@@ -3,7 +3,8 @@
 //! the virtual port: `chassis` = this chassis and `virtual_parent` = the parent's name,
 //! as ovn-controller 23.03.1 writes it. The claim is written only for a Port_Binding of
 //! type `virtual`; the binding stage leaves virtual ports alone (engine/binding.rs), so
-//! it does not release what was claimed here.
+//! it does not release what was claimed here. The port is marked `up`, as ovn-controller
+//! marks every port that rides on a local interface once it has claimed it.
 
 use std::collections::HashMap;
 
@@ -98,6 +99,7 @@ pub fn write(sb: &Replica, claims: &[VportClaim], chassis: Uuid, txn: &mut Trans
         };
         if pb.chassis == Some(chassis)
             && pb.virtual_parent.as_deref() == Some(parent.logical_port.as_str())
+            && pb.up == Some(true)
         {
             continue;
         }
@@ -109,7 +111,10 @@ pub fn write(sb: &Replica, claims: &[VportClaim], chassis: Uuid, txn: &mut Trans
             &by_uuid(uuid),
             Columns::new()
                 .set("chassis", Atom::Uuid(chassis))
-                .set("virtual_parent", Atom::from(parent.logical_port.as_str())),
+                .set("virtual_parent", Atom::from(parent.logical_port.as_str()))
+                // Up with its parent, as ovn-controller's binding then marks every
+                // port riding on the parent's interface.
+                .set("up", Atom::Boolean(true)),
         );
     }
 }
@@ -126,10 +131,10 @@ mod tests {
         let mut sb = Southbound::default();
         let text = format!(
             r#"{{"caption":"Datapath_Binding table","headings":["_uuid","tunnel_key"],"data":[[["uuid","{DP}"],1]]}}
-               {{"caption":"Port_Binding table","headings":["_uuid","logical_port","datapath","tunnel_key","type","chassis","virtual_parent"],"data":[
-                 [["uuid","00000000-0000-4000-8000-0000000000a1"],"sw0-p1",["uuid","{DP}"],1,"",["set",[]],["set",[]]],
-                 [["uuid","00000000-0000-4000-8000-0000000000a2"],"sw0-vir",["uuid","{DP}"],3,"virtual",{vport_chassis},{vparent}],
-                 [["uuid","00000000-0000-4000-8000-0000000000a3"],"sw0-p2",["uuid","{DP}"],2,"",["set",[]],["set",[]]]]}}"#
+               {{"caption":"Port_Binding table","headings":["_uuid","logical_port","datapath","tunnel_key","type","chassis","virtual_parent","up"],"data":[
+                 [["uuid","00000000-0000-4000-8000-0000000000a1"],"sw0-p1",["uuid","{DP}"],1,"",["set",[]],["set",[]],true],
+                 [["uuid","00000000-0000-4000-8000-0000000000a2"],"sw0-vir",["uuid","{DP}"],3,"virtual",{vport_chassis},{vparent},true],
+                 [["uuid","00000000-0000-4000-8000-0000000000a3"],"sw0-p2",["uuid","{DP}"],2,"",["set",[]],["set",[]],true]]}}"#
         );
         sb.load_json(&text).expect("loads");
         sb
