@@ -133,7 +133,13 @@ fn blanked(frame: &[u8]) -> String {
 fn sb_field(net: &Net, column: &str, table: &str, cond: &str) -> String {
     net.lab
         .central()
-        .sbctl(&["--bare", &format!("--columns={column}"), "find", table, cond])
+        .sbctl(&[
+            "--bare",
+            &format!("--columns={column}"),
+            "find",
+            table,
+            cond,
+        ])
         .unwrap_or_default()
         .trim()
         .to_owned()
@@ -159,7 +165,13 @@ fn health_checks_mark_backends_online_and_offline(net: &Net) -> Outcome {
     let (vm1, vm2) = (net.vm("vm1"), net.vm("vm2"));
     // The first probe may leave before the configuration is acknowledged: count from here.
     let mut seen = vm1.vif.transmitted().map_or(0, |v| v.len());
-    p.nbctl(&["lb-add", "lb0", "10.0.0.100:80", "10.0.0.1:80,10.0.0.2:80", "tcp"]);
+    p.nbctl(&[
+        "lb-add",
+        "lb0",
+        "10.0.0.100:80",
+        "10.0.0.1:80,10.0.0.2:80",
+        "tcp",
+    ]);
     p.nbctl(&["ls-lb-add", "sw0", "lb0"]);
     p.nbctl(&[
         "set",
@@ -219,7 +231,7 @@ fn health_checks_mark_backends_online_and_offline(net: &Net) -> Outcome {
                 Some((0x014, _, rst_seq, rst_ack)) => {
                     if let Some((syn, rst)) = first.as_mut() {
                         if rst.is_empty() {
-                            *rst = f.clone();
+                            rst.clone_from(f);
                             let syn_seq = be32(syn, 38);
                             p.fact("reset (random fields blanked)", blanked(f));
                             p.fact(
@@ -278,7 +290,13 @@ fn an_empty_load_balancer_raises_a_controller_event(net: &Net) -> Outcome {
     let lb_uuid = net
         .lab
         .central()
-        .nbctl(&["--bare", "--columns=_uuid", "find", "Load_Balancer", "name=lb1"])
+        .nbctl(&[
+            "--bare",
+            "--columns=_uuid",
+            "find",
+            "Load_Balancer",
+            "name=lb1",
+        ])
         .unwrap_or_default()
         .trim()
         .to_owned();
@@ -352,7 +370,10 @@ fn an_empty_load_balancer_raises_a_controller_event(net: &Net) -> Outcome {
         .sbctl(&["--all", "destroy", "Controller_Event"]);
     std::thread::sleep(Duration::from_millis(300));
     p.send("vm3", &syn(40002));
-    p.fact("rows after clearing and a third SYN", named(wait_rows(net, 1)));
+    p.fact(
+        "rows after clearing and a third SYN",
+        named(wait_rows(net, 1)),
+    );
     p.nbctl(&["lb-del", "lb1"]);
     let _ = net
         .lab
@@ -380,7 +401,12 @@ fn a_gratuitous_arp_binds_the_virtual_port(net: &Net) -> Outcome {
     p.fact("sw0-vir chassis", chassis_name(net, &chassis));
     p.fact(
         "sw0-vir virtual_parent",
-        sb_field(net, "virtual_parent", "Port_Binding", "logical_port=sw0-vir"),
+        sb_field(
+            net,
+            "virtual_parent",
+            "Port_Binding",
+            "logical_port=sw0-vir",
+        ),
     );
     p.wait_hv("after the claim");
     let ping = icmp4_echo(vm5.port.mac, mac(LR0_SW1_MAC), vm5.port.ip, VIP, 64, 56);

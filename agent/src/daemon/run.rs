@@ -291,7 +291,11 @@ pub async fn run(
                     engine.layout().output_entry,
                     engine.layout().egress,
                 )
-                .with_services(&engine.sb.replica, engine.runtime.chassis, engine.layout().local_output);
+                .with_services(
+                    &engine.sb.replica,
+                    engine.runtime.chassis,
+                    engine.layout().local_output,
+                );
                 match crate::pinctrl::spawn(&target, std::sync::Arc::new(view), pin_stats.clone()) {
                     Ok(p) => pin = Some(p),
                     Err(e) => tracing::warn!(target: "pinctrl", "{target}: {e}"),
@@ -347,7 +351,11 @@ pub async fn run(
                 engine.layout().output_entry,
                 engine.layout().egress,
             )
-            .with_services(&engine.sb.replica, engine.runtime.chassis, engine.layout().local_output);
+            .with_services(
+                &engine.sb.replica,
+                engine.runtime.chassis,
+                engine.layout().local_output,
+            );
             p.view.send_if_modified(|v| {
                 let new = **v != view;
                 if new {
@@ -489,12 +497,16 @@ fn on_sb_event(engine: &mut Engine, ev: &Event, bindings_changed: &mut bool) -> 
     }
     match ev.apply(&mut engine.sb.replica) {
         Ok(true) => {
-            *bindings_changed |= engine
-                .sb
-                .replica
-                .changed_tables()
-                .iter()
-                .any(|t| matches!(*t, "MAC_Binding" | "Port_Binding" | "Datapath_Binding" | "Service_Monitor" | "Chassis"));
+            *bindings_changed |= engine.sb.replica.changed_tables().iter().any(|t| {
+                matches!(
+                    *t,
+                    "MAC_Binding"
+                        | "Port_Binding"
+                        | "Datapath_Binding"
+                        | "Service_Monitor"
+                        | "Chassis"
+                )
+            });
             engine.sb_changed();
         }
         Ok(false) => {}

@@ -285,7 +285,12 @@ impl Task {
                     }
                     // The new state shows in the status at once, as ovn-controller's
                     // pinctrl thread runs its monitors after every packet-in.
-                    out.extend(self.monitors.run(now, table).into_iter().map(Message::PacketOut));
+                    out.extend(
+                        self.monitors
+                            .run(now, table)
+                            .into_iter()
+                            .map(Message::PacketOut),
+                    );
                 }
                 Effect::Buffer(key, p) => {
                     if self.buffers.push(key, p, now) {
@@ -351,8 +356,18 @@ impl Task {
         due.extend(fdb);
         // Without our chassis row, events and claims wait (they name it).
         if let Some(chassis) = self.view.borrow().chassis {
-            due.extend(self.events.take().into_iter().map(|e| SbWrite::Event(e, chassis)));
-            due.extend(self.vports.take().into_iter().map(|c| SbWrite::Vport(c, chassis)));
+            due.extend(
+                self.events
+                    .take()
+                    .into_iter()
+                    .map(|e| SbWrite::Event(e, chassis)),
+            );
+            due.extend(
+                self.vports
+                    .take()
+                    .into_iter()
+                    .map(|c| SbWrite::Vport(c, chassis)),
+            );
         }
         due.extend(self.monitors.statuses().into_iter().map(SbWrite::SvcStatus));
         if !due.is_empty() {

@@ -9,8 +9,8 @@
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use sbclient::ovn_sb::ControllerEvent;
 use sbclient::datum::Datum;
+use sbclient::ovn_sb::ControllerEvent;
 use sbclient::{Atom, Columns, Replica, Transaction, Uuid};
 
 /// `OVN_EVENT_EMPTY_LB_BACKENDS`.
@@ -131,7 +131,10 @@ pub fn write(sb: &Replica, events: &[EmptyLbBackends], chassis: Uuid, txn: &mut 
         }
         let seq = SEQ_NUM.fetch_add(1, Ordering::Relaxed) + 1;
         let info = Datum::Map(vec![
-            (Atom::from("load_balancer"), Atom::from(e.load_balancer.as_str())),
+            (
+                Atom::from("load_balancer"),
+                Atom::from(e.load_balancer.as_str()),
+            ),
             (Atom::from("protocol"), Atom::from(e.protocol.as_str())),
             (Atom::from("vip"), Atom::from(e.vip.as_str())),
         ]);

@@ -203,10 +203,14 @@ pub fn handle(pi: &PacketIn2, cx: &Context) -> Result<Vec<Effect>, Skip> {
         opcode::REJECT => reject(&p, &h),
         opcode::SCTP_ABORT => sctp_abort(&p, &h, false),
         opcode::PUT_ICMP4_FRAG_MTU | opcode::PUT_ICMP6_FRAG_MTU => frag_mtu(&p, &h),
-        opcode::EVENT => Ok(vec![Effect::ControllerEvent(super::events::parse(p.payload)?)]),
+        opcode::EVENT => Ok(vec![Effect::ControllerEvent(super::events::parse(
+            p.payload,
+        )?)]),
         opcode::BIND_VPORT => super::vport::parse(p.payload, &p.regs)
             .map(|c| vec![Effect::BindVport(c)])
-            .ok_or(Skip::WrongPacket("bind_vport: no virtual port key in the userdata")),
+            .ok_or(Skip::WrongPacket(
+                "bind_vport: no virtual port key in the userdata",
+            )),
         opcode::HANDLE_SVC_CHECK => Ok(super::svc_monitor::parse_reply(&p, &h)?
             .map(Effect::SvcReply)
             .into_iter()

@@ -262,9 +262,9 @@ pub fn parse_reply(p: &PacketIn<'_>, h: &Headers) -> Result<Option<Reply>, Skip>
     let l4 = h.l4(p.packet).unwrap_or_default();
     match proto {
         packet::PROTO_TCP => {
-            let t = l4
-                .get(..20)
-                .ok_or(Skip::WrongPacket("handle service check: truncated TCP header"))?;
+            let t = l4.get(..20).ok_or(Skip::WrongPacket(
+                "handle service check: truncated TCP header",
+            ))?;
             let be16 = |i: usize| u16::from_be_bytes([t[i], t[i + 1]]);
             let be32 = |i: usize| u32::from_be_bytes([t[i], t[i + 1], t[i + 2], t[i + 3]]);
             Ok(Some(Reply::Tcp {

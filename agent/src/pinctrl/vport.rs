@@ -160,7 +160,10 @@ mod tests {
         };
         let text = ops(&sb, &[c]);
         assert!(text.contains("\"update\""), "{text}");
-        assert!(text.contains(ME) && text.contains("\"virtual_parent\":\"sw0-p1\""), "{text}");
+        assert!(
+            text.contains(ME) && text.contains("\"virtual_parent\":\"sw0-p1\""),
+            "{text}"
+        );
         // Not a virtual port, unknown port, unknown parent: nothing.
         for bad in [(2, 1), (9, 1), (3, 9)] {
             let text = ops(
