@@ -303,7 +303,17 @@ pub fn plan(
         let wants = match pb.type_.as_str() {
             "" | "virtual" if pb.parent_port.is_none() => {
                 let Some(iface) = ifaces.by_iface_id.get(&pb.logical_port) else {
-                    if is_me(&pb.chassis) && pb.type_.is_empty() {
+                    // A virtual port (claimed by pinctrl's bind_vport) stays ours while
+                    // its virtual parent is bound here, as in ovn-controller.
+                    let parent_here = || {
+                        pb.virtual_parent.as_ref().is_some_and(|p| {
+                            ifaces.by_iface_id.contains_key(p)
+                                && pbs
+                                    .iter()
+                                    .any(|(_, q)| q.logical_port == *p && is_me(&q.chassis))
+                        })
+                    };
+                    if is_me(&pb.chassis) && (pb.type_.is_empty() || !parent_here()) {
                         out.release.push(*uuid);
                     }
                     continue;
@@ -530,6 +540,58 @@ mod tests {
             p.options.insert((*k).into(), (*v).into());
         }
         p
+    }
+
+    /// sw0-vir is claimed by this chassis with virtual parent `parent`; vm4 is bound
+    /// here (with an interface) and vm9 elsewhere.
+    fn virtual_plan(parent: &str) -> BindingPlan {
+        const DP: &str = "00000000-0000-4000-8000-0000000000d1";
+        let me = Uuid::from_u128(1);
+        let mut sb = crate::southbound::Southbound::default();
+        let text = format!(
+            r#"{{"caption":"Port_Binding table","headings":["_uuid","logical_port","datapath","tunnel_key","type","chassis","virtual_parent"],"data":[
+                 [["uuid","00000000-0000-4000-8000-0000000000a1"],"vm4",["uuid","{DP}"],1,"",["uuid","{me}"],["set",[]]],
+                 [["uuid","00000000-0000-4000-8000-0000000000a2"],"vm9",["uuid","{DP}"],2,"",["uuid","00000000-0000-4000-8000-000000000009"],["set",[]]],
+                 [["uuid","00000000-0000-4000-8000-0000000000a3"],"sw0-vir",["uuid","{DP}"],3,"virtual",["uuid","{me}"],"{parent}"]]}}"#
+        );
+        sb.load_json(&text).expect("loads");
+        let mut ifaces = LocalIfaces::default();
+        for name in ["vm4", "vm9"] {
+            ifaces.by_iface_id.insert(
+                name.into(),
+                LocalIface {
+                    uuid: Uuid::from_u128(7),
+                    name: name.into(),
+                    ofport: Some(1),
+                    iface_id_ver: None,
+                    encap_ip: None,
+                    installed: true,
+                },
+            );
+        }
+        let me = Me {
+            name: "hv1",
+            hostname: "hv1",
+            uuid: Some(me),
+            active_tunnels: None,
+        };
+        plan(&sb.replica, &ifaces, &me, &HashMap::new(), Instant::now())
+    }
+
+    #[test]
+    fn a_virtual_port_stays_claimed_while_its_parent_is_bound_here() {
+        let vport: Uuid = "00000000-0000-4000-8000-0000000000a3"
+            .parse()
+            .expect("uuid");
+        assert!(!virtual_plan("vm4").release.contains(&vport));
+        assert!(
+            virtual_plan("vm9").release.contains(&vport),
+            "parent bound elsewhere"
+        );
+        assert!(
+            virtual_plan("vm7").release.contains(&vport),
+            "parent unknown"
+        );
     }
 
     #[test]
