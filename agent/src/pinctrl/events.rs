@@ -212,6 +212,53 @@ mod tests {
         assert!(p.push(e(3)), "a known one is still accepted");
     }
 
+    #[test]
+    fn a_row_is_inserted_unless_this_chassis_has_one() {
+        let me: Uuid = "00000000-0000-4000-8000-0000000000c1"
+            .parse()
+            .expect("uuid");
+        let other = "00000000-0000-4000-8000-0000000000c2";
+        let mut sb = crate::southbound::Southbound::default();
+        sb.load_json(&format!(
+            r#"{{"caption":"Controller_Event table","headings":["_uuid","event_type","event_info","chassis","seq_num"],"data":[
+                 [["uuid","00000000-0000-4000-8000-0000000000e1"],"empty_lb_backends",["map",[["vip","10.0.0.200:80"],["protocol","tcp"],["load_balancer","lb"]]],["uuid","{me}"],1],
+                 [["uuid","00000000-0000-4000-8000-0000000000e2"],"empty_lb_backends",["map",[["vip","10.0.0.201:80"],["protocol","tcp"],["load_balancer","lb"]]],["uuid","{other}"],1]]}}"#
+        ))
+        .expect("loads");
+        let e = |vip: &str| EmptyLbBackends {
+            vip: vip.into(),
+            protocol: "tcp".into(),
+            load_balancer: "lb".into(),
+        };
+        let ops = |events: &[EmptyLbBackends]| {
+            let mut txn = Transaction::new(sbclient::ovn_sb::DATABASE);
+            write(&sb.replica, events, me, &mut txn);
+            txn.to_params().to_string()
+        };
+        assert!(
+            !ops(&[e("10.0.0.200:80")]).contains("insert"),
+            "already there"
+        );
+        // Another chassis's row does not count; the same event twice is one row.
+        let text = ops(&[e("10.0.0.201:80"), e("10.0.0.201:80")]);
+        assert_eq!(text.matches("\"insert\"").count(), 1, "{text}");
+        assert!(
+            text.contains("\"event_type\":\"empty_lb_backends\"") && text.contains(&me.to_string()),
+            "{text}"
+        );
+        let first = text
+            .split("\"seq_num\":")
+            .nth(1)
+            .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|n| n.parse::<i64>().ok())
+            .expect("seq_num");
+        let again = ops(&[e("10.0.0.202:80")]);
+        assert!(
+            again.contains(&format!("\"seq_num\":{}", first + 1)),
+            "numbers go up: {again}"
+        );
+    }
+
     proptest::proptest! {
         #[test]
         fn any_userdata_parses_or_fails_without_panic(

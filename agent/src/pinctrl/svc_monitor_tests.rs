@@ -261,6 +261,62 @@ fn an_ipv6_probe_has_a_valid_checksum() {
     assert!(checksum_ok(&d[54..], pseudo));
 }
 
+#[test]
+fn rows_are_those_of_ports_bound_here_with_the_backend_mac_and_options() {
+    const DP: &str = "00000000-0000-4000-8000-0000000000d1";
+    const ME: &str = "00000000-0000-4000-8000-0000000000c1";
+    let mut sb = crate::southbound::Southbound::default();
+    sb.load_json(&format!(
+        r#"{{"caption":"Datapath_Binding table","headings":["_uuid","tunnel_key"],"data":[[["uuid","{DP}"],1]]}}
+           {{"caption":"Port_Binding table","headings":["_uuid","logical_port","datapath","tunnel_key","chassis","mac"],"data":[
+             [["uuid","00000000-0000-4000-8000-0000000000a1"],"vm1",["uuid","{DP}"],2,["uuid","{ME}"],["set",["50:54:00:00:00:09 10.0.0.9","50:54:00:00:00:01 10.0.0.1"]]],
+             [["uuid","00000000-0000-4000-8000-0000000000a2"],"vm2",["uuid","{DP}"],3,["set",[]],"50:54:00:00:00:02 10.0.0.2"]]}}
+           {{"caption":"Service_Monitor table","headings":["_uuid","logical_port","ip","port","protocol","src_mac","src_ip","options","status"],"data":[
+             [["uuid","00000000-0000-4000-8000-0000000000e1"],"vm1","10.0.0.1",80,"tcp","0a:58:0a:00:00:fe","10.0.0.254",["map",[["interval","7"],["failure_count","bad"]]],"online"],
+             [["uuid","00000000-0000-4000-8000-0000000000e2"],"vm2","10.0.0.2",80,"udp","0a:58:0a:00:00:fe","10.0.0.254",["map",[]],["set",[]]]]}}"#
+    ))
+    .expect("loads");
+    let dps = sb.replica.table::<sbclient::ovn_sb::DatapathBinding>();
+    let dp_key = |u: Uuid| u32::try_from(dps?.get(&u)?.tunnel_key).ok();
+    let rows = rows(&sb.replica, Some(ME.parse().expect("uuid")), dp_key);
+    assert_eq!(rows.len(), 1, "vm2 is not bound here: {rows:?}");
+    let r = &rows[0];
+    assert_eq!((r.datapath, r.port_key, r.service_port), (1, 2, 80));
+    assert_eq!(
+        r.dst_mac, BACKEND,
+        "the address entry with the monitored IP"
+    );
+    assert_eq!(
+        (r.interval, r.timeout),
+        (Duration::from_secs(7), Duration::from_secs(3))
+    );
+    assert_eq!(
+        (r.success_count, r.failure_count),
+        (1, 1),
+        "bad numbers read as the default"
+    );
+    assert_eq!(r.status.as_deref(), Some("online"));
+    assert!(
+        super::rows(&sb.replica, None, |_| Some(1)).is_empty(),
+        "no chassis yet"
+    );
+    // Statuses: only a change is written.
+    let write_ops = |s: Status| {
+        let mut txn = Transaction::new(sbclient::ovn_sb::DATABASE);
+        write(
+            &sb.replica,
+            &[StatusWrite {
+                uuid: r.uuid,
+                status: s,
+            }],
+            &mut txn,
+        );
+        txn.to_params().to_string()
+    };
+    assert!(!write_ops(Status::Online).contains("update"));
+    assert!(write_ops(Status::Offline).contains("\"status\":\"offline\""));
+}
+
 fn svc_packet_in(packet: Vec<u8>) -> PacketIn2 {
     let mut md = Match::new();
     md.push(FieldId::reg(14), 2u32.to_be_bytes().to_vec(), None);
