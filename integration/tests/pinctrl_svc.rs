@@ -441,5 +441,5 @@ const SCENARIOS: &[Scenario] = &[
 fn service_monitors_events_and_virtual_ports_match_ovn_controller() {
     let setups = Setup::oracle_and_agent(&["hv1"]);
     let (nets, report) = common::run_all(&setups, build, SCENARIOS);
-    common::conclude(nets, &report);
+    common::conclude_healthy(nets, &report);
 }
