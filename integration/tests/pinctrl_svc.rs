@@ -422,6 +422,30 @@ fn a_gratuitous_arp_binds_the_virtual_port(net: &Net) -> Outcome {
     outcome
 }
 
+/// ovn-agent answered the three actions itself: `pinctrl/show-stats` counts them
+/// handled, none skipped (the oracle has no such command: nothing to check there).
+fn the_agent_counted_the_three_actions(net: &Net) -> Outcome {
+    let mut p = probe_on(net, &[]);
+    if net.setup.label != common::ORACLE {
+        let stats = net
+            .lab
+            .chassis("hv1")
+            .and_then(|c| c.controller_appctl(&["pinctrl/show-stats"]))
+            .unwrap_or_default();
+        for name in ["handle_svc_check", "event", "bind_vport"] {
+            let line = stats
+                .lines()
+                .find(|l| l.starts_with(&format!("{name}: ")))
+                .unwrap_or_default();
+            let handled = line.contains("handled ") && !line.contains("handled 0,");
+            if !handled || !line.contains("skipped 0,") {
+                p.fail(format!("{name} not handled cleanly: {line:?} in\n{stats}"));
+            }
+        }
+    }
+    p.finish(&[])
+}
+
 const SCENARIOS: &[Scenario] = &[
     (
         "health checks mark backends online and offline",
@@ -434,6 +458,10 @@ const SCENARIOS: &[Scenario] = &[
     (
         "a gratuitous ARP binds the virtual port",
         a_gratuitous_arp_binds_the_virtual_port,
+    ),
+    (
+        "the agent counted the three actions",
+        the_agent_counted_the_three_actions,
     ),
 ];
 

@@ -162,6 +162,14 @@ mod tests {
             local_iface_ids: &ids,
             monitor_all: false,
         });
+        // Health checks: every Service_Monitor row, as ovn-controller (it filters them by
+        // binding itself); controller events: only our chassis's.
+        assert!(!after.contains_key("Service_Monitor"));
+        let ce = serde_json::to_string(&after["Controller_Event"]).unwrap();
+        assert!(
+            ce.contains(r#"["chassis","==",["uuid","00000000-0000-0000-0000-000000000001"]]"#),
+            "{ce}"
+        );
         let lf = serde_json::to_string(&after["Logical_Flow"]).unwrap();
         assert!(
             lf.contains("logical_dp_group") && lf.contains("00000000-0000-0000-0000-000000000007"),

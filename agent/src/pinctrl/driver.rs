@@ -383,7 +383,8 @@ impl Task {
 
     /// Sends the health check probes that are due.
     async fn health_checks(&mut self, now: Instant) {
-        if self.monitors.is_empty() {
+        // As ovn-controller, the checks pause while the switch connection is down.
+        if self.monitors.is_empty() || self.session.is_none() {
             return;
         }
         let table = self.view.borrow().local_output_table;
