@@ -76,6 +76,8 @@ pub fn spawn(target: &str, view: Arc<View>, stats: Arc<Stats>) -> Result<Pinctrl
         limits: OpcodeLimits::new(RATE_PER_OPCODE, RATE_PER_OPCODE),
         session: None,
         jitter: 0,
+        garps: super::garp::Schedule::default(),
+        epoch: Instant::now(),
     };
     let t = target.to_owned();
     std::thread::Builder::new()
@@ -115,6 +117,9 @@ struct Task {
     limits: OpcodeLimits,
     session: Option<SessionId>,
     jitter: u64,
+    /// Gratuitous ARPs due, on a clock of milliseconds since `epoch`.
+    garps: super::garp::Schedule,
+    epoch: Instant,
 }
 
 async fn setup(h: &Handle, s: SessionId) -> Result<(), ConnError> {
@@ -139,6 +144,8 @@ async fn setup(h: &Handle, s: SessionId) -> Result<(), ConnError> {
 
 impl Task {
     async fn run(mut self, target: String) {
+        let first = self.view.borrow().clone();
+        self.garps.sync(&first.announce, self.clock_ms(Instant::now()));
         let mut state = self.handle.state();
         let mut tick = tokio::time::interval(FLUSH_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -171,7 +178,11 @@ impl Task {
                     if changed.is_err() { return; }
                     self.release().await;
                 }
-                _ = tick.tick() => self.flush(Instant::now()),
+                _ = tick.tick() => {
+                    let now = Instant::now();
+                    self.flush(now);
+                    self.announce(now).await;
+                }
                 changed = state.changed() => {
                     if changed.is_err() { return; }
                     if *state.borrow() != self.session {
@@ -300,7 +311,7 @@ impl Task {
             .collect();
         fdb.sort_by_key(|w| match w {
             SbWrite::Fdb(f) => (f.datapath, f.mac),
-            SbWrite::MacBinding(_) => (0, [0; 6]),
+            SbWrite::MacBinding(_) | SbWrite::Announced { .. } => (0, [0; 6]),
         });
         due.extend(fdb);
         if !due.is_empty() {
@@ -314,10 +325,32 @@ impl Task {
         bump(&self.stats.buffer_expired, expired as u64);
     }
 
+    fn clock_ms(&self, now: Instant) -> u64 {
+        u64::try_from(now.saturating_duration_since(self.epoch).as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Sends the gratuitous ARPs that are due (none while disconnected: they wait).
+    async fn announce(&mut self, now: Instant) {
+        if self.session.is_none() || self.garps.next_due().is_none_or(|d| d > self.clock_ms(now)) {
+            return;
+        }
+        let table = self.view.borrow().ingress_table;
+        let out: Vec<Message> = self
+            .garps
+            .due(self.clock_ms(now))
+            .iter()
+            .map(|a| Message::PacketOut(super::garp::packet_out(a, table)))
+            .collect();
+        bump(&self.stats.announcements_sent, out.len() as u64);
+        self.send(&out).await;
+    }
+
     /// Sends the buffered packets whose next hop the snapshot resolves, with the learnt MAC
-    /// as their destination.
+    /// as their destination; takes the snapshot's announcements.
     async fn release(&mut self) {
         let view = self.view.borrow_and_update().clone();
+        let now = self.clock_ms(Instant::now());
+        self.garps.sync(&view.announce, now);
         let ready: Vec<_> = self
             .buffers
             .keys()

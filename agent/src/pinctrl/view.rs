@@ -21,6 +21,10 @@ pub struct View {
     pub ports: HashMap<(u32, u32), Vec<String>>,
     /// (logical port, IP) -> MAC of the Southbound `MAC_Binding` rows.
     pub mac_bindings: HashMap<(String, IpAddr), Mac>,
+    /// The first table of the logical ingress pipeline (where announcements enter).
+    pub ingress_table: u8,
+    /// The gratuitous ARPs this chassis sends ([`super::announce::plan`]).
+    pub announce: Vec<super::garp::Announce>,
 }
 
 pub fn parse_mac(s: &str) -> Option<Mac> {
