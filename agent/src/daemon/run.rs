@@ -320,11 +320,8 @@ pub async fn run(
         // Gratuitous ARPs follow bindings, interfaces and HA activity: planned every run
         // (local ports and local switches only).
         if pin.is_some() && engine.sb_connected {
-            let planned = crate::pinctrl::announce::plan(
-                &engine.sb.replica,
-                &engine.runtime,
-                &engine.ifaces,
-            );
+            let planned =
+                crate::pinctrl::announce::plan(&engine.sb.replica, &engine.runtime, &engine.ifaces);
             let (changed, learn) = announcements.update(planned);
             pin_view_dirty |= changed;
             pin_writes.extend(learn);

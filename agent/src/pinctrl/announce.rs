@@ -46,7 +46,9 @@ pub fn parse_addresses(s: &str) -> Option<Addresses<'_>> {
     loop {
         let tail = &s[at..];
         let start = at + (tail.len() - tail.trim_start().len());
-        let word_len = s[start..].find(char::is_whitespace).unwrap_or(s.len() - start);
+        let word_len = s[start..]
+            .find(char::is_whitespace)
+            .unwrap_or(s.len() - start);
         let word = &s[start..start + word_len];
         if word.is_empty() {
             at = start;
@@ -131,7 +133,13 @@ impl<'a> Cx<'a> {
     }
 
     /// The MAC_Binding writes that teach the other routers of `in_pb`'s switch `ip`.
-    fn learn(&self, in_pb: &Uuid, pb: &PortBinding, ip: Ipv4Addr, mac: [u8; 6]) -> Vec<(MacBindingWrite, bool)> {
+    fn learn(
+        &self,
+        in_pb: &Uuid,
+        pb: &PortBinding,
+        ip: Ipv4Addr,
+        mac: [u8; 6],
+    ) -> Vec<(MacBindingWrite, bool)> {
         let Some(ld) = self.rt.local_datapaths.get(&pb.datapath) else {
             return Vec::new();
         };
@@ -187,7 +195,10 @@ pub fn plan(sb: &Replica, rt: &Runtime, ifaces: &LocalIfaces) -> Vec<Planned> {
         };
         if !cx.is_me(pb.chassis)
             || pb.type_ == "localport"
-            || rt.local_datapaths.get(&pb.datapath).is_none_or(|ld| ld.localnet.is_none())
+            || rt
+                .local_datapaths
+                .get(&pb.datapath)
+                .is_none_or(|ld| ld.localnet.is_none())
         {
             continue;
         }
@@ -221,7 +232,9 @@ fn vif(cx: &Cx<'_>, uuid: &Uuid, pb: &PortBinding, out: &mut BTreeMap<String, Pl
         return;
     };
     let ipv4 = addrs.ipv4.first().copied();
-    let learn = ipv4.map(|ip| cx.learn(uuid, pb, ip, addrs.mac)).unwrap_or_default();
+    let learn = ipv4
+        .map(|ip| cx.learn(uuid, pb, ip, addrs.mac))
+        .unwrap_or_default();
     out.insert(
         pb.logical_port.clone(),
         Planned {
@@ -244,7 +257,11 @@ fn nat_addresses(cx: &Cx<'_>, uuid: &Uuid, pb: &PortBinding, out: &mut BTreeMap<
         return;
     };
     let entries: Vec<&str> = if pb.nat_addresses.is_empty() {
-        pb.options.get("nat-addresses").map(String::as_str).into_iter().collect()
+        pb.options
+            .get("nat-addresses")
+            .map(String::as_str)
+            .into_iter()
+            .collect()
     } else {
         pb.nat_addresses.iter().map(String::as_str).collect()
     };
@@ -323,17 +340,25 @@ mod tests {
         let a = parse_addresses("00:00:00:00:ff:03 172.16.0.1 172.16.0.10/24 fd00::1 is_chassis_resident(\"cr-lr0-public\")")
             .expect("parses");
         assert_eq!(a.mac, [0, 0, 0, 0, 0xff, 3]);
-        assert_eq!(a.ipv4, [Ipv4Addr::new(172, 16, 0, 1), Ipv4Addr::new(172, 16, 0, 10)]);
+        assert_eq!(
+            a.ipv4,
+            [Ipv4Addr::new(172, 16, 0, 1), Ipv4Addr::new(172, 16, 0, 10)]
+        );
         assert_eq!(resident_port(a.rest), Ok(Some("cr-lr0-public")));
         let b = parse_addresses("50:54:00:00:00:33").expect("parses");
         assert!(b.ipv4.is_empty());
         assert_eq!(resident_port(b.rest), Ok(None));
         assert_eq!(parse_addresses("dynamic"), None);
         assert_eq!(parse_addresses("router"), None);
-        let c = parse_addresses("50:54:00:00:00:33 10.0.0.3 is_chassis_resident(cr-x)").expect("parses");
+        let c = parse_addresses("50:54:00:00:00:33 10.0.0.3 is_chassis_resident(cr-x)")
+            .expect("parses");
         assert_eq!(resident_port(c.rest), Err(()));
         let d = parse_addresses("50:54:00:00:00:33 10.0.0.3 something").expect("parses");
-        assert_eq!(resident_port(d.rest), Ok(None), "other words are ignored, as OVN does");
+        assert_eq!(
+            resident_port(d.rest),
+            Ok(None),
+            "other words are ignored, as OVN does"
+        );
     }
 
     proptest::proptest! {

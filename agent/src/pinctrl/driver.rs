@@ -145,7 +145,8 @@ async fn setup(h: &Handle, s: SessionId) -> Result<(), ConnError> {
 impl Task {
     async fn run(mut self, target: String) {
         let first = self.view.borrow().clone();
-        self.garps.sync(&first.announce, self.clock_ms(Instant::now()));
+        self.garps
+            .sync(&first.announce, self.clock_ms(Instant::now()));
         let mut state = self.handle.state();
         let mut tick = tokio::time::interval(FLUSH_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -53,7 +53,8 @@ impl Schedule {
     /// Takes the main loop's current list: new keys start their five announcements, kept
     /// keys follow a moved port without restarting, gone keys stop.
     pub fn sync(&mut self, wanted: &[Announce], now_ms: u64) {
-        let keep: std::collections::BTreeSet<&str> = wanted.iter().map(|a| a.key.as_str()).collect();
+        let keep: std::collections::BTreeSet<&str> =
+            wanted.iter().map(|a| a.key.as_str()).collect();
         self.entries.retain(|k, _| keep.contains(k.as_str()));
         for a in wanted {
             match self.entries.get_mut(&a.key) {
@@ -229,7 +230,11 @@ mod tests {
         let acts: Vec<String> = po.actions.iter().map(ToString::to_string).collect();
         assert_eq!(
             acts,
-            ["set_field:0x1->metadata", "set_field:0x2->reg14", "resubmit(CONTROLLER,8)"]
+            [
+                "set_field:0x1->metadata",
+                "set_field:0x2->reg14",
+                "resubmit(CONTROLLER,8)"
+            ]
         );
     }
 }
