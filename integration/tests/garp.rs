@@ -78,7 +78,11 @@ fn two_garps_for(host: &Vif, skip: usize, ips: &[Ipv4Addr]) -> Vec<Seen> {
 }
 
 fn hex(frame: &[u8]) -> String {
-    frame.iter().map(|b| format!("{b:02x}")).collect()
+    use std::fmt::Write as _;
+    frame.iter().fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
 }
 
 /// Records the announcements of `ip` as facts: the distinct frames (compared with the
@@ -106,7 +110,7 @@ fn announced(p: &mut Probe<'_>, label: &str, what: &str, seen: &Seen) {
 fn nat_addresses_announced(net: &Net) -> Outcome {
     let mut p = net.probe();
     let host = external_host(net);
-    let skip = host.transmitted().map(|f| f.len()).unwrap_or(0);
+    let skip = host.transmitted().map_or(0, |f| f.len());
     let floating = FLOATING_IP.to_string();
     p.nbctl(&["lr-nat-add", "lr0", "dnat_and_snat", &floating, "10.0.0.3"]);
     p.nbctl(&[
@@ -143,7 +147,7 @@ fn nat_addresses_announced(net: &Net) -> Outcome {
 fn localnet_vif_announced_and_learnt(net: &Net) -> Outcome {
     let mut p = net.probe();
     let host = external_host(net);
-    let skip = host.transmitted().map(|f| f.len()).unwrap_or(0);
+    let skip = host.transmitted().map_or(0, |f| f.len());
     let (name, mac, ip) = LOCALNET_VM;
     let addresses = format!("{mac} {ip}");
     p.nbctl(&["lsp-add", "public", name]);

@@ -243,6 +243,14 @@ pub async fn run(
                         start_cleanup(&engine, sb.as_ref().map(|s| s.client.clone()), ovs_client.clone(), done_tx.clone());
                         continue;
                     }
+                    commands::Outcome::Inject(po) => {
+                        let sent = pin.as_ref().is_some_and(|p| p.inject.try_send(po).is_ok());
+                        let _ = req.reply.send(if sent {
+                            Ok(String::new())
+                        } else {
+                            Err("OpenFlow channel not ready.".to_owned())
+                        });
+                    }
                     commands::Outcome::RunNow(text) => {
                         let _ = req.reply.send(Ok(text));
                         changed = true;

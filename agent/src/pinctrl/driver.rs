@@ -40,6 +40,8 @@ pub struct Pinctrl {
     /// Batches of learnt MAC bindings and FDB entries to write.
     pub writes: mpsc::Receiver<Vec<SbWrite>>,
     pub stats: Arc<Stats>,
+    /// `inject-pkt` packets to send.
+    pub inject: mpsc::Sender<PacketOut>,
 }
 
 /// Starts the task on `target` (`unix:<rundir>/<bridge>.mgmt`) on its own thread, named
@@ -48,6 +50,7 @@ pub struct Pinctrl {
 pub fn spawn(target: &str, view: Arc<View>, stats: Arc<Stats>) -> Result<Pinctrl, ConnError> {
     let (view_tx, view_rx) = watch::channel(view);
     let (writes_tx, writes_rx) = mpsc::channel(64);
+    let (inject_tx, inject_rx) = mpsc::channel(16);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -78,6 +81,7 @@ pub fn spawn(target: &str, view: Arc<View>, stats: Arc<Stats>) -> Result<Pinctrl
         jitter: 0,
         garps: super::garp::Schedule::default(),
         epoch: Instant::now(),
+        inject: inject_rx,
     };
     let t = target.to_owned();
     std::thread::Builder::new()
@@ -101,6 +105,7 @@ pub fn spawn(target: &str, view: Arc<View>, stats: Arc<Stats>) -> Result<Pinctrl
         view: view_tx,
         writes: writes_rx,
         stats,
+        inject: inject_tx,
     })
 }
 
@@ -120,6 +125,7 @@ struct Task {
     /// Gratuitous ARPs due, on a clock of milliseconds since `epoch`.
     garps: super::garp::Schedule,
     epoch: Instant,
+    inject: mpsc::Receiver<PacketOut>,
 }
 
 async fn setup(h: &Handle, s: SessionId) -> Result<(), ConnError> {
@@ -178,6 +184,10 @@ impl Task {
                 changed = self.view.changed() => {
                     if changed.is_err() { return; }
                     self.release().await;
+                }
+                po = self.inject.recv() => {
+                    let Some(po) = po else { return };
+                    self.send(&[Message::PacketOut(po)]).await;
                 }
                 _ = tick.tick() => {
                     let now = Instant::now();

@@ -110,24 +110,22 @@ impl Schedule {
 /// The frame of an announcement: a broadcast ARP request for its own address (sender and
 /// target IP the same, target MAC zero), or a RARP request naming the MAC twice.
 pub fn frame(a: &Announce) -> Vec<u8> {
-    match a.ipv4 {
-        Some(ip) => packet::arp_request(a.mac, BROADCAST, ip, ip, None),
-        None => {
-            let mut out = Vec::with_capacity(42);
-            out.extend_from_slice(&BROADCAST);
-            out.extend_from_slice(&a.mac);
-            out.extend_from_slice(&ETH_TYPE_RARP.to_be_bytes());
-            out.extend_from_slice(&1u16.to_be_bytes()); // Ethernet
-            out.extend_from_slice(&0x0800u16.to_be_bytes()); // IPv4
-            out.extend_from_slice(&[6, 4]);
-            out.extend_from_slice(&ARP_OP_RARP.to_be_bytes());
-            out.extend_from_slice(&a.mac);
-            out.extend_from_slice(&[0; 4]);
-            out.extend_from_slice(&a.mac);
-            out.extend_from_slice(&[0; 4]);
-            out
-        }
+    if let Some(ip) = a.ipv4 {
+        return packet::arp_request(a.mac, BROADCAST, ip, ip, None);
     }
+    let mut out = Vec::with_capacity(42);
+    out.extend_from_slice(&BROADCAST);
+    out.extend_from_slice(&a.mac);
+    out.extend_from_slice(&ETH_TYPE_RARP.to_be_bytes());
+    out.extend_from_slice(&1u16.to_be_bytes()); // Ethernet
+    out.extend_from_slice(&0x0800u16.to_be_bytes()); // IPv4
+    out.extend_from_slice(&[6, 4]);
+    out.extend_from_slice(&ARP_OP_RARP.to_be_bytes());
+    out.extend_from_slice(&a.mac);
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(&a.mac);
+    out.extend_from_slice(&[0; 4]);
+    out
 }
 
 /// The packet-out that sends `a` into the ingress pipeline of its port's switch, as if the
@@ -212,7 +210,7 @@ mod tests {
     #[test]
     fn garp_and_rarp_frames() {
         let g = frame(&vif("vm1", 2));
-        let text: String = g.iter().map(|b| format!("{b:02x}")).collect();
+        let text = packet::hex(&g);
         assert_eq!(
             text,
             "ffffffffffff5054000000330806\
@@ -220,7 +218,7 @@ mod tests {
         );
         let mut v = vif("lrp-noip", 2);
         v.ipv4 = None;
-        let r: String = frame(&v).iter().map(|b| format!("{b:02x}")).collect();
+        let r = packet::hex(&frame(&v));
         assert_eq!(
             r,
             "ffffffffffff5054000000338035\

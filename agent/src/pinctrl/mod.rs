@@ -16,6 +16,7 @@ pub mod buffer;
 pub mod driver;
 pub mod garp;
 pub mod handlers;
+pub mod inject;
 pub mod metadata;
 pub mod packet;
 pub mod sb_write;

@@ -125,7 +125,8 @@ fn mac_bindings(
         })
         .collect();
     // (port, ip) -> (datapath, mac, update only): one operation per row.
-    let mut wanted: Vec<((String, String), (Uuid, String, bool))> = Vec::new();
+    type Wanted = ((String, String), (Uuid, String, bool));
+    let mut wanted: Vec<Wanted> = Vec::new();
     for (w, update_only) in writes {
         let Some((port, dp)) = ports.get(&(w.datapath, w.port)) else {
             crate::vlog_rl!(WARN, &UNKNOWN_PORT, target: "pinctrl",
