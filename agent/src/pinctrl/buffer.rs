@@ -129,6 +129,12 @@ pub enum SbWrite {
     Event(super::events::EmptyLbBackends, sbclient::Uuid),
     Vport(super::vport::VportClaim, sbclient::Uuid),
     SvcStatus(super::svc_monitor::StatusWrite),
+    /// A binding a gratuitous ARP teaches a local router directly; `update_only`: only an
+    /// existing row changes (the router has `always_learn_from_arp_request=false`).
+    Announced {
+        write: MacBindingWrite,
+        update_only: bool,
+    },
 }
 
 /// At most this many learnt FDB entries wait to be written (as ovn-controller's).

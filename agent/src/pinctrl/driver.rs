@@ -40,6 +40,8 @@ pub struct Pinctrl {
     /// Batches of learnt MAC bindings and FDB entries to write.
     pub writes: mpsc::Receiver<Vec<SbWrite>>,
     pub stats: Arc<Stats>,
+    /// `inject-pkt` packets to send.
+    pub inject: mpsc::Sender<PacketOut>,
 }
 
 /// Starts the task on `target` (`unix:<rundir>/<bridge>.mgmt`) on its own thread, named
@@ -48,6 +50,7 @@ pub struct Pinctrl {
 pub fn spawn(target: &str, view: Arc<View>, stats: Arc<Stats>) -> Result<Pinctrl, ConnError> {
     let (view_tx, view_rx) = watch::channel(view);
     let (writes_tx, writes_rx) = mpsc::channel(64);
+    let (inject_tx, inject_rx) = mpsc::channel(16);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -79,6 +82,9 @@ pub fn spawn(target: &str, view: Arc<View>, stats: Arc<Stats>) -> Result<Pinctrl
         events: super::events::Pending::default(),
         vports: super::vport::Pending::default(),
         monitors: super::svc_monitor::Monitors::new(seed()),
+        garps: super::garp::Schedule::default(),
+        epoch: Instant::now(),
+        inject: inject_rx,
     };
     let t = target.to_owned();
     std::thread::Builder::new()
@@ -102,6 +108,7 @@ pub fn spawn(target: &str, view: Arc<View>, stats: Arc<Stats>) -> Result<Pinctrl
         view: view_tx,
         writes: writes_rx,
         stats,
+        inject: inject_tx,
     })
 }
 
@@ -118,6 +125,10 @@ struct Task {
     limits: OpcodeLimits,
     session: Option<SessionId>,
     jitter: u64,
+    /// Gratuitous ARPs due, on a clock of milliseconds since `epoch`.
+    garps: super::garp::Schedule,
+    epoch: Instant,
+    inject: mpsc::Receiver<PacketOut>,
     /// Controller events and virtual port claims waiting for the main loop.
     events: super::events::Pending,
     vports: super::vport::Pending,
@@ -155,6 +166,9 @@ async fn setup(h: &Handle, s: SessionId) -> Result<(), ConnError> {
 
 impl Task {
     async fn run(mut self, target: String) {
+        let first = self.view.borrow().clone();
+        self.garps
+            .sync(&first.announce, self.clock_ms(Instant::now()));
         let mut state = self.handle.state();
         let mut tick = tokio::time::interval(FLUSH_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -189,10 +203,15 @@ impl Task {
                     if changed.is_err() { return; }
                     self.release().await;
                 }
+                po = self.inject.recv() => {
+                    let Some(po) = po else { return };
+                    self.send(&[Message::PacketOut(po)]).await;
+                }
                 _ = tick.tick() => {
                     let now = Instant::now();
                     self.health_checks(now).await;
                     self.flush(now);
+                    self.announce(now).await;
                 }
                 changed = state.changed() => {
                     if changed.is_err() { return; }
@@ -399,11 +418,33 @@ impl Task {
         }
     }
 
+    fn clock_ms(&self, now: Instant) -> u64 {
+        u64::try_from(now.saturating_duration_since(self.epoch).as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Sends the gratuitous ARPs that are due (none while disconnected: they wait).
+    async fn announce(&mut self, now: Instant) {
+        if self.session.is_none() || self.garps.next_due().is_none_or(|d| d > self.clock_ms(now)) {
+            return;
+        }
+        let table = self.view.borrow().ingress_table;
+        let out: Vec<Message> = self
+            .garps
+            .due(self.clock_ms(now))
+            .iter()
+            .map(|a| Message::PacketOut(super::garp::packet_out(a, table)))
+            .collect();
+        bump(&self.stats.announcements_sent, out.len() as u64);
+        self.send(&out).await;
+    }
+
     /// Sends the buffered packets whose next hop the snapshot resolves, with the learnt MAC
-    /// as their destination.
+    /// as their destination; takes the snapshot's announcements.
     async fn release(&mut self) {
         let view = self.view.borrow_and_update().clone();
         self.monitors.sync(&view.service_monitors, Instant::now());
+        let now = self.clock_ms(Instant::now());
+        self.garps.sync(&view.announce, now);
         let ready: Vec<_> = self
             .buffers
             .keys()

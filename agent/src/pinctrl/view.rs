@@ -28,6 +28,10 @@ pub struct View {
     pub local_output_table: u8,
     /// The Service_Monitor rows of the ports bound to this chassis.
     pub service_monitors: Vec<MonitorRow>,
+    /// The first table of the logical ingress pipeline (where announcements enter).
+    pub ingress_table: u8,
+    /// The gratuitous ARPs this chassis sends ([`super::announce::plan`]).
+    pub announce: Vec<super::garp::Announce>,
 }
 
 pub fn parse_mac(s: &str) -> Option<Mac> {
