@@ -290,7 +290,8 @@ pub async fn run(
                     &engine.sb.replica,
                     engine.layout().output_entry,
                     engine.layout().egress,
-                );
+                )
+                .with_ingress_table(engine.layout().ingress);
                 match crate::pinctrl::spawn(&target, std::sync::Arc::new(view), pin_stats.clone()) {
                     Ok(p) => pin = Some(p),
                     Err(e) => tracing::warn!(target: "pinctrl", "{target}: {e}"),
@@ -342,7 +343,8 @@ pub async fn run(
                 &engine.sb.replica,
                 engine.layout().output_entry,
                 engine.layout().egress,
-            );
+            )
+            .with_ingress_table(engine.layout().ingress);
             p.view.send_if_modified(|v| {
                 let new = **v != view;
                 if new {
@@ -489,7 +491,7 @@ fn on_sb_event(engine: &mut Engine, ev: &Event, bindings_changed: &mut bool) -> 
                 .replica
                 .changed_tables()
                 .iter()
-                .any(|t| matches!(*t, "MAC_Binding" | "Port_Binding" | "Datapath_Binding"));
+                .any(|t| matches!(*t, "MAC_Binding" | "Port_Binding" | "Datapath_Binding" | "DNS"));
             engine.sb_changed();
         }
         Ok(false) => {}

@@ -32,6 +32,8 @@ pub struct Stats {
     pub binding_drops: AtomicU64,
     pub bindings_requested: AtomicU64,
     pub sessions: AtomicU64,
+    /// Periodic router advertisements sent.
+    pub ras_sent: AtomicU64,
 }
 
 impl Default for Stats {
@@ -49,6 +51,7 @@ impl Default for Stats {
             binding_drops: AtomicU64::new(0),
             bindings_requested: AtomicU64::new(0),
             sessions: AtomicU64::new(0),
+            ras_sent: AtomicU64::new(0),
         }
     }
 }
@@ -85,6 +88,13 @@ impl Stats {
             get(&self.bindings_requested),
             get(&self.binding_drops)
         );
+        if get(&self.ras_sent) > 0 {
+            let _ = writeln!(
+                out,
+                "periodic router advertisements sent {}",
+                get(&self.ras_sent)
+            );
+        }
         for i in 0..SLOTS {
             let received = get(&self.received[i]);
             if received == 0 {

@@ -21,6 +21,12 @@ pub struct View {
     pub ports: HashMap<(u32, u32), Vec<String>>,
     /// (logical port, IP) -> MAC of the Southbound `MAC_Binding` rows.
     pub mac_bindings: HashMap<(String, IpAddr), Mac>,
+    /// The first table of the logical ingress pipeline (periodic RAs enter there).
+    pub ingress_table: u8,
+    /// The `DNS` rows, for `dns_lookup`.
+    pub dns: super::dns::DnsRecords,
+    /// Router ports that send periodic RAs, by name.
+    pub periodic_ras: std::collections::BTreeMap<String, super::ra::PeriodicRa>,
 }
 
 pub fn parse_mac(s: &str) -> Option<Mac> {
@@ -70,7 +76,16 @@ impl View {
                 view.mac_bindings.insert((mb.logical_port.clone(), ip), mac);
             }
         }
+        view.dns = super::dns::DnsRecords::from_replica(sb, &dp_keys);
+        view.periodic_ras = super::ra::periodic_from_replica(sb, &dp_keys);
         view
+    }
+
+    /// The snapshot with the ingress pipeline's first table set.
+    #[must_use]
+    pub fn with_ingress_table(mut self, table: u8) -> Self {
+        self.ingress_table = table;
+        self
     }
 
     /// The MAC the Southbound database has for `next_hop` out of (datapath, port).
