@@ -25,6 +25,8 @@ pub mod stats;
 pub mod view;
 
 #[cfg(test)]
+mod dns_ra_tests;
+#[cfg(test)]
 mod tests;
 
 pub use driver::{spawn, Pinctrl};
