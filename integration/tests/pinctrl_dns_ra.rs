@@ -60,8 +60,7 @@ fn dns_reply_to(frame: &[u8], port: u16) -> Option<Vec<u8>> {
     let Some(TransportSlice::Udp(udp)) = p.transport else {
         return None;
     };
-    (udp.source_port() == 53 && udp.destination_port() == port)
-        .then(|| udp.payload().to_vec())
+    (udp.source_port() == 53 && udp.destination_port() == port).then(|| udp.payload().to_vec())
 }
 
 /// DNS id, whether it is a response, and the answer count.
@@ -98,7 +97,8 @@ fn dns6(net: &Net, sport: u16, query: &[u8]) -> Vec<u8> {
         .ipv6(VM1_IP6.octets(), DNS_SERVER6.octets(), 64)
         .udp(sport, 53);
     let mut out = Vec::with_capacity(b.size(query.len()));
-    b.write(&mut out, query).expect("UDP datagram fits in memory");
+    b.write(&mut out, query)
+        .expect("UDP datagram fits in memory");
     out
 }
 
@@ -149,10 +149,14 @@ fn dns_answers_from_the_dns_table(net: &Net) -> Outcome {
         }
     }
     let sport = 41010;
-    p.send("vm1", &dns6(net, sport, &dns_query(0x1010, "vm3.ovn.org", 1, 0)));
+    p.send(
+        "vm1",
+        &dns6(net, sport, &dns_query(0x1010, "vm3.ovn.org", 1, 0)),
+    );
     p.expect("an A query over IPv6 is answered", "vm1", |f| {
-        dns_reply_to(f, sport)
-            .is_some_and(|m| dns_header(&m) == Some((0x1010, true, 1)) && contains(&m, &[10, 0, 0, 3]))
+        dns_reply_to(f, sport).is_some_and(|m| {
+            dns_header(&m) == Some((0x1010, true, 1)) && contains(&m, &[10, 0, 0, 3])
+        })
     });
     let unanswered: [(u16, &str, u16, u16); 3] = [
         (0x1020, "nobody.ovn.org", 1, 0),
@@ -233,12 +237,23 @@ fn check_ra(p: &mut integration::observe::Probe<'_>, what: &str, ra: &[u8]) {
         ("MTU option", &[5, 1, 0, 0, 0, 0, 0x05, 0x78]),
         (
             "prefix option",
-            &[3, 4, 64, 0xc0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0xfd, 0],
+            &[
+                3, 4, 64, 0xc0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0xfd, 0,
+            ],
         ),
-        ("RDNSS option", &[25, 3, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xfd, 0]),
+        (
+            "RDNSS option",
+            &[25, 3, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xfd, 0],
+        ),
         ("DNSSL option", b"\x03ovn\x03org\x00\x03lab\x07example\x00"),
-        ("HIGH route", &[24, 2, 64, 0x08, 0xff, 0xff, 0xff, 0xff, 0xfd, 0x05]),
-        ("LOW route", &[24, 2, 48, 0x18, 0xff, 0xff, 0xff, 0xff, 0xfd, 0x06]),
+        (
+            "HIGH route",
+            &[24, 2, 64, 0x08, 0xff, 0xff, 0xff, 0xff, 0xfd, 0x05],
+        ),
+        (
+            "LOW route",
+            &[24, 2, 48, 0x18, 0xff, 0xff, 0xff, 0xff, 0xfd, 0x06],
+        ),
     ];
     // Managed 0, other 1, preference HIGH.
     if ra.get(5) != Some(&0x48) {
@@ -267,12 +282,7 @@ fn solicitation_gets_an_advertisement(net: &Net) -> Outcome {
 }
 
 /// Router advertisements seen on `vifs` since `marks`, with when they were first seen.
-fn collect_ras(
-    net: &Net,
-    vifs: &[&str],
-    marks: &[usize],
-    seen: &mut [Vec<(Instant, Vec<u8>)>],
-) {
+fn collect_ras(net: &Net, vifs: &[&str], marks: &[usize], seen: &mut [Vec<(Instant, Vec<u8>)>]) {
     for (i, vif) in vifs.iter().enumerate() {
         let Ok(all) = net.vm(vif).vif.transmitted() else {
             continue;
@@ -336,7 +346,10 @@ fn periodic_advertisements(net: &Net) -> Outcome {
             continue;
         };
         if first[..12] != all_nodes[..] {
-            p.fail(format!("{vif}: not from the router to all nodes: {}", hex::encode(first)));
+            p.fail(format!(
+                "{vif}: not from the router to all nodes: {}",
+                hex::encode(first)
+            ));
         }
         if let Some(body) = ra_body(first) {
             check_ra(&mut p, &format!("periodic RA on {vif}"), &body);

@@ -486,12 +486,12 @@ fn on_sb_event(engine: &mut Engine, ev: &Event, bindings_changed: &mut bool) -> 
     }
     match ev.apply(&mut engine.sb.replica) {
         Ok(true) => {
-            *bindings_changed |= engine
-                .sb
-                .replica
-                .changed_tables()
-                .iter()
-                .any(|t| matches!(*t, "MAC_Binding" | "Port_Binding" | "Datapath_Binding" | "DNS"));
+            *bindings_changed |= engine.sb.replica.changed_tables().iter().any(|t| {
+                matches!(
+                    *t,
+                    "MAC_Binding" | "Port_Binding" | "Datapath_Binding" | "DNS"
+                )
+            });
             engine.sb_changed();
         }
         Ok(false) => {}

@@ -13,6 +13,7 @@
 //! neither its encoder nor its decoder gives the same bytes or the same lookups.
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::BuildHasher;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use openflow::wire::PacketInProp;
@@ -53,7 +54,7 @@ pub struct DnsRecords {
 }
 
 impl DnsRecords {
-    pub fn from_replica(sb: &Replica, dp_keys: &HashMap<Uuid, u32>) -> Self {
+    pub fn from_replica<S: BuildHasher>(sb: &Replica, dp_keys: &HashMap<Uuid, u32, S>) -> Self {
         let mut rows: Vec<DnsRow> = sb
             .table::<Dns>()
             .map(|t| {
@@ -112,7 +113,7 @@ pub fn lookup(p: &PacketIn<'_>, records: &DnsRecords) -> Result<Vec<Effect>, Ski
     if let Some(reply) = reply {
         for prop in &mut resume.props {
             if let PacketInProp::Packet(b) = prop {
-                *b = reply.clone();
+                b.clone_from(&reply);
             }
         }
     }
@@ -137,9 +138,7 @@ pub fn reply(frame: &[u8], datapath: u64, records: &DnsRecords) -> Result<Option
     // The transport bytes as the IP header counts them (Ethernet padding left out).
     let available = frame.len().saturating_sub(l4_at);
     let l4_len = match h.l3 {
-        L3::Ipv4 { total_len, .. } => {
-            (h.l3_offset + usize::from(total_len)).saturating_sub(l4_at)
-        }
+        L3::Ipv4 { total_len, .. } => (h.l3_offset + usize::from(total_len)).saturating_sub(l4_at),
         L3::Ipv6 { payload_len, .. } => usize::from(payload_len),
         L3::Other => 0,
     }
@@ -264,7 +263,11 @@ fn answers(qname: &[u8], qtype: u16, found: &str) -> (Vec<u8>, u16) {
 /// shifted by one, each dot replaced by the length of the label before it, one more zero
 /// byte at the end (its label index is 8 bits wide, which only matters past 255 bytes).
 pub fn ptr_name(text: &str) -> Option<Vec<u8>> {
-    let bytes = text.as_bytes().split(|b| *b == 0).next().unwrap_or_default();
+    let bytes = text
+        .as_bytes()
+        .split(|b| *b == 0)
+        .next()
+        .unwrap_or_default();
     let len = bytes.len() + 2;
     if len > usize::from(u16::MAX) {
         return None;
@@ -297,9 +300,12 @@ pub fn scan_addresses(s: &str) -> (Vec<Ipv4Addr>, Vec<Ipv6Addr>) {
     )
 }
 
+/// IPv4 and IPv6 (address, prefix length) lists.
+pub type Networks = (Vec<(Ipv4Addr, u8)>, Vec<(Ipv6Addr, u8)>);
+
 /// `ADDR[/PLEN]` items separated by white space, up to the first that is neither an IPv4
 /// nor an IPv6 one (ovn-controller's `extract_ip_addresses`): (address, prefix length).
-pub fn scan_networks(s: &str) -> (Vec<(Ipv4Addr, u8)>, Vec<(Ipv6Addr, u8)>) {
+pub fn scan_networks(s: &str) -> Networks {
     let (mut v4, mut v6) = (Vec::new(), Vec::new());
     let mut rest = s;
     loop {

@@ -108,7 +108,9 @@ fn query4(name: &str, qtype: u16, arcount: u16) -> Vec<u8> {
     out.extend_from_slice(&VM1_MAC);
     out.extend_from_slice(&[0x08, 0x00]);
     let total = (20 + 8 + dns.len()) as u16;
-    let mut ip = vec![0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 254];
+    let mut ip = vec![
+        0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 254,
+    ];
     ip[2..4].copy_from_slice(&total.to_be_bytes());
     let c = checksum(&[&ip]);
     ip[10..12].copy_from_slice(&c.to_be_bytes());
@@ -130,11 +132,7 @@ fn an_a_query_is_answered_after_the_question_with_ttl_3600() {
     let name = unhex("03 564d31 03 6f766e 03 6f7267 00");
     let mut expected = q.clone();
     // IP total length +27, its checksum; UDP length +27, checksum 0; QR; one answer.
-    let answer = [
-        name.as_slice(),
-        &unhex("0001 0001 00000e10 0004 0a000001"),
-    ]
-    .concat();
+    let answer = [name.as_slice(), &unhex("0001 0001 00000e10 0004 0a000001")].concat();
     expected.extend_from_slice(&answer);
     let total = u16::from_be_bytes([q[16], q[17]]) + answer.len() as u16;
     expected[16..18].copy_from_slice(&total.to_be_bytes());
@@ -160,7 +158,10 @@ fn any_gives_every_address_and_ptr_a_name_in_labels() {
     assert_eq!(reg0, 0x10);
     assert_eq!(&packet[48..50], &[0, 2], "one A and one AAAA");
     let tail = hex::encode(&packet[packet.len() - 16..]);
-    assert_eq!(tail, hex::encode(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1).octets()));
+    assert_eq!(
+        tail,
+        hex::encode(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1).octets())
+    );
     let pi = paused(
         query4("1.0.0.10.in-addr.arpa", 12, 0),
         result_userdata(opcode::DNS_LOOKUP, &[]),
@@ -182,7 +183,11 @@ fn unanswered_queries_resume_the_original_packet_with_r_0() {
     ];
     for (name, qtype, arcount, datapath) in cases {
         let q = query4(name, qtype, arcount);
-        let pi = paused(q.clone(), result_userdata(opcode::DNS_LOOKUP, &[]), datapath);
+        let pi = paused(
+            q.clone(),
+            result_userdata(opcode::DNS_LOOKUP, &[]),
+            datapath,
+        );
         let (packet, reg0, rejected) = resumed(&handle_with(&pi, &CX, &view()).expect("handled"));
         assert_eq!((packet, reg0, rejected), (q, 0, false), "{name} {qtype}");
     }
@@ -219,11 +224,16 @@ fn ipv6_replies_get_a_udp_checksum() {
     q.extend_from_slice(&((8 + dns.len()) as u16).to_be_bytes());
     q.extend_from_slice(&[0, 0]);
     q.extend_from_slice(dns);
-    let out = dns::reply(&q, 1, &records()).expect("parsed").expect("answered");
+    let out = dns::reply(&q, 1, &records())
+        .expect("parsed")
+        .expect("answered");
     let plen = u16::from_be_bytes([out[18], out[19]]);
     assert_eq!(usize::from(plen), out.len() - 54);
     assert_ne!(&out[60..62], &[0, 0]);
-    assert_eq!(checksum(&[&pseudo_header6(src, dst, 17, plen), &out[54..]]), 0);
+    assert_eq!(
+        checksum(&[&pseudo_header6(src, dst, 17, plen), &out[54..]]),
+        0
+    );
 }
 
 #[test]
@@ -233,7 +243,11 @@ fn addresses_and_ptr_names_are_read_as_ovn_controller_reads_them() {
     assert_eq!(v6, [Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1)]);
     assert_eq!(dns::scan_addresses("vm1.ovn.org"), (vec![], vec![]));
     let (v4, _) = dns::scan_addresses("10.0.0.1,10.0.0.2");
-    assert_eq!(v4, [Ipv4Addr::new(10, 0, 0, 1)], "the scan stops at the comma");
+    assert_eq!(
+        v4,
+        [Ipv4Addr::new(10, 0, 0, 1)],
+        "the scan stops at the comma"
+    );
     assert_eq!(dns::ptr_name("a.b."), Some(unhex("01 61 01 62 00 00")));
     assert_eq!(dns::ptr_name(""), Some(vec![0, 0]));
     assert!(dns::ptr_name(&"x".repeat(300)).is_some());
@@ -271,8 +285,15 @@ fn a_solicitation_becomes_the_advertisement_of_the_userdata() {
     let pi = paused(rs.clone(), result_userdata(opcode::PUT_ND_RA_OPTS, &ra), 1);
     let (packet, reg0, rejected) = resumed(&handle_with(&pi, &CX, &View::default()).expect("ok"));
     assert_eq!((reg0, rejected), (0x10, false));
-    assert_eq!(&packet[..18], &rs[..18], "addresses are the next flow's business");
-    assert_eq!(u16::from_be_bytes([packet[18], packet[19]]) as usize, ra.len());
+    assert_eq!(
+        &packet[..18],
+        &rs[..18],
+        "addresses are the next flow's business"
+    );
+    assert_eq!(
+        u16::from_be_bytes([packet[18], packet[19]]) as usize,
+        ra.len()
+    );
     assert_eq!(&packet[20..54], &rs[20..54]);
     assert_eq!(&packet[54..56], &ra[..2]);
     assert_eq!(&packet[58..], &ra[4..]);
@@ -281,7 +302,10 @@ fn a_solicitation_becomes_the_advertisement_of_the_userdata() {
         Ipv6Addr::from(<[u8; 16]>::try_from(&rs[38..54]).expect("16")),
     );
     assert_eq!(
-        checksum(&[&pseudo_header6(src, dst, 58, ra.len() as u16), &packet[54..]]),
+        checksum(&[
+            &pseudo_header6(src, dst, 58, ra.len() as u16),
+            &packet[54..]
+        ]),
         0
     );
     // Not a solicitation: resumed unchanged with R = 0, counted as bad input.
@@ -311,7 +335,10 @@ fn the_periodic_ra_carries_every_configured_option() {
         ("ipv6_ra_prefixes", "fd00::/64"),
         ("ipv6_ra_rdnss", "fd00::53"),
         ("ipv6_ra_dnssl", "ovn.org,lab.example"),
-        ("ipv6_ra_route_info", "HIGH-fd05::/64,LOW-fd06::1/48-fd07::/0"),
+        (
+            "ipv6_ra_route_info",
+            "HIGH-fd05::/64,LOW-fd06::1/48-fd07::/0",
+        ),
         ("ipv6_ra_src_eth", "00:00:00:00:ff:01"),
         ("ipv6_ra_src_addr", "fe80::200:ff:fe00:ff01"),
         ("ipv6_ra_prf", "HIGH"),
@@ -334,7 +361,10 @@ fn the_periodic_ra_carries_every_configured_option() {
     );
     assert_eq!(&pkt[..14], &unhex("333300000001 00000000ff01 86dd"));
     assert_eq!(&pkt[14..18], &[0x60, 0, 0, 0]);
-    assert_eq!(usize::from(u16::from_be_bytes([pkt[18], pkt[19]])), expected_icmp.len());
+    assert_eq!(
+        usize::from(u16::from_be_bytes([pkt[18], pkt[19]])),
+        expected_icmp.len()
+    );
     assert_eq!(&pkt[20..22], &[58, 255]);
     let mut icmp = pkt[54..].to_vec();
     icmp[2..4].fill(0);

@@ -9,6 +9,7 @@
 //!   chassis only; [`super::ra_schedule`] says when.
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::BuildHasher;
 use std::net::Ipv6Addr;
 
 use openflow::action::Action;
@@ -337,7 +338,8 @@ fn route_info(spec: &str, out: &mut Vec<u8>) {
             let Some((addr, plen)) = v6.first().copied() else {
                 return;
             };
-            let network = u128::from(addr) & u128::MAX.checked_shl(128 - u32::from(plen)).unwrap_or(0);
+            let network =
+                u128::from(addr) & u128::MAX.checked_shl(128 - u32::from(plen)).unwrap_or(0);
             let units = usize::from(plen).div_ceil(64);
             out.extend_from_slice(&[OPT_ROUTE_INFO, 1 + units as u8, plen, flags]);
             out.extend_from_slice(&INFINITE);
@@ -407,16 +409,18 @@ fn option_true(options: &OvsMap<String, String>, key: &str) -> bool {
 /// The periodic RAs of the Southbound port bindings, by router port name: every binding
 /// with `ipv6_ra_send_periodic=true` whose peer is known (ovn-controller takes them all
 /// from its conditionally monitored tables, as here).
-pub fn periodic_from_replica(
+pub fn periodic_from_replica<S: BuildHasher>(
     sb: &Replica,
-    dp_keys: &HashMap<Uuid, u32>,
+    dp_keys: &HashMap<Uuid, u32, S>,
 ) -> BTreeMap<String, PeriodicRa> {
     let mut out = BTreeMap::new();
     let Some(t) = sb.table::<PortBinding>() else {
         return out;
     };
-    let by_name: HashMap<&str, &PortBinding> =
-        t.iter().map(|(_, pb)| (pb.logical_port.as_str(), pb)).collect();
+    let by_name: HashMap<&str, &PortBinding> = t
+        .iter()
+        .map(|(_, pb)| (pb.logical_port.as_str(), pb))
+        .collect();
     for (_, pb) in t.iter() {
         if !option_true(&pb.options, "ipv6_ra_send_periodic") {
             continue;

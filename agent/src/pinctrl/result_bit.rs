@@ -88,21 +88,20 @@ fn set_bit(bytes: &mut [u8], at: usize, bit: u8, value: bool) {
 /// Writes `value` into the result bit of the resume's metadata (adding the register when
 /// the packet-in left it out, as OVS leaves out zero registers).
 pub fn write(resume: &mut Resume, rb: ResultBit, value: bool) {
-    let meta = resume.props.iter_mut().find_map(|p| match p {
+    if !resume
+        .props
+        .iter()
+        .any(|p| matches!(p, PacketInProp::Metadata(_)))
+    {
+        resume
+            .props
+            .push(PacketInProp::Metadata(openflow::oxm::Match::new()));
+    }
+    let Some(meta) = resume.props.iter_mut().find_map(|p| match p {
         PacketInProp::Metadata(m) => Some(m),
         _ => None,
-    });
-    let meta = match meta {
-        Some(m) => m,
-        None => {
-            resume
-                .props
-                .push(PacketInProp::Metadata(openflow::oxm::Match::new()));
-            match resume.props.last_mut() {
-                Some(PacketInProp::Metadata(m)) => m,
-                _ => return,
-            }
-        }
+    }) else {
+        return;
     };
     for f in &mut meta.fields {
         let Some((first, count)) = covered(f) else {
@@ -179,6 +178,9 @@ mod tests {
         assert_eq!(r.regs[0], Some(0x12));
         assert_eq!(r.regs[1], Some(1));
         assert_eq!(r.regs[5], Some(0x8000_0000));
-        assert_eq!(r.regs[6], None, "writing 0 to an absent register adds nothing");
+        assert_eq!(
+            r.regs[6], None,
+            "writing 0 to an absent register adds nothing"
+        );
     }
 }
