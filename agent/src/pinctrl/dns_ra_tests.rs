@@ -470,3 +470,42 @@ proptest! {
         let _ = c.map(|c| c.packet());
     }
 }
+
+#[test]
+fn the_snapshot_has_the_dns_rows_and_the_periodic_ras_of_the_southbound() {
+    const SW: &str = "00000000-0000-4000-8000-0000000000d1";
+    const LR: &str = "00000000-0000-4000-8000-0000000000d2";
+    let mut sb = crate::southbound::Southbound::default();
+    let ra_options = r#"["ipv6_ra_send_periodic","true"],["ipv6_ra_address_mode","slaac"],["ipv6_ra_max_interval","4"],["ipv6_ra_min_interval","3"],["ipv6_ra_prefixes","fd00::/64"],["ipv6_ra_src_eth","00:00:00:00:ff:01"],["ipv6_ra_src_addr","fe80::200:ff:fe00:ff01"],["ipv6_ra_prf","MEDIUM"]"#;
+    let text = format!(
+        r#"{{"caption":"Datapath_Binding table","headings":["_uuid","tunnel_key"],"data":[[["uuid","{SW}"],1],[["uuid","{LR}"],3]]}}
+           {{"caption":"Port_Binding table","headings":["_uuid","logical_port","datapath","tunnel_key","type","options"],"data":[
+             [["uuid","00000000-0000-4000-8000-0000000000a1"],"lr0-sw0",["uuid","{LR}"],1,"patch",["map",[["peer","sw0-lr0"],{ra_options}]]],
+             [["uuid","00000000-0000-4000-8000-0000000000a2"],"sw0-lr0",["uuid","{SW}"],3,"patch",["map",[["peer","lr0-sw0"]]]],
+             [["uuid","00000000-0000-4000-8000-0000000000a3"],"lr0-sw9",["uuid","{LR}"],2,"patch",["map",[["peer","sw9-lr0"],{ra_options}]]],
+             [["uuid","00000000-0000-4000-8000-0000000000a4"],"lr0-sw1",["uuid","{LR}"],4,"patch",["map",[["peer","sw0-lr0"],["ipv6_ra_send_periodic","true"]]]]]}}
+           {{"caption":"DNS table","headings":["_uuid","datapaths","external_ids","records"],"data":[
+             [["uuid","00000000-0000-4000-8000-0000000000e1"],["uuid","{SW}"],["map",[["dns_id","z"]]],["map",[["vm1.ovn.org","10.0.0.1"]]]],
+             [["uuid","00000000-0000-4000-8000-0000000000e2"],["uuid","{SW}"],["map",[]],["map",[["vm2.ovn.org","10.0.0.2"]]]],
+             [["uuid","00000000-0000-4000-8000-0000000000e3"],["set",[["uuid","{SW}"],["uuid","{LR}"]]],["map",[["dns_id","a"]]],["map",[["vm1.ovn.org","10.0.0.11"]]]]]}}"#
+    );
+    sb.load_json(&text).expect("loads");
+    let view = View::from_replica(&sb.replica, 37, 42).with_ingress_table(8);
+    // The row without a dns_id is not used; rows go in dns_id order.
+    let ids: Vec<&str> = view.dns.rows.iter().map(|r| r.dns_id.as_str()).collect();
+    assert_eq!(ids, ["a", "z"]);
+    assert_eq!(view.dns.rows[0].datapaths, [1, 3]);
+    assert_eq!(view.dns.find(1, b"VM1.ovn.org"), Some("10.0.0.11"));
+    assert_eq!(view.dns.find(1, b"vm2.ovn.org"), None);
+    assert_eq!(view.dns.find(2, b"vm1.ovn.org"), None);
+    // lr0-sw9's peer is unknown and lr0-sw1 has no valid config: only lr0-sw0 sends.
+    let ports: Vec<&String> = view.periodic_ras.keys().collect();
+    assert_eq!(ports, ["lr0-sw0"]);
+    let ra = &view.periodic_ras["lr0-sw0"];
+    assert_eq!((ra.datapath, ra.port), (1, 3));
+    assert_eq!(
+        ra.config.prefixes,
+        [("fd00::".parse().expect("address"), 64)]
+    );
+    assert_eq!(view.ingress_table, 8);
+}
