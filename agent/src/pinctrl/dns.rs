@@ -10,7 +10,10 @@
 //! followed by answers that repeat the question's name uncompressed, TTL 3600. A DNS
 //! library re-encodes the message (name compression, its own header flags) and
 //! normalizes names (ovn-controller looks up the raw label bytes joined by dots), so
-//! neither its encoder nor its decoder gives the same bytes or the same lookups.
+//! neither its encoder nor its decoder gives the same bytes or the same lookups. Measured
+//! with hickory-proto 0.26.3 on the unit test's A query: parsing it, setting QR and adding
+//! the answer gives 45 bytes, the answer's name a pointer (`c00c`); ovn-controller's reply
+//! is 56 bytes, the name written out again.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasher;
