@@ -40,6 +40,11 @@ pub fn new_replica() -> Replica {
     if let Some(t) = r.table_mut::<ovn_sb::PortBinding>() {
         t.add_index("logical_port");
         t.add_index("datapath");
+        // What a binding plan looks at (engine::binding::candidates).
+        t.add_index("chassis");
+        t.add_index("additional_chassis");
+        t.add_index("parent_port");
+        t.add_index("type");
     }
     if let Some(t) = r.table_mut::<ovn_sb::Chassis>() {
         t.add_index("name");

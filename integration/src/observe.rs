@@ -20,10 +20,10 @@ pub const DELIVERY_TIMEOUT: Duration = Duration::from_secs(10);
 const QUIET: Duration = Duration::from_millis(300);
 
 /// Packets a controller sends on its own, not in answer to the scenario's traffic, which the
-/// comparison leaves out: ovn-controller's pinctrl announces NAT and router addresses with
-/// gratuitous ARPs on localnet ports, ovn-agent has no pinctrl yet (issue 9 keeps packet-in
-/// handling out of scope). A scenario that cares about ARP sends a request and checks the reply,
-/// which is not gratuitous.
+/// comparison leaves out: both controllers announce NAT and VIF addresses with gratuitous
+/// ARPs on localnet ports on a timer, so how many fall into a scenario's window depends on
+/// timing. `tests/garp.rs` compares the announcements themselves. A scenario that cares
+/// about ARP sends a request and checks the reply, which is not gratuitous.
 pub fn is_unsolicited(frame: &[u8]) -> bool {
     arp_summary(frame).is_some_and(|a| a.is_gratuitous())
 }

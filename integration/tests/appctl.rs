@@ -371,12 +371,12 @@ fn ovn_controller_commands_answer_as_ovn_controller() {
             ));
         }
     }
-    // Every command ovn-controller lists, with the same usage text, but inject-pkt (it comes
-    // with pinctrl) and tnl/egress_port_range (an OVS library command for the userspace
-    // datapath's tunnel source ports, with no effect in a controller's process).
+    // Every command ovn-controller lists, with the same usage text, but tnl/egress_port_range
+    // (an OVS library command for the userspace datapath's tunnel source ports, with no
+    // effect in a controller's process).
     let ours = commands_listed(&agent.list_commands);
     for (name, usage) in commands_listed(&oracle.list_commands) {
-        let not_yet = ["inject-pkt", "tnl/egress_port_range"];
+        let not_yet = ["tnl/egress_port_range"];
         if !not_yet.contains(&name.as_str()) && !ours.contains(&(name.clone(), usage.clone())) {
             problems.push(format!("list-commands lacks {name} {usage}"));
         }

@@ -7,7 +7,8 @@
 //! run, twice: with the `Gateway_Chassis` form and OVS's default BFD timers; and with an NB
 //! `HA_Chassis_Group` (also serving an external port, which must move with it), 100 ms BFD
 //! timers, and bad input beside them (a member naming a chassis that does not exist, a BFD
-//! multiplier out of range). The outage and the packets lost are printed for both.
+//! multiplier out of range). The outage and the packets lost are printed for both. The new
+//! gateway must announce the router's address with gratuitous ARPs (`nat-addresses=router`).
 
 mod common;
 
@@ -120,7 +121,22 @@ struct Failover {
     /// Packets lost in the outage when hv2 failed, and when it came back.
     fail_gap: u32,
     back_gap: u32,
+    /// Gratuitous ARPs for the router's address that hv3's external host got in the 3 s
+    /// after it took over.
+    takeover_garps: usize,
     problems: Vec<String>,
+}
+
+/// Gratuitous ARPs for the gateway router's address in a capture.
+fn router_garps(pcap: &std::path::Path) -> usize {
+    integration::pcap::read_packets(pcap)
+        .unwrap_or_default()
+        .iter()
+        .filter(|f| {
+            integration::packet::arp_summary(f)
+                .is_some_and(|a| a.is_gratuitous() && a.spa == GATEWAY.router_ip)
+        })
+        .count()
 }
 
 fn failover(setup: &Setup, variant: Variant) -> (Failover, Net) {
@@ -164,6 +180,15 @@ fn failover(setup: &Setup, variant: Variant) -> (Failover, Net) {
             .unwrap_or_else(|e| panic!("[{label}] the HA gateway: {e}"))
     };
     let mut problems = Vec::new();
+    // The gateway announces the router's addresses where it is active.
+    if let Err(e) = central.nbctl(&[
+        "set",
+        "Logical_Switch_Port",
+        "public-lr0",
+        "options:nat-addresses=router",
+    ]) {
+        problems.push(format!("nat-addresses: {e}"));
+    }
     if fast_bfd {
         // A member whose chassis does not exist (ignored), and an external port served by
         // the group's active member.
@@ -214,6 +239,7 @@ fn failover(setup: &Setup, variant: Variant) -> (Failover, Net) {
     let controller = setup.controller("hv2").cloned().expect("hv2's controller");
     let stop = AtomicBool::new(false);
     let mut marks = (0u32, 0u32, 0u32);
+    let mut takeover_garps = 0;
     let sent_counter = std::sync::atomic::AtomicU32::new(0);
     let sent = std::thread::scope(|s| {
         let sender = s.spawn(|| {
@@ -258,7 +284,14 @@ fn failover(setup: &Setup, variant: Variant) -> (Failover, Net) {
         if fast_bfd {
             expect_bound(central, EXTERNAL, "hv3", "after hv2 failed", &mut problems);
         }
+        let garps_before = router_garps(&hv3_pcap);
         std::thread::sleep(Duration::from_secs(3));
+        takeover_garps = router_garps(&hv3_pcap) - garps_before;
+        if takeover_garps == 0 {
+            problems.push(
+                "hv3 sent no gratuitous ARP for the router's address after taking over".into(),
+            );
+        }
         // hv2 comes back (a fresh start of the same chassis) and takes over again.
         marks.1 = sent_counter.load(Ordering::Relaxed);
         let back = net
@@ -325,6 +358,7 @@ fn failover(setup: &Setup, variant: Variant) -> (Failover, Net) {
             lost,
             fail_gap,
             back_gap,
+            takeover_garps,
             problems,
         },
         net,
@@ -340,14 +374,16 @@ fn chassisredirect_fails_over_with_bfd_and_comes_back() {
         for setup in &setups {
             let (r, net) = failover(setup, variant);
             eprintln!(
-                "[{}] {} sent, {} lost; failover: {} lost = {} ms; failback: {} lost = {} ms",
+                "[{}] {} sent, {} lost; failover: {} lost = {} ms; failback: {} lost = {} ms; \
+                 {} gratuitous ARPs from hv3 after takeover",
                 r.label,
                 r.sent,
                 r.lost,
                 r.fail_gap,
                 r.fail_gap * 20,
                 r.back_gap,
-                r.back_gap * 20
+                r.back_gap * 20,
+                r.takeover_garps
             );
             eprintln!(
                 "    missing {:?} (failure at {}, back at {}, end at {})",

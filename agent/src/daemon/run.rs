@@ -131,6 +131,7 @@ pub async fn run(
     let pin_stats = std::sync::Arc::new(crate::pinctrl::Stats::default());
     let mut pin_writes: Vec<crate::pinctrl::buffer::SbWrite> = Vec::new();
     let mut pin_view_dirty = true;
+    let mut announcements = crate::pinctrl::announce::Announcements::default();
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
     let (mut sb_busy, mut ovs_busy) = (false, false);
     let mut exit: Option<Exit> = None;
@@ -242,6 +243,14 @@ pub async fn run(
                         start_cleanup(&engine, sb.as_ref().map(|s| s.client.clone()), ovs_client.clone(), done_tx.clone());
                         continue;
                     }
+                    commands::Outcome::Inject(po) => {
+                        let sent = pin.as_ref().is_some_and(|p| p.inject.try_send(po).is_ok());
+                        let _ = req.reply.send(if sent {
+                            Ok(String::new())
+                        } else {
+                            Err("OpenFlow channel not ready.".to_owned())
+                        });
+                    }
                     commands::Outcome::RunNow(text) => {
                         let _ = req.reply.send(Ok(text));
                         changed = true;
@@ -286,12 +295,7 @@ pub async fn run(
                 }
             }
             if bridge_exists && pin.as_ref().is_none_or(|p| p.target != target) {
-                let view = crate::pinctrl::View::from_replica(
-                    &engine.sb.replica,
-                    engine.layout().output_entry,
-                    engine.layout().egress,
-                )
-                .with_ingress_table(engine.layout().ingress);
+                let view = pin_view(&engine, &announcements.current);
                 match crate::pinctrl::spawn(&target, std::sync::Arc::new(view), pin_stats.clone()) {
                     Ok(p) => pin = Some(p),
                     Err(e) => tracing::warn!(target: "pinctrl", "{target}: {e}"),
@@ -321,6 +325,15 @@ pub async fn run(
             crate::coverage::SB_TXN.inc();
             spawn_txn(s.client.clone(), txn, done_tx.clone(), Done::SbTxn);
         }
+        // Gratuitous ARPs follow bindings, interfaces and HA activity: planned every run
+        // (local ports and local switches only).
+        if pin.is_some() && engine.sb_connected {
+            let planned =
+                crate::pinctrl::announce::plan(&engine.sb.replica, &engine.runtime, &engine.ifaces);
+            let (changed, learn) = announcements.update(planned);
+            pin_view_dirty |= changed;
+            pin_writes.extend(learn);
+        }
         // pinctrl's MAC bindings go in their own transaction, when the engine's is done.
         if let (false, false, Some(s)) = (pin_writes.is_empty(), sb_busy, sb.as_ref()) {
             let writes = std::mem::take(&mut pin_writes);
@@ -336,15 +349,12 @@ pub async fn run(
         if let Some(p) = pin.as_ref() {
             let l = engine.layout();
             let v = p.view.borrow();
-            pin_view_dirty |= v.output_entry_table != l.output_entry || v.egress_table != l.egress;
+            pin_view_dirty |= v.output_entry_table != l.output_entry
+                || v.egress_table != l.egress
+                || v.ingress_table != l.ingress;
         }
         if let (true, Some(p)) = (pin_view_dirty, pin.as_ref()) {
-            let view = crate::pinctrl::View::from_replica(
-                &engine.sb.replica,
-                engine.layout().output_entry,
-                engine.layout().egress,
-            )
-            .with_ingress_table(engine.layout().ingress);
+            let view = pin_view(&engine, &announcements.current);
             p.view.send_if_modified(|v| {
                 let new = **v != view;
                 if new {
@@ -386,6 +396,15 @@ const SLOW_RUN: Duration = Duration::from_millis(500);
 /// Logs an engine run that took `threshold` ([`SLOW_RUN`] unless
 /// `inc-engine/compute-log-timeout` says otherwise) or longer, saying whether it recomputed
 /// every flow and why (`reasons_before`: the recompute counters before the run).
+/// The pinctrl task's snapshot of the engine.
+fn pin_view(engine: &Engine, announce: &[crate::pinctrl::garp::Announce]) -> crate::pinctrl::View {
+    let l = engine.layout();
+    let mut view = crate::pinctrl::View::from_replica(&engine.sb.replica, l.output_entry, l.egress);
+    view.ingress_table = l.ingress;
+    view.announce = announce.to_vec();
+    view
+}
+
 fn log_slow_run(
     engine: &Engine,
     took: Duration,

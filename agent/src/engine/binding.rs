@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use sbclient::ovn_sb::{Chassis, Encap, HaChassis, HaChassisGroup, PortBinding};
 use sbclient::vswitch::{Bridge, Interface, Port};
-use sbclient::{Replica, Uuid};
+use sbclient::{Atom, Replica, Uuid};
 
 use crate::runtime::BindingKind;
 
@@ -269,6 +269,57 @@ fn encap_for(sb: &Replica, me: &Me<'_>, ip: Option<&str>) -> Option<Uuid> {
         .map(|(u, _)| *u)
 }
 
+/// Types whose rows matter to a plan only when an interface here names them or they are
+/// bound here; every other type (gateways, localnet, unknown ones) is looked at wherever it is.
+const BY_INTERFACE_OR_CHASSIS: &[&str] = &["", "patch", "virtual", "localport", "vtep", "remote"];
+
+/// The Port_Bindings a plan must look at, in uuid order: those the local interfaces name
+/// (and their containers), those bound here, and every row of the other types. Through
+/// the replica's indexes, so a run costs what is local, not every port of the cluster; a
+/// replica without them gives every row.
+fn candidates<'a>(
+    pbs: &'a sbclient::Table<PortBinding>,
+    ifaces: &LocalIfaces,
+    me: Option<Uuid>,
+) -> Vec<(&'a Uuid, &'a PortBinding)> {
+    let indexed = [
+        "logical_port",
+        "parent_port",
+        "chassis",
+        "additional_chassis",
+        "type",
+    ]
+    .iter()
+    .all(|c| pbs.has_index(c));
+    if !indexed {
+        let mut all: Vec<_> = pbs.iter().collect();
+        all.sort_unstable_by_key(|(u, _)| **u);
+        return all;
+    }
+    let mut out: BTreeMap<Uuid, (&'a Uuid, &'a PortBinding)> = BTreeMap::new();
+    let mut add = |rows: &mut dyn Iterator<Item = (&'a Uuid, &'a PortBinding)>| {
+        for (u, p) in rows {
+            out.insert(*u, (u, p));
+        }
+    };
+    for id in ifaces.by_iface_id.keys() {
+        let key = Atom::String(id.clone());
+        add(&mut pbs.find("logical_port", &key));
+        add(&mut pbs.find("parent_port", &key));
+    }
+    if let Some(me) = me {
+        add(&mut pbs.find("chassis", &Atom::Uuid(me)));
+        add(&mut pbs.find("additional_chassis", &Atom::Uuid(me)));
+    }
+    for ty in pbs.indexed_values("type") {
+        if matches!(ty, Atom::String(t) if BY_INTERFACE_OR_CHASSIS.contains(&t.as_str())) {
+            continue;
+        }
+        add(&mut pbs.find("type", ty));
+    }
+    out.into_values().collect()
+}
+
 /// Decides every binding of this chassis. `last_claim` holds when we last claimed a port
 /// (for the throttle).
 pub fn plan(
@@ -288,10 +339,12 @@ pub fn plan(
     let mut parents: HashMap<&str, u32> = HashMap::new();
     // In uuid order within each class: deterministic without sorting every Port_Binding
     // by name on every run.
-    let order = pbs
+    let candidates = candidates(pbs, ifaces, me.uuid);
+    let order = candidates
         .iter()
         .filter(|(_, p)| p.parent_port.is_none())
-        .chain(pbs.iter().filter(|(_, p)| p.parent_port.is_some()));
+        .chain(candidates.iter().filter(|(_, p)| p.parent_port.is_some()))
+        .copied();
     for (uuid, pb) in order {
         if let Some(p) = problem(pb) {
             out.problems.push((*uuid, p));
@@ -452,7 +505,7 @@ pub fn plan(
     }
     // Additional bindings we hold but no longer want.
     if let Some(u) = me.uuid {
-        for (uuid, pb) in pbs.iter() {
+        for (uuid, pb) in candidates {
             if pb.additional_chassis.contains(&u) && !out.bound.contains_key(uuid) {
                 out.release_additional.push(*uuid);
             }
@@ -561,5 +614,139 @@ mod tests {
             can_bind(&pb("a", &[("requested-chassis", "hv2")]), &me, None),
             Bindable::No
         );
+    }
+
+    /// The same plan through the replica's indexes as over every row.
+    #[test]
+    fn indexed_candidates_plan_as_a_full_scan_does() {
+        const ME: &str = "00000000-0000-4000-8000-00000000c001";
+        const OTHER: &str = "00000000-0000-4000-8000-00000000c002";
+        const DP: &str = "00000000-0000-4000-8000-0000000000d1";
+        let rows = [
+            (
+                "a1",
+                "vm1",
+                "",
+                "[\"set\",[]]",
+                "[\"map\",[]]",
+                "[\"set\",[]]",
+            ),
+            (
+                "a2",
+                "vm2",
+                "",
+                &format!("[\"uuid\",\"{ME}\"]"),
+                "[\"map\",[]]",
+                "[\"set\",[]]",
+            ),
+            (
+                "a3",
+                "vm3",
+                "",
+                &format!("[\"uuid\",\"{OTHER}\"]"),
+                "[\"map\",[]]",
+                "[\"set\",[]]",
+            ),
+            ("a4", "c1", "", "[\"set\",[]]", "[\"map\",[]]", "\"vm1\""),
+            (
+                "a5",
+                "gw",
+                "l3gateway",
+                "[\"set\",[]]",
+                "[\"map\",[[\"l3gateway-chassis\",\"hv1\"]]]",
+                "[\"set\",[]]",
+            ),
+            (
+                "a6",
+                "bogus",
+                "frobnicate",
+                "[\"set\",[]]",
+                "[\"map\",[]]",
+                "[\"set\",[]]",
+            ),
+            (
+                "a7",
+                "ln",
+                "localnet",
+                "[\"set\",[]]",
+                "[\"map\",[]]",
+                "[\"set\",[]]",
+            ),
+            (
+                "a8",
+                "p",
+                "patch",
+                &format!("[\"uuid\",\"{ME}\"]"),
+                "[\"map\",[[\"peer\",\"q\"]]]",
+                "[\"set\",[]]",
+            ),
+        ];
+        let data: Vec<String> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, (u, name, ty, chassis, options, parent))| {
+                format!(
+                    "[[\"uuid\",\"00000000-0000-4000-8000-0000000000{u}\"],\"{name}\",[\"uuid\",\"{DP}\"],{},\"{ty}\",{chassis},{options},{parent},{}]",
+                    i + 1,
+                    if *name == "c1" { "5" } else { "[\"set\",[]]" }
+                )
+            })
+            .collect();
+        let text = format!(
+            r#"{{"caption":"Datapath_Binding table","headings":["_uuid","tunnel_key"],"data":[[["uuid","{DP}"],1]]}}
+               {{"caption":"Chassis table","headings":["_uuid","name"],"data":[[["uuid","{ME}"],"hv1"],[["uuid","{OTHER}"],"hv2"]]}}
+               {{"caption":"Port_Binding table","headings":["_uuid","logical_port","datapath","tunnel_key","type","chassis","options","parent_port","tag"],"data":[{}]}}"#,
+            data.join(",")
+        );
+        let mut indexed = crate::southbound::Southbound::default();
+        indexed.load_json(&text).expect("loads");
+        let mut plain = crate::southbound::Southbound {
+            replica: {
+                let mut r = Replica::new(sbclient::ovn_sb::DATABASE);
+                sbclient::ovn_sb::register_all(&mut r);
+                r
+            },
+            tables: BTreeSet::new(),
+        };
+        plain.load_json(&text).expect("loads");
+        let mut ifaces = LocalIfaces::default();
+        ifaces.by_iface_id.insert(
+            "vm1".into(),
+            LocalIface {
+                uuid: Uuid::from_u128(9),
+                name: "vm1".into(),
+                ofport: Some(3),
+                iface_id_ver: None,
+                encap_ip: None,
+                installed: false,
+            },
+        );
+        let me = Me {
+            name: "hv1",
+            hostname: "hv1",
+            uuid: Some(ME.parse().expect("uuid")),
+            active_tunnels: None,
+        };
+        let now = Instant::now();
+        let summary = |sb: &crate::southbound::Southbound| {
+            let p = plan(
+                &sb.replica,
+                &ifaces,
+                &me,
+                &HashMap::<Uuid, Instant>::new(),
+                now,
+            );
+            let bound: BTreeMap<_, _> = p.bound.into_iter().collect();
+            format!("{bound:?} {:?} {:?} {:?}", p.claim, p.release, p.problems)
+        };
+        let full = summary(&plain);
+        assert_eq!(summary(&indexed), full);
+        // vm1 and its container and gw claimed, vm2 released, bogus and ln reported.
+        for name in ["a1", "a4", "a5", "a2", "a6", "a7"] {
+            assert!(
+                full.contains(&format!("0000000000{name}")),
+                "{name} in {full}"
+            );
+        }
     }
 }

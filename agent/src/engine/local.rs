@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use sbclient::ovn_sb::{DatapathBinding, PortBinding};
-use sbclient::{Replica, Uuid};
+use sbclient::{Atom, Replica, Table, Uuid};
 
 use crate::lflow::hash::FxBuild;
 use crate::runtime::LocalDatapath;
@@ -26,15 +26,7 @@ pub fn local_datapaths(
     let (Some(pbs), Some(dps)) = (sb.table::<PortBinding>(), sb.table::<DatapathBinding>()) else {
         return out;
     };
-    // Fx-hashed: built over every Port_Binding on every run.
-    let by_name: HashMap<&str, (&Uuid, &PortBinding), FxBuild> = pbs
-        .iter()
-        .map(|(u, p)| (p.logical_port.as_str(), (u, p)))
-        .collect();
-    let mut by_dp: HashMap<Uuid, Vec<(&Uuid, &PortBinding)>, FxBuild> = HashMap::default();
-    for (u, p) in pbs.iter() {
-        by_dp.entry(p.datapath).or_default().push((u, p));
-    }
+    let ports = Ports::new(pbs);
     let mut queue: VecDeque<(Uuid, usize)> = seeds
         .into_iter()
         .filter_map(|u| pbs.get(&u).map(|p| (p.datapath, 0)))
@@ -50,25 +42,22 @@ pub fn local_datapaths(
             is_switch: !row.external_ids.contains_key("logical-router"),
             ..LocalDatapath::default()
         };
-        let mut ports: Vec<&(&Uuid, &PortBinding)> = by_dp
-            .get(&dp)
-            .map(|v| v.iter().collect())
-            .unwrap_or_default();
-        ports.sort_by(|a, b| a.1.logical_port.cmp(&b.1.logical_port));
-        for (u, p) in ports {
+        let mut of_dp = ports.of_datapath(dp);
+        of_dp.sort_by(|a, b| a.1.logical_port.cmp(&b.1.logical_port));
+        for (u, p) in of_dp {
             if p.type_.is_empty() && p.parent_port.is_none() && !p.additional_chassis.is_empty() {
-                local.multichassis_ports.push(**u);
+                local.multichassis_ports.push(*u);
             }
             match p.type_.as_str() {
                 "localnet" => {
                     let net = p.options.get("network_name").map_or("", String::as_str);
                     if local.localnet.is_none() && mapped(net) {
-                        local.localnet = Some(**u);
+                        local.localnet = Some(*u);
                     }
                 }
                 "patch" | "l3gateway" => {
                     let Some((peer_uuid, peer)) =
-                        p.options.get("peer").and_then(|n| by_name.get(n.as_str()))
+                        p.options.get("peer").and_then(|n| ports.by_name(n))
                     else {
                         continue;
                     };
@@ -78,10 +67,10 @@ pub fn local_datapaths(
                     if p.type_ == "l3gateway" && !(chassis.is_some() && peer.chassis == chassis) {
                         continue;
                     }
-                    if !pulls_peer(p, &by_name, ha_member) {
+                    if !pulls_peer(p, &ports, ha_member) {
                         continue;
                     }
-                    local.peers.push((**u, **peer_uuid));
+                    local.peers.push((*u, *peer_uuid));
                     queue.push_back((peer.datapath, depth + 1));
                 }
                 _ => {}
@@ -94,15 +83,11 @@ pub fn local_datapaths(
 
 /// A distributed gateway port (a patch port with `chassis-redirect-port`) pulls its peer in
 /// only when its cr port is not `always-redirect`, or when this chassis is in its HA group.
-fn pulls_peer(
-    p: &PortBinding,
-    by_name: &HashMap<&str, (&Uuid, &PortBinding), FxBuild>,
-    ha_member: &dyn Fn(&Uuid) -> bool,
-) -> bool {
+fn pulls_peer(p: &PortBinding, ports: &Ports<'_>, ha_member: &dyn Fn(&Uuid) -> bool) -> bool {
     let Some(cr_name) = p.options.get("chassis-redirect-port") else {
         return true;
     };
-    let Some((cr_uuid, cr)) = by_name.get(cr_name.as_str()) else {
+    let Some((cr_uuid, cr)) = ports.by_name(cr_name) else {
         return true;
     };
     let always = cr
@@ -110,4 +95,46 @@ fn pulls_peer(
         .get("always-redirect")
         .is_some_and(|v| v == "true");
     !always || ha_member(cr_uuid)
+}
+
+/// Port_Binding lookups by name and by datapath: through the replica's indexes when it has
+/// them (the daemon's does), so that a run costs what the local datapaths hold; else through
+/// maps built over every row (a replica made without them).
+enum Ports<'a> {
+    Indexed(&'a Table<PortBinding>),
+    Mapped {
+        by_name: HashMap<&'a str, (&'a Uuid, &'a PortBinding), FxBuild>,
+        by_dp: HashMap<Uuid, Vec<(&'a Uuid, &'a PortBinding)>, FxBuild>,
+    },
+}
+
+impl<'a> Ports<'a> {
+    fn new(pbs: &'a Table<PortBinding>) -> Self {
+        if pbs.has_index("logical_port") && pbs.has_index("datapath") {
+            return Self::Indexed(pbs);
+        }
+        let by_name = pbs
+            .iter()
+            .map(|(u, p)| (p.logical_port.as_str(), (u, p)))
+            .collect();
+        let mut by_dp: HashMap<Uuid, Vec<_>, FxBuild> = HashMap::default();
+        for (u, p) in pbs.iter() {
+            by_dp.entry(p.datapath).or_default().push((u, p));
+        }
+        Self::Mapped { by_name, by_dp }
+    }
+
+    fn by_name(&self, name: &str) -> Option<(&'a Uuid, &'a PortBinding)> {
+        match self {
+            Self::Indexed(t) => t.find_one("logical_port", &Atom::String(name.to_owned())),
+            Self::Mapped { by_name, .. } => by_name.get(name).copied(),
+        }
+    }
+
+    fn of_datapath(&self, dp: Uuid) -> Vec<(&'a Uuid, &'a PortBinding)> {
+        match self {
+            Self::Indexed(t) => t.find("datapath", &Atom::Uuid(dp)).collect(),
+            Self::Mapped { by_dp, .. } => by_dp.get(&dp).cloned().unwrap_or_default(),
+        }
+    }
 }

@@ -125,6 +125,12 @@ pub struct FdbWrite {
 pub enum SbWrite {
     MacBinding(MacBindingWrite),
     Fdb(FdbWrite),
+    /// A binding a gratuitous ARP teaches a local router directly; `update_only`: only an
+    /// existing row changes (the router has `always_learn_from_arp_request=false`).
+    Announced {
+        write: MacBindingWrite,
+        update_only: bool,
+    },
 }
 
 /// At most this many learnt FDB entries wait to be written (as ovn-controller's).

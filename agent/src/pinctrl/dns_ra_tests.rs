@@ -490,7 +490,8 @@ fn the_snapshot_has_the_dns_rows_and_the_periodic_ras_of_the_southbound() {
              [["uuid","00000000-0000-4000-8000-0000000000e3"],["set",[["uuid","{SW}"],["uuid","{LR}"]]],["map",[["dns_id","a"]]],["map",[["vm1.ovn.org","10.0.0.11"]]]]]}}"#
     );
     sb.load_json(&text).expect("loads");
-    let view = View::from_replica(&sb.replica, 37, 42).with_ingress_table(8);
+    let mut view = View::from_replica(&sb.replica, 37, 42);
+    view.ingress_table = 8;
     // The row without a dns_id is not used; rows go in dns_id order.
     let ids: Vec<&str> = view.dns.rows.iter().map(|r| r.dns_id.as_str()).collect();
     assert_eq!(ids, ["a", "z"]);

@@ -41,6 +41,8 @@ pub struct Pinctrl {
     /// Batches of learnt MAC bindings and FDB entries to write.
     pub writes: mpsc::Receiver<Vec<SbWrite>>,
     pub stats: Arc<Stats>,
+    /// `inject-pkt` packets to send.
+    pub inject: mpsc::Sender<PacketOut>,
 }
 
 /// Starts the task on `target` (`unix:<rundir>/<bridge>.mgmt`) on its own thread, named
@@ -49,6 +51,7 @@ pub struct Pinctrl {
 pub fn spawn(target: &str, view: Arc<View>, stats: Arc<Stats>) -> Result<Pinctrl, ConnError> {
     let (view_tx, view_rx) = watch::channel(view);
     let (writes_tx, writes_rx) = mpsc::channel(64);
+    let (inject_tx, inject_rx) = mpsc::channel(16);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -77,9 +80,11 @@ pub fn spawn(target: &str, view: Arc<View>, stats: Arc<Stats>) -> Result<Pinctrl
         limits: OpcodeLimits::new(RATE_PER_OPCODE, RATE_PER_OPCODE),
         session: None,
         jitter: 0,
+        garps: super::garp::Schedule::default(),
+        epoch: Instant::now(),
+        inject: inject_rx,
         ras: RaSchedule::default(),
         ra_jitter: Jitter::from_clock(),
-        clock: Instant::now(),
     };
     let t = target.to_owned();
     std::thread::Builder::new()
@@ -103,6 +108,7 @@ pub fn spawn(target: &str, view: Arc<View>, stats: Arc<Stats>) -> Result<Pinctrl
         view: view_tx,
         writes: writes_rx,
         stats,
+        inject: inject_tx,
     })
 }
 
@@ -119,10 +125,13 @@ struct Task {
     limits: OpcodeLimits,
     session: Option<SessionId>,
     jitter: u64,
-    /// When the periodic router advertisements are due, on the [`Task::now_ms`] clock.
+    /// Gratuitous ARPs due, on a clock of milliseconds since `epoch`.
+    garps: super::garp::Schedule,
+    epoch: Instant,
+    inject: mpsc::Receiver<PacketOut>,
+    /// When the periodic router advertisements are due, on the `epoch` clock.
     ras: RaSchedule,
     ra_jitter: Jitter,
-    clock: Instant,
 }
 
 async fn setup(h: &Handle, s: SessionId) -> Result<(), ConnError> {
@@ -147,6 +156,9 @@ async fn setup(h: &Handle, s: SessionId) -> Result<(), ConnError> {
 
 impl Task {
     async fn run(mut self, target: String) {
+        let first = self.view.borrow().clone();
+        self.garps
+            .sync(&first.announce, self.clock_ms(Instant::now()));
         let mut state = self.handle.state();
         let mut tick = tokio::time::interval(FLUSH_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -172,7 +184,7 @@ impl Task {
             let ra_due = self
                 .ras
                 .next_due()
-                .map(|ms| self.clock + Duration::from_millis(ms));
+                .map(|ms| self.epoch + Duration::from_millis(ms));
             let ra_timer = async move {
                 match ra_due {
                     Some(at) => tokio::time::sleep_until(at.into()).await,
@@ -192,7 +204,15 @@ impl Task {
                     self.release().await;
                     self.follow_ras();
                 }
-                _ = tick.tick() => self.flush(Instant::now()),
+                po = self.inject.recv() => {
+                    let Some(po) = po else { return };
+                    self.send(&[Message::PacketOut(po)]).await;
+                }
+                _ = tick.tick() => {
+                    let now = Instant::now();
+                    self.flush(now);
+                    self.announce(now).await;
+                }
                 changed = state.changed() => {
                     if changed.is_err() { return; }
                     if *state.borrow() != self.session {
@@ -315,7 +335,7 @@ impl Task {
     }
 
     fn now_ms(&self) -> u64 {
-        self.clock.elapsed().as_millis() as u64
+        self.clock_ms(Instant::now())
     }
 
     /// Follows the snapshot's router ports that send periodic RAs.
@@ -371,7 +391,7 @@ impl Task {
             .collect();
         fdb.sort_by_key(|w| match w {
             SbWrite::Fdb(f) => (f.datapath, f.mac),
-            SbWrite::MacBinding(_) => (0, [0; 6]),
+            SbWrite::MacBinding(_) | SbWrite::Announced { .. } => (0, [0; 6]),
         });
         due.extend(fdb);
         if !due.is_empty() {
@@ -385,10 +405,32 @@ impl Task {
         bump(&self.stats.buffer_expired, expired as u64);
     }
 
+    fn clock_ms(&self, now: Instant) -> u64 {
+        u64::try_from(now.saturating_duration_since(self.epoch).as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Sends the gratuitous ARPs that are due (none while disconnected: they wait).
+    async fn announce(&mut self, now: Instant) {
+        if self.session.is_none() || self.garps.next_due().is_none_or(|d| d > self.clock_ms(now)) {
+            return;
+        }
+        let table = self.view.borrow().ingress_table;
+        let out: Vec<Message> = self
+            .garps
+            .due(self.clock_ms(now))
+            .iter()
+            .map(|a| Message::PacketOut(super::garp::packet_out(a, table)))
+            .collect();
+        bump(&self.stats.announcements_sent, out.len() as u64);
+        self.send(&out).await;
+    }
+
     /// Sends the buffered packets whose next hop the snapshot resolves, with the learnt MAC
-    /// as their destination.
+    /// as their destination; takes the snapshot's announcements.
     async fn release(&mut self) {
         let view = self.view.borrow_and_update().clone();
+        let now = self.clock_ms(Instant::now());
+        self.garps.sync(&view.announce, now);
         let ready: Vec<_> = self
             .buffers
             .keys()

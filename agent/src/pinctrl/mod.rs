@@ -7,14 +7,19 @@
 //! Handled: `arp {}` and `nd_ns {}` (with the original packet buffered until its next hop
 //! resolves), `put_arp` / `put_nd` / `put_fdb`, `nd_na {}` / `nd_na_router {}`, `icmp4 {}` /
 //! `icmp6 {}` / `icmp4_error {}` / `icmp6_error {}`, `icmp4.frag_mtu` / `icmp6.frag_mtu`,
-//! `tcp_reset {}`, `sctp_abort {}`, `reject {}`, and ACL `log`; `dns_lookup` ([`dns`]),
-//! `put_nd_ra_opts` and periodic router advertisements ([`ra`], [`ra_schedule`]).
+//! `tcp_reset {}`, `sctp_abort {}`, `reject {}`, and ACL `log`; gratuitous ARPs for
+//! localnet VIFs and gateway NAT addresses ([`announce`], [`garp`]); `dns_lookup`
+//! ([`dns`]), `put_nd_ra_opts` and periodic router advertisements ([`ra`],
+//! [`ra_schedule`]).
 
 pub mod acl_log;
+pub mod announce;
 pub mod buffer;
 pub mod dns;
 pub mod driver;
+pub mod garp;
 pub mod handlers;
+pub mod inject;
 pub mod metadata;
 pub mod packet;
 pub mod ra;

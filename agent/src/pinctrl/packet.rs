@@ -517,3 +517,13 @@ pub fn sctp_abort(
     out.extend_from_slice(&sctp);
     Ok(out)
 }
+
+/// Lower-case hex of `bytes`, for tests that compare frames with golden vectors.
+#[cfg(test)]
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
+}

@@ -25,10 +25,11 @@ fn mac_text(m: [u8; 6]) -> String {
 /// already has them all.
 pub fn txn(sb: &Replica, writes: &[SbWrite], now_ms: i64) -> Option<Transaction> {
     let mut txn = Transaction::new(sbclient::ovn_sb::DATABASE);
-    let bindings: Vec<MacBindingWrite> = writes
+    let bindings: Vec<(MacBindingWrite, bool)> = writes
         .iter()
         .filter_map(|w| match w {
-            SbWrite::MacBinding(b) => Some(*b),
+            SbWrite::MacBinding(b) => Some((*b, false)),
+            SbWrite::Announced { write, update_only } => Some((*write, *update_only)),
             SbWrite::Fdb(_) => None,
         })
         .collect();
@@ -36,7 +37,7 @@ pub fn txn(sb: &Replica, writes: &[SbWrite], now_ms: i64) -> Option<Transaction>
         .iter()
         .filter_map(|w| match w {
             SbWrite::Fdb(f) => Some(*f),
-            SbWrite::MacBinding(_) => None,
+            SbWrite::MacBinding(_) | SbWrite::Announced { .. } => None,
         })
         .collect();
     if !bindings.is_empty() {
@@ -90,10 +91,10 @@ fn fdb_entries(sb: &Replica, writes: &[FdbWrite], txn: &mut Transaction) {
     }
 }
 
-/// MAC_Binding rows by (logical port, IP).
+/// MAC_Binding rows by (logical port, IP); a write flagged update-only inserts nothing.
 fn mac_bindings(
     sb: &Replica,
-    writes: &[MacBindingWrite],
+    writes: &[(MacBindingWrite, bool)],
     now_ms: i64,
     txn: &mut Transaction,
 ) -> Option<()> {
@@ -123,23 +124,25 @@ fn mac_bindings(
             )
         })
         .collect();
-    // (port, ip) -> (datapath, mac): one operation per row.
-    let mut wanted: Vec<((String, String), (Uuid, String))> = Vec::new();
-    for w in writes {
+    // (port, ip) -> (datapath, mac, update only): one operation per row.
+    type Wanted = ((String, String), (Uuid, String, bool));
+    let mut wanted: Vec<Wanted> = Vec::new();
+    for (w, update_only) in writes {
         let Some((port, dp)) = ports.get(&(w.datapath, w.port)) else {
             crate::vlog_rl!(WARN, &UNKNOWN_PORT, target: "pinctrl",
                 "unknown logical port with datapath {} and port {}", w.datapath, w.port);
             continue;
         };
         let key = ((*port).to_owned(), w.ip.to_string());
-        let value = (*dp, mac_text(w.mac));
+        let value = (*dp, mac_text(w.mac), *update_only);
         match wanted.iter_mut().find(|(k, _)| *k == key) {
             Some(slot) => slot.1 = value,
             None => wanted.push((key, value)),
         }
     }
-    for ((port, ip), (dp, mac)) in wanted {
+    for ((port, ip), (dp, mac, update_only)) in wanted {
         match existing.get(&(port.as_str(), ip.as_str())) {
+            None if update_only => {}
             Some((_, have)) if *have == mac => {}
             Some((uuid, _)) => {
                 txn.update(

@@ -32,6 +32,8 @@ pub struct Stats {
     pub binding_drops: AtomicU64,
     pub bindings_requested: AtomicU64,
     pub sessions: AtomicU64,
+    /// Gratuitous ARPs / RARPs sent.
+    pub announcements_sent: AtomicU64,
     /// Periodic router advertisements sent.
     pub ras_sent: AtomicU64,
 }
@@ -51,6 +53,7 @@ impl Default for Stats {
             binding_drops: AtomicU64::new(0),
             bindings_requested: AtomicU64::new(0),
             sessions: AtomicU64::new(0),
+            announcements_sent: AtomicU64::new(0),
             ras_sent: AtomicU64::new(0),
         }
     }
@@ -87,6 +90,11 @@ impl Stats {
             get(&self.buffer_sent),
             get(&self.bindings_requested),
             get(&self.binding_drops)
+        );
+        let _ = writeln!(
+            out,
+            "gratuitous ARPs sent {}",
+            get(&self.announcements_sent)
         );
         if get(&self.ras_sent) > 0 {
             let _ = writeln!(

@@ -21,8 +21,10 @@ pub struct View {
     pub ports: HashMap<(u32, u32), Vec<String>>,
     /// (logical port, IP) -> MAC of the Southbound `MAC_Binding` rows.
     pub mac_bindings: HashMap<(String, IpAddr), Mac>,
-    /// The first table of the logical ingress pipeline (periodic RAs enter there).
+    /// The first table of the logical ingress pipeline (where announcements enter).
     pub ingress_table: u8,
+    /// The gratuitous ARPs this chassis sends ([`super::announce::plan`]).
+    pub announce: Vec<super::garp::Announce>,
     /// The `DNS` rows, for `dns_lookup`.
     pub dns: super::dns::DnsRecords,
     /// Router ports that send periodic RAs, by name.
@@ -79,13 +81,6 @@ impl View {
         view.dns = super::dns::DnsRecords::from_replica(sb, &dp_keys);
         view.periodic_ras = super::ra::periodic_from_replica(sb, &dp_keys);
         view
-    }
-
-    /// The snapshot with the ingress pipeline's first table set.
-    #[must_use]
-    pub fn with_ingress_table(mut self, table: u8) -> Self {
-        self.ingress_table = table;
-        self
     }
 
     /// The MAC the Southbound database has for `next_hop` out of (datapath, port).

@@ -170,6 +170,20 @@ impl<T: Row> Table<T> {
             .filter_map(|u| self.rows.get(u).map(|r| (u, &**r)))
     }
 
+    /// The distinct values of indexed `column` (none without an index).
+    pub fn indexed_values<'a>(&'a self, column: &str) -> impl Iterator<Item = &'a Atom> {
+        self.indexes
+            .iter()
+            .find(|i| i.column == column)
+            .into_iter()
+            .flat_map(|i| i.entries.keys())
+    }
+
+    /// Whether `column` has an index ([`Self::find`] answers only then).
+    pub fn has_index(&self, column: &str) -> bool {
+        self.indexes.iter().any(|i| i.column == column)
+    }
+
     /// The first row whose indexed `column` holds `key`.
     pub fn find_one(&self, column: &str, key: &Atom) -> Option<(&Uuid, &T)> {
         self.find(column, key).next()

@@ -12,7 +12,7 @@ use crate::engine::core::Engine;
 use crate::stopwatch::Stopwatches;
 
 /// `(name, usage, min args, max args)` of every command the main loop answers, for
-/// `list-commands`. `inject-pkt` is not offered yet: it comes with pinctrl.
+/// `list-commands`.
 pub const COMMANDS: &[(&str, &str, usize, usize)] = &[
     ("connection-status", "", 0, 0),
     ("coverage/read-counter", "COUNTER", 1, 1),
@@ -29,6 +29,7 @@ pub const COMMANDS: &[(&str, &str, usize, usize)] = &[
     ("exit", "", 0, 1),
     ("flush-lflow-cache", "[deprecated]", 0, 0),
     ("group-table-list", "", 0, 0),
+    ("inject-pkt", "MICROFLOW", 1, 1),
     ("inc-engine/clear-stats", "", 0, 0),
     ("inc-engine/compute-log-timeout", "", 1, 1),
     ("inc-engine/recompute", "", 0, 0),
@@ -73,6 +74,8 @@ pub enum Outcome {
     },
     /// Replied, and the engine must run (a recompute was asked for, or processing resumed).
     RunNow(String),
+    /// `inject-pkt`: send this packet-out on the pinctrl connection, then reply.
+    Inject(openflow::wire::PacketOut),
     /// `sb-cluster-state-reset`: the Southbound client forgets the cluster index it has
     /// seen (after a cluster was rebuilt from scratch) and reconnects.
     ResetClusterState,

@@ -55,6 +55,7 @@ pub(super) fn handle(
         // first complete view is installed, however long that takes.
         "debug/ignore-startup-delay" => reply(Ok(String::new())),
         "group-table-list" => reply(Ok(group_table_list(engine))),
+        "inject-pkt" => Some(inject_pkt(engine, &args[0])),
         "meter-table-list" => reply(Ok(meter_table_list(engine))),
         "inc-engine/show-stats" => reply(Ok(show_stats(engine, args))),
         "inc-engine/clear-stats" => {
@@ -194,6 +195,22 @@ fn dump_conj_ids(engine: &Engine) -> String {
         let _ = writeln!(out, "WARNING: mismatch - {} allocated", conj.total());
     }
     out
+}
+
+/// `inject-pkt MICROFLOW`: the packet-out goes on the pinctrl connection.
+fn inject_pkt(engine: &Engine, microflow: &str) -> Outcome {
+    let (Some(cfg), true) = (engine.cfg.as_ref(), engine.runtime.chassis.is_some()) else {
+        return Outcome::Reply(Err("ovn-controller not ready.".to_owned()));
+    };
+    match crate::pinctrl::inject::packet_out(
+        microflow,
+        &engine.sb.replica,
+        &cfg.system_id,
+        &engine.ifaces,
+    ) {
+        Ok(po) => Outcome::Inject(po),
+        Err(e) => Outcome::Reply(Err(e)),
+    }
 }
 
 /// `debug/dump-local-template-vars`: this chassis' Chassis_Template_Var variables.
