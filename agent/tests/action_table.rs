@@ -222,6 +222,13 @@ fn encodes_as() {
             "reg0[5] = put_nd_ra_opts(addr_mode = \"slaac\", slla = 00:00:00:00:ff:01, prefix = aef0::/64, route_info = \"HIGH-aef1::/64\");",
             "controller(userdata=00.00.00.08.00.00.00.00.00.01.de.10.00.00.00.65.86.00.00.00.ff.00.ff.ff.00.00.00.00.00.00.00.00.01.01.00.00.00.00.ff.01.03.04.40.c0.ff.ff.ff.ff.ff.ff.ff.ff.00.00.00.00.ae.f0.00.00.00.00.00.00.00.00.00.00.00.00.00.00.18.02.40.08.ff.ff.ff.ff.ae.f1.00.00.00.00.00.00,pause)",
         ),
+        (
+            // router_preference sets the RA header's preference bits (O flag 0x40 | HIGH
+            // 0x08); the RA built from it is compared with ovn-controller's in
+            // integration/tests/pinctrl_dns_ra.rs.
+            "reg0[5] = put_nd_ra_opts(addr_mode = \"dhcpv6_stateless\", slla = 00:00:00:00:ff:01, router_preference = \"HIGH\", prefix = aef0::/64);",
+            "controller(userdata=00.00.00.08.00.00.00.00.00.01.de.10.00.00.00.65.86.00.00.00.ff.48.ff.ff.00.00.00.00.00.00.00.00.01.01.00.00.00.00.ff.01.03.04.40.c0.ff.ff.ff.ff.ff.ff.ff.ff.00.00.00.00.ae.f0.00.00.00.00.00.00.00.00.00.00.00.00.00.00,pause)",
+        ),
     ];
     let mut failures = Vec::new();
     for (input, expected) in cases {
@@ -306,6 +313,7 @@ fn errors() {
         ("reg0[3] = put_dhcp_opts(router = 10.0.0.1);", "offerip"),
         ("trigger_event(event = \"empty_lb_backends\", vip = \"1:2\", protocol = \"tcp\", load_balancer = \"abc\");", "not a UUID"),
         ("reg0[5] = put_nd_ra_opts(addr_mode = \"slaac\", slla = 00:00:00:00:ff:01, prefix = aef0::/64, prf = \"HIGH\");", "unknown ND RA option"),
+        ("reg0[5] = put_nd_ra_opts(addr_mode = \"slaac\", slla = 00:00:00:00:ff:01, prefix = aef0::/64, router_preference = \"BEST\");", "router_preference"),
         (
             "reg0[5] = put_nd_ra_opts(addr_mode = \"slaac\", prefix = aef0::/64);",
             "slla",

@@ -515,6 +515,7 @@ fn on_sb_event(engine: &mut Engine, ev: &Event, bindings_changed: &mut bool) -> 
                         | "Datapath_Binding"
                         | "Service_Monitor"
                         | "Chassis"
+                        | "DNS"
                 )
             });
             engine.sb_changed();

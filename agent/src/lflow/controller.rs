@@ -268,6 +268,7 @@ pub fn put_nd_ra_opts(ud: &mut Vec<u8>, opts: &[OptArg]) -> Result<()> {
             "prefix option needs to be set when address mode is slaac/dhcpv6_stateless.",
         );
     }
+    let ra_flags_at = ud.len() + 5;
     ud.extend_from_slice(&[134, 0, 0, 0, 255, flags, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0]);
     for o in opts {
         match o.name.as_str() {
@@ -334,8 +335,18 @@ pub fn put_nd_ra_opts(ud: &mut Vec<u8>, opts: &[OptArg]) -> Result<()> {
                 ud.extend_from_slice(&body);
             }
             "addr_mode" => {}
+            // The router preference bits of the RA header (RFC 4191).
+            "router_preference" => {
+                ud[ra_flags_at] |= match string(o)?.as_slice() {
+                    b"HIGH" => 0x08,
+                    b"LOW" => 0x18,
+                    b"MEDIUM" => 0,
+                    _ => return semantic("Invalid value for \"router_preference\" option"),
+                };
+            }
             "route_info" => put_route_info(ud, &String::from_utf8_lossy(&string(o)?))?,
-            // `prf` is not an RA option of 23.03.1 (observed: such lflows are refused).
+            // `prf` is not an RA option of 23.03.1 (observed: such lflows are refused);
+            // `router_preference` is.
             other => return semantic(format!("unknown ND RA option {other}")),
         }
     }

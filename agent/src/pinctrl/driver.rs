@@ -18,6 +18,7 @@ use std::collections::HashMap;
 
 use super::buffer::{Buffers, PendingBindings, SbWrite, MAX_MULTICAST_DELAY_MS, MAX_PENDING_FDB};
 use super::handlers::{self, Context, Effect, Skip};
+use super::ra_schedule::{Jitter, RaSchedule};
 use super::stats::{bump, OpcodeLimits, Stats};
 use super::view::View;
 use crate::coverage;
@@ -85,6 +86,8 @@ pub fn spawn(target: &str, view: Arc<View>, stats: Arc<Stats>) -> Result<Pinctrl
         garps: super::garp::Schedule::default(),
         epoch: Instant::now(),
         inject: inject_rx,
+        ras: RaSchedule::default(),
+        ra_jitter: Jitter::from_clock(),
     };
     let t = target.to_owned();
     std::thread::Builder::new()
@@ -129,6 +132,9 @@ struct Task {
     garps: super::garp::Schedule,
     epoch: Instant,
     inject: mpsc::Receiver<PacketOut>,
+    /// When the periodic router advertisements are due, on the `epoch` clock.
+    ras: RaSchedule,
+    ra_jitter: Jitter,
     /// Controller events and virtual port claims waiting for the main loop.
     events: super::events::Pending,
     vports: super::vport::Pending,
@@ -174,6 +180,7 @@ impl Task {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let rows = self.view.borrow().service_monitors.clone();
         self.monitors.sync(&rows, Instant::now());
+        self.follow_ras();
         loop {
             if self.session.is_none() {
                 let Ok(s) = self.handle.wait_connected().await else {
@@ -192,7 +199,18 @@ impl Task {
                     }
                 }
             }
+            let ra_due = self
+                .ras
+                .next_due()
+                .map(|ms| self.epoch + Duration::from_millis(ms));
+            let ra_timer = async move {
+                match ra_due {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
+                () = ra_timer => self.send_ras().await,
                 msg = self.asyncs.recv() => {
                     let Some(msg) = msg else { return };
                     if let Message::PacketIn2(pi) = msg.body {
@@ -202,6 +220,7 @@ impl Task {
                 changed = self.view.changed() => {
                     if changed.is_err() { return; }
                     self.release().await;
+                    self.follow_ras();
                 }
                 po = self.inject.recv() => {
                     let Some(po) = po else { return };
@@ -249,10 +268,23 @@ impl Task {
                 egress_table: v.egress_table,
             }
         };
-        match handlers::handle(pi, &cx) {
+        let view = self.view.borrow().clone();
+        match handlers::handle_with(pi, &cx, &view) {
             Ok(effects) => {
+                let rejected = effects.iter().find_map(|e| match e {
+                    Effect::Rejected(why) => Some(why.to_string()),
+                    _ => None,
+                });
                 if let Ok(op) = op {
-                    self.stats.count(&self.stats.handled, op);
+                    let table = if rejected.is_some() {
+                        &self.stats.skipped
+                    } else {
+                        &self.stats.handled
+                    };
+                    self.stats.count(table, op);
+                }
+                if let Some(why) = rejected {
+                    crate::vlog_rl!(INFO, &SKIPPED, target: "pinctrl", "{why}");
                 }
                 self.apply(effects, now).await;
             }
@@ -311,6 +343,7 @@ impl Task {
                             .map(Message::PacketOut),
                     );
                 }
+                Effect::Rejected(_) => {}
                 Effect::Buffer(key, p) => {
                     if self.buffers.push(key, p, now) {
                         bump(&self.stats.buffered, 1);
@@ -346,6 +379,42 @@ impl Task {
         }
         if !self.pending.is_empty() || !self.fdb.is_empty() {
             self.flush(now);
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.clock_ms(Instant::now())
+    }
+
+    /// Follows the snapshot's router ports that send periodic RAs.
+    fn follow_ras(&mut self) {
+        let view = self.view.borrow().clone();
+        let now = self.now_ms();
+        self.ras.update(
+            view.periodic_ras.iter().map(|(port, ra)| {
+                (
+                    port.as_str(),
+                    (ra.config.min_interval, ra.config.max_interval),
+                )
+            }),
+            now,
+            &mut self.ra_jitter,
+        );
+    }
+
+    /// Sends the periodic RAs that are due.
+    async fn send_ras(&mut self) {
+        let now = self.now_ms();
+        let due = self.ras.take_due(now, &mut self.ra_jitter);
+        let view = self.view.borrow().clone();
+        let out: Vec<Message> = due
+            .iter()
+            .filter_map(|port| view.periodic_ras.get(port))
+            .map(|ra| Message::PacketOut(ra.packet_out(view.ingress_table)))
+            .collect();
+        bump(&self.stats.ras_sent, out.len() as u64);
+        if !out.is_empty() {
+            self.send(&out).await;
         }
     }
 

@@ -19,6 +19,8 @@ pub mod opcode {
     pub const ND_NA: u32 = 3;
     pub const LOG: u32 = 7;
     pub const PUT_ND: u32 = 4;
+    pub const DNS_LOOKUP: u32 = 6;
+    pub const PUT_ND_RA_OPTS: u32 = 8;
     pub const ND_NS: u32 = 9;
     pub const ICMP: u32 = 10;
     pub const TCP_RESET: u32 = 11;
@@ -106,6 +108,9 @@ pub enum Effect {
     BindVport(super::vport::VportClaim),
     /// A backend answered a health check (`handle_svc_check`).
     SvcReply(super::svc_monitor::Reply),
+    /// The input was bad, yet the paused pipeline is resumed as ovn-controller resumes it
+    /// (a `Resume` beside this): counted as skipped and logged.
+    Rejected(Skip),
 }
 
 /// What the handlers need to know besides the packet-in.
@@ -215,8 +220,19 @@ pub fn handle(pi: &PacketIn2, cx: &Context) -> Result<Vec<Effect>, Skip> {
             .map(Effect::SvcReply)
             .into_iter()
             .collect()),
+        opcode::PUT_ND_RA_OPTS => super::ra::put_nd_ra_opts(&p, &h),
         op if (op as usize) < opcode::COUNT => Err(Skip::NotYet(op)),
         op => Err(Skip::UnknownOpcode(op)),
+    }
+}
+
+/// Handles one packet-in with the opcodes that read the Southbound snapshot as well
+/// (`dns_lookup`: the DNS rows), the others as [`handle`] does.
+pub fn handle_with(pi: &PacketIn2, cx: &Context, view: &super::View) -> Result<Vec<Effect>, Skip> {
+    let p = PacketIn::decode(pi)?;
+    match p.opcode {
+        opcode::DNS_LOOKUP => super::dns::lookup(&p, &view.dns),
+        _ => handle(pi, cx),
     }
 }
 

@@ -8,13 +8,16 @@
 //! resolves), `put_arp` / `put_nd` / `put_fdb`, `nd_na {}` / `nd_na_router {}`, `icmp4 {}` /
 //! `icmp6 {}` / `icmp4_error {}` / `icmp6_error {}`, `icmp4.frag_mtu` / `icmp6.frag_mtu`,
 //! `tcp_reset {}`, `sctp_abort {}`, `reject {}`, and ACL `log`; gratuitous ARPs for
-//! localnet VIFs and gateway NAT addresses ([`announce`], [`garp`]).
+//! localnet VIFs and gateway NAT addresses ([`announce`], [`garp`]); `dns_lookup`
+//! ([`dns`]), `put_nd_ra_opts` and periodic router advertisements ([`ra`],
+//! [`ra_schedule`]).
 //! Load balancer health checks ([`svc_monitor`], `handle_svc_check`), controller events
 //! ([`events`], `trigger_event`) and virtual port claims ([`vport`], `bind_vport`).
 
 pub mod acl_log;
 pub mod announce;
 pub mod buffer;
+pub mod dns;
 pub mod driver;
 pub mod events;
 pub mod garp;
@@ -22,12 +25,17 @@ pub mod handlers;
 pub mod inject;
 pub mod metadata;
 pub mod packet;
+pub mod ra;
+pub mod ra_schedule;
+pub mod result_bit;
 pub mod sb_write;
 pub mod stats;
 pub mod svc_monitor;
 pub mod view;
 pub mod vport;
 
+#[cfg(test)]
+mod dns_ra_tests;
 #[cfg(test)]
 mod tests;
 

@@ -34,6 +34,8 @@ pub struct Stats {
     pub sessions: AtomicU64,
     /// Gratuitous ARPs / RARPs sent.
     pub announcements_sent: AtomicU64,
+    /// Periodic router advertisements sent.
+    pub ras_sent: AtomicU64,
 }
 
 impl Default for Stats {
@@ -52,6 +54,7 @@ impl Default for Stats {
             bindings_requested: AtomicU64::new(0),
             sessions: AtomicU64::new(0),
             announcements_sent: AtomicU64::new(0),
+            ras_sent: AtomicU64::new(0),
         }
     }
 }
@@ -93,6 +96,13 @@ impl Stats {
             "gratuitous ARPs sent {}",
             get(&self.announcements_sent)
         );
+        if get(&self.ras_sent) > 0 {
+            let _ = writeln!(
+                out,
+                "periodic router advertisements sent {}",
+                get(&self.ras_sent)
+            );
+        }
         for i in 0..SLOTS {
             let received = get(&self.received[i]);
             if received == 0 {

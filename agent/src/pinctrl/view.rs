@@ -32,6 +32,10 @@ pub struct View {
     pub ingress_table: u8,
     /// The gratuitous ARPs this chassis sends ([`super::announce::plan`]).
     pub announce: Vec<super::garp::Announce>,
+    /// The `DNS` rows, for `dns_lookup`.
+    pub dns: super::dns::DnsRecords,
+    /// Router ports that send periodic RAs, by name.
+    pub periodic_ras: std::collections::BTreeMap<String, super::ra::PeriodicRa>,
 }
 
 pub fn parse_mac(s: &str) -> Option<Mac> {
@@ -81,6 +85,8 @@ impl View {
                 view.mac_bindings.insert((mb.logical_port.clone(), ip), mac);
             }
         }
+        view.dns = super::dns::DnsRecords::from_replica(sb, &dp_keys);
+        view.periodic_ras = super::ra::periodic_from_replica(sb, &dp_keys);
         view
     }
 
