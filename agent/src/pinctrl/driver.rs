@@ -24,6 +24,7 @@ use crate::coverage;
 use crate::vlog::RateLimit;
 
 static SKIPPED: RateLimit = RateLimit::new(5, 20);
+static NOTES: RateLimit = RateLimit::new(20, 40);
 
 /// Packet-ins of one opcode handled per second at most (bursts of the same size); the
 /// rest are dropped and counted. Well above what one chassis's resolutions and errors
@@ -221,6 +222,9 @@ impl Task {
                     self.stats.count(&self.stats.skipped, op);
                 }
                 crate::vlog_rl!(INFO, &SKIPPED, target: "pinctrl", "{e}");
+                if let Skip::Resumed { resume, .. } = e {
+                    self.send(&[Message::Resume(*resume)]).await;
+                }
             }
         }
     }
@@ -241,6 +245,7 @@ impl Task {
                     }
                 }
                 Effect::Log(line) => tracing::info!(target: "acl_log", "{line}"),
+                Effect::Info(line) => crate::vlog_rl!(INFO, &NOTES, target: "pinctrl", "{line}"),
                 Effect::Buffer(key, p) => {
                     if self.buffers.push(key, p, now) {
                         bump(&self.stats.buffered, 1);

@@ -16,6 +16,8 @@ use super::packet::{self, Endpoints, Headers, PacketError, L3};
 pub mod opcode {
     pub const ARP: u32 = 0;
     pub const PUT_ARP: u32 = 1;
+    pub const PUT_DHCP_OPTS: u32 = 2;
+    pub const PUT_DHCPV6_OPTS: u32 = 5;
     pub const ND_NA: u32 = 3;
     pub const LOG: u32 = 7;
     pub const PUT_ND: u32 = 4;
@@ -97,6 +99,9 @@ pub enum Effect {
         write: MacBindingWrite,
         multicast: bool,
     },
+    /// A line for the log (module `pinctrl`, level INFO, rate-limited), such as the
+    /// `DHCPOFFER <mac> <ip>` ovn-controller writes.
+    Info(String),
 }
 
 /// What the handlers need to know besides the packet-in.
@@ -127,6 +132,10 @@ pub enum Skip {
     Packet(#[from] PacketError),
     #[error("failed to parse actions from userdata ({0})")]
     Actions(String),
+    /// Bad input to a paused action: skipped, but the pipeline still goes on (result bit
+    /// 0), as ovn-controller resumes in any case.
+    #[error("{why}")]
+    Resumed { why: String, resume: Box<Resume> },
 }
 
 /// The parts of a packet-in every handler reads.
@@ -180,6 +189,8 @@ pub fn handle(pi: &PacketIn2, cx: &Context) -> Result<Vec<Effect>, Skip> {
         }
         opcode::ND_NS => nd_ns(&p, &h, *cx),
         opcode::PUT_ARP | opcode::PUT_ND => Ok(vec![put_mac_binding(&p, &h)]),
+        opcode::PUT_DHCP_OPTS => super::dhcp::put_dhcp_opts(&p, &h),
+        opcode::PUT_DHCPV6_OPTS => super::dhcpv6::put_dhcpv6_opts(&p, &h),
         opcode::PUT_FDB => Ok(vec![Effect::PutFdb(FdbWrite {
             datapath: p.regs.datapath(),
             port: p.regs.reg(14),

@@ -8,13 +8,17 @@
 //! resolves), `put_arp` / `put_nd` / `put_fdb`, `nd_na {}` / `nd_na_router {}`, `icmp4 {}` /
 //! `icmp6 {}` / `icmp4_error {}` / `icmp6_error {}`, `icmp4.frag_mtu` / `icmp6.frag_mtu`,
 //! `tcp_reset {}`, `sctp_abort {}`, `reject {}`, and ACL `log`.
+//! `put_dhcp_opts` / `put_dhcpv6_opts`: DHCPv4 and DHCPv6 replies ([`dhcp`], [`dhcpv6`]).
 
 pub mod acl_log;
 pub mod buffer;
+pub mod dhcp;
+pub mod dhcpv6;
 pub mod driver;
 pub mod handlers;
 pub mod metadata;
 pub mod packet;
+pub mod result_bit;
 pub mod sb_write;
 pub mod stats;
 pub mod view;
