@@ -196,9 +196,7 @@ fn choose_bootfile(opts: &mut [u8], ipxe: bool) -> (usize, Option<Ipv4Addr>) {
                         let alt = 2 + opts.get(next + 1).copied().map_or(0, usize::from);
                         let copy = opts.get(at..at + own).map(<[u8]>::to_vec);
                         start += alt;
-                        if let (Some(copy), Some(dst)) =
-                            (copy, opts.get_mut(start..start + own))
-                        {
+                        if let (Some(copy), Some(dst)) = (copy, opts.get_mut(start..start + own)) {
                             dst.copy_from_slice(&copy);
                         }
                     } else {

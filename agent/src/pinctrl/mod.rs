@@ -24,6 +24,8 @@ pub mod stats;
 pub mod view;
 
 #[cfg(test)]
+mod dhcp_tests;
+#[cfg(test)]
 mod tests;
 
 pub use driver::{spawn, Pinctrl};

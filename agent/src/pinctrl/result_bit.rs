@@ -35,7 +35,10 @@ impl ResultBit {
     /// Reads the field header (NXM/OXM, 4 bytes; 8 for an experimenter class) and the be32
     /// bit offset at the start of `payload`; returns the bit and the rest of the payload.
     pub fn parse(payload: &[u8]) -> Result<(Self, &[u8]), ResultBitError> {
-        let header = payload.get(..4).map(be32).ok_or(ResultBitError::Truncated)?;
+        let header = payload
+            .get(..4)
+            .map(be32)
+            .ok_or(ResultBitError::Truncated)?;
         let class = (header >> 16) as u16;
         let header_len = if class == 0xffff { 8 } else { 4 };
         let ofs = payload
@@ -64,13 +67,7 @@ impl ResultBit {
         }
         // The most significant register of a wide field comes first.
         let reg = usize::from(index) * regs as usize + (regs - 1 - ofs / 32) as usize;
-        Ok((
-            Self {
-                reg,
-                bit: ofs % 32,
-            },
-            rest,
-        ))
+        Ok((Self { reg, bit: ofs % 32 }, rest))
     }
 
     /// Writes `value` into the resume's metadata: into whichever register field (reg, xreg
@@ -103,7 +100,7 @@ impl ResultBit {
             let first = usize::from(index) * regs;
             (first..first + regs)
                 .contains(&self.reg)
-                .then_some((f, self.reg - first))
+                .then(|| (f, self.reg - first))
         });
         let (field, position) = match covering {
             Some(c) => c,
