@@ -110,6 +110,14 @@ fn dhcp4_reply(frame: &[u8]) -> Option<(v4::MessageType, Ipv4Addr, u32)> {
     }
 }
 
+type Exchange4 = (
+    &'static str,
+    Option<v4::MessageType>,
+    Option<Ipv4Addr>,
+    Ipv4Addr,
+    v4::MessageType,
+);
+
 /// vm1 on sw0 with DHCPv4 options (router, netmask, lease, DNS, domain, classless and MS
 /// classless routes, domain search list, MTU): DISCOVER gets an OFFER of 10.0.0.1,
 /// REQUEST for it an ACK, REQUEST for another address a NAK, INFORM an ACK without the
@@ -140,19 +148,13 @@ fn dhcpv4_offer_ack_nak(net: &Net) -> Outcome {
         p.nbctl(&["lsp-set-dhcpv4-options", "vm1", &uuid]);
     }
     p.wait_hv("DHCPv4 options on vm1");
-    let exchanges: [(
-        &str,
-        Option<v4::MessageType>,
-        Option<Ipv4Addr>,
-        Ipv4Addr,
-        Ipv4Addr,
-        v4::MessageType,
-    ); 4] = [
+    // (what, message type, requested address, client address (also the IP source),
+    // expected reply)
+    let exchanges: [Exchange4; 4] = [
         (
             "DISCOVER gets an OFFER",
             Some(v4::MessageType::Discover),
             None,
-            Ipv4Addr::UNSPECIFIED,
             Ipv4Addr::UNSPECIFIED,
             v4::MessageType::Offer,
         ),
@@ -161,14 +163,12 @@ fn dhcpv4_offer_ack_nak(net: &Net) -> Outcome {
             Some(v4::MessageType::Request),
             Some(vm1.port.ip),
             Ipv4Addr::UNSPECIFIED,
-            Ipv4Addr::UNSPECIFIED,
             v4::MessageType::Ack,
         ),
         (
             "REQUEST for another address gets a NAK",
             Some(v4::MessageType::Request),
             Some(Ipv4Addr::new(10, 0, 0, 77)),
-            Ipv4Addr::UNSPECIFIED,
             Ipv4Addr::UNSPECIFIED,
             v4::MessageType::Nak,
         ),
@@ -177,18 +177,17 @@ fn dhcpv4_offer_ack_nak(net: &Net) -> Outcome {
             Some(v4::MessageType::Inform),
             None,
             vm1.port.ip,
-            vm1.port.ip,
             v4::MessageType::Ack,
         ),
     ];
-    for (what, msg_type, requested, ciaddr, ip_src, expected) in exchanges {
+    for (what, msg_type, requested, ciaddr, expected) in exchanges {
         let request = dhcp4_request(
             CLIENT_XID,
             vm1.port.mac,
             msg_type,
             requested,
             ciaddr,
-            ip_src,
+            ciaddr,
         );
         p.send("vm1", &request);
         let reply = p.expect(what, "vm1", |f| {
