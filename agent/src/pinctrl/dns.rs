@@ -25,7 +25,7 @@ use sbclient::{Replica, Uuid};
 
 use super::handlers::{Effect, PacketIn, Skip};
 use super::packet::{self, L3};
-use super::result_bit;
+use super::result_bit::ResultBit;
 
 /// The TTL of every answer (`DNS_DEFAULT_RR_TTL`).
 pub const ANSWER_TTL: u32 = 3600;
@@ -103,9 +103,9 @@ pub fn lookup(p: &PacketIn<'_>, records: &DnsRecords) -> Result<Vec<Effect>, Ski
     let mut resume = p.raw.to_resume().ok_or(Skip::WrongPacket(
         "dns_lookup action without a paused pipeline",
     ))?;
-    let bit = match result_bit::parse(p.payload) {
+    let bit = match ResultBit::parse(p.payload) {
         Ok((bit, _)) => bit,
-        Err(e) => return Ok(vec![Effect::Resume(resume), Effect::Rejected(e)]),
+        Err(e) => return Ok(vec![Effect::Resume(resume), Effect::Rejected(e.into())]),
     };
     let datapath = p.regs.metadata.unwrap_or(0);
     let (reply, rejected) = match reply(p.packet, datapath, records) {
@@ -120,7 +120,7 @@ pub fn lookup(p: &PacketIn<'_>, records: &DnsRecords) -> Result<Vec<Effect>, Ski
             }
         }
     }
-    result_bit::write(&mut resume, bit, answered);
+    bit.write(&mut resume, answered);
     let mut out = vec![Effect::Resume(resume)];
     out.extend(rejected.map(Effect::Rejected));
     Ok(out)

@@ -25,6 +25,7 @@ use crate::coverage;
 use crate::vlog::RateLimit;
 
 static SKIPPED: RateLimit = RateLimit::new(5, 20);
+static NOTES: RateLimit = RateLimit::new(20, 40);
 
 /// Packet-ins of one opcode handled per second at most (bursts of the same size); the
 /// rest are dropped and counted. Well above what one chassis's resolutions and errors
@@ -344,6 +345,7 @@ impl Task {
                     );
                 }
                 Effect::Rejected(_) => {}
+                Effect::Info(line) => crate::vlog_rl!(INFO, &NOTES, target: "pinctrl", "{line}"),
                 Effect::Buffer(key, p) => {
                     if self.buffers.push(key, p, now) {
                         bump(&self.stats.buffered, 1);

@@ -16,6 +16,8 @@ use super::packet::{self, Endpoints, Headers, PacketError, L3};
 pub mod opcode {
     pub const ARP: u32 = 0;
     pub const PUT_ARP: u32 = 1;
+    pub const PUT_DHCP_OPTS: u32 = 2;
+    pub const PUT_DHCPV6_OPTS: u32 = 5;
     pub const ND_NA: u32 = 3;
     pub const LOG: u32 = 7;
     pub const PUT_ND: u32 = 4;
@@ -111,6 +113,9 @@ pub enum Effect {
     /// The input was bad, yet the paused pipeline is resumed as ovn-controller resumes it
     /// (a `Resume` beside this): counted as skipped and logged.
     Rejected(Skip),
+    /// A line for the log (module `pinctrl`, level INFO, rate-limited), such as the
+    /// `DHCPOFFER <mac> <ip>` ovn-controller writes.
+    Info(String),
 }
 
 /// What the handlers need to know besides the packet-in.
@@ -143,6 +148,11 @@ pub enum Skip {
     Actions(String),
     #[error("{0}")]
     Event(#[from] super::events::EventError),
+    /// Bad input to a paused action, in the handler's words (the pipeline still resumes).
+    #[error("{0}")]
+    Malformed(String),
+    #[error("{0}")]
+    ResultBit(#[from] super::result_bit::ResultBitError),
 }
 
 /// The parts of a packet-in every handler reads.
@@ -196,6 +206,8 @@ pub fn handle(pi: &PacketIn2, cx: &Context) -> Result<Vec<Effect>, Skip> {
         }
         opcode::ND_NS => nd_ns(&p, &h, *cx),
         opcode::PUT_ARP | opcode::PUT_ND => Ok(vec![put_mac_binding(&p, &h)]),
+        opcode::PUT_DHCP_OPTS => super::dhcp::put_dhcp_opts(&p, &h),
+        opcode::PUT_DHCPV6_OPTS => super::dhcpv6::put_dhcpv6_opts(&p, &h),
         opcode::PUT_FDB => Ok(vec![Effect::PutFdb(FdbWrite {
             datapath: p.regs.datapath(),
             port: p.regs.reg(14),

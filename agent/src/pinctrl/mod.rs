@@ -13,10 +13,14 @@
 //! [`ra_schedule`]).
 //! Load balancer health checks ([`svc_monitor`], `handle_svc_check`), controller events
 //! ([`events`], `trigger_event`) and virtual port claims ([`vport`], `bind_vport`).
+//! `tcp_reset {}`, `sctp_abort {}`, `reject {}`, and ACL `log`.
+//! `put_dhcp_opts` / `put_dhcpv6_opts`: DHCPv4 and DHCPv6 replies ([`dhcp`], [`dhcpv6`]).
 
 pub mod acl_log;
 pub mod announce;
 pub mod buffer;
+pub mod dhcp;
+pub mod dhcpv6;
 pub mod dns;
 pub mod driver;
 pub mod events;
@@ -34,6 +38,7 @@ pub mod svc_monitor;
 pub mod view;
 pub mod vport;
 
+mod dhcp_tests;
 #[cfg(test)]
 mod dns_ra_tests;
 #[cfg(test)]

@@ -21,7 +21,7 @@ use sbclient::{OvsMap, Replica, Uuid};
 use super::dns::{checksum, pseudo_header6, scan_networks};
 use super::handlers::{Effect, PacketIn, Skip};
 use super::packet::{self, Headers, Mac, L3};
-use super::result_bit;
+use super::result_bit::ResultBit;
 use crate::vlog::RateLimit;
 
 const ND_ROUTER_SOLICIT: u8 = 133;
@@ -59,9 +59,9 @@ pub fn put_nd_ra_opts(p: &PacketIn<'_>, h: &Headers) -> Result<Vec<Effect>, Skip
     let mut resume = p.raw.to_resume().ok_or(Skip::WrongPacket(
         "put_nd_ra_opts action without a paused pipeline",
     ))?;
-    let (bit, ra) = match result_bit::parse(p.payload) {
+    let (bit, ra) = match ResultBit::parse(p.payload) {
         Ok(v) => v,
-        Err(e) => return Ok(vec![Effect::Resume(resume), Effect::Rejected(e)]),
+        Err(e) => return Ok(vec![Effect::Resume(resume), Effect::Rejected(e.into())]),
     };
     let mut out = Vec::with_capacity(2);
     match advertisement(p.packet, h, ra) {
@@ -71,11 +71,11 @@ pub fn put_nd_ra_opts(p: &PacketIn<'_>, h: &Headers) -> Result<Vec<Effect>, Skip
                     b.clone_from(&reply);
                 }
             }
-            result_bit::write(&mut resume, bit, true);
+            bit.write(&mut resume, true);
             out.push(Effect::Resume(resume));
         }
         Err(e) => {
-            result_bit::write(&mut resume, bit, false);
+            bit.write(&mut resume, false);
             out.push(Effect::Resume(resume));
             out.push(Effect::Rejected(e));
         }
