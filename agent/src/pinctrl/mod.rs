@@ -38,6 +38,7 @@ pub mod svc_monitor;
 pub mod view;
 pub mod vport;
 
+#[cfg(test)]
 mod dhcp_tests;
 #[cfg(test)]
 mod dns_ra_tests;
