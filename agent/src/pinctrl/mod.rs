@@ -13,7 +13,6 @@
 //! [`ra_schedule`]).
 //! Load balancer health checks ([`svc_monitor`], `handle_svc_check`), controller events
 //! ([`events`], `trigger_event`) and virtual port claims ([`vport`], `bind_vport`).
-//! `tcp_reset {}`, `sctp_abort {}`, `reject {}`, and ACL `log`.
 //! `put_dhcp_opts` / `put_dhcpv6_opts`: DHCPv4 and DHCPv6 replies ([`dhcp`], [`dhcpv6`]).
 
 pub mod acl_log;
