@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use openflow::conn::client::ClientConfig;
 use openflow::conn::{connect, ConnError, Handle, SessionId};
-use openflow::oxm::{FieldId, MatchField};
 use openflow::wire::{Message, PacketOut, SetPacketInFormat, SwitchConfig};
 use tokio::sync::{mpsc, watch};
 
@@ -527,20 +526,10 @@ impl Task {
                 if p.packet.len() >= 6 {
                     p.packet[..6].copy_from_slice(&mac);
                 }
-                out.push(Message::PacketOut(PacketOut {
-                    buffer_id: u32::MAX,
-                    r#match: {
-                        let mut m = openflow::oxm::Match::new();
-                        m.fields.push(MatchField::new(
-                            FieldId::IN_PORT_OXM,
-                            0xffff_fffdu32.to_be_bytes().to_vec(),
-                            None,
-                        ));
-                        m
-                    },
-                    actions: std::mem::take(&mut p.actions),
-                    data: p.packet,
-                }));
+                out.push(Message::PacketOut(handlers::from_controller(
+                    std::mem::take(&mut p.actions),
+                    p.packet,
+                )));
             }
         }
         bump(&self.stats.buffer_sent, out.len() as u64);

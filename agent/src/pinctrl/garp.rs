@@ -131,16 +131,8 @@ pub fn frame(a: &Announce) -> Vec<u8> {
 /// The packet-out that sends `a` into the ingress pipeline of its port's switch, as if the
 /// port had sent it.
 pub fn packet_out(a: &Announce, ingress_table: u8) -> PacketOut {
-    let mut r#match = openflow::oxm::Match::new();
-    r#match.push(
-        FieldId::IN_PORT_OXM,
-        0xffff_fffdu32.to_be_bytes().to_vec(),
-        None,
-    );
-    PacketOut {
-        buffer_id: u32::MAX,
-        r#match,
-        actions: vec![
+    super::handlers::from_controller(
+        vec![
             Action::SetField(MatchField::new(
                 FieldId::METADATA,
                 u64::from(a.datapath).to_be_bytes().to_vec(),
@@ -157,8 +149,8 @@ pub fn packet_out(a: &Announce, ingress_table: u8) -> PacketOut {
                 ct: false,
             },
         ],
-        data: frame(a),
-    }
+        frame(a),
+    )
 }
 
 #[cfg(test)]

@@ -248,14 +248,21 @@ pub fn handle_with(pi: &PacketIn2, cx: &Context, view: &super::View) -> Result<V
     }
 }
 
-fn in_port_controller() -> Match {
-    let mut m = Match::new();
-    m.push(
+/// A packet-out of `data` that runs `actions` as if the packet came from the controller
+/// (`in_port=CONTROLLER`): every packet pinctrl generates goes out this way.
+pub fn from_controller(actions: Vec<Action>, data: Vec<u8>) -> PacketOut {
+    let mut r#match = Match::new();
+    r#match.push(
         FieldId::IN_PORT_OXM,
         OFPP_CONTROLLER.to_be_bytes().to_vec(),
         None,
     );
-    m
+    PacketOut {
+        buffer_id: u32::MAX,
+        r#match,
+        actions,
+        data,
+    }
 }
 
 /// The packet-out of a generated packet: the registers restored, then the nested actions
@@ -263,12 +270,7 @@ fn in_port_controller() -> Match {
 fn nested(p: &PacketIn<'_>, data: Vec<u8>) -> Result<Effect, Skip> {
     let mut actions = p.regs.reload();
     actions.extend(Action::decode_list(p.payload).map_err(|e| Skip::Actions(e.to_string()))?);
-    Ok(Effect::PacketOut(PacketOut {
-        buffer_id: u32::MAX,
-        r#match: in_port_controller(),
-        actions,
-        data,
-    }))
+    Ok(Effect::PacketOut(from_controller(actions, data)))
 }
 
 fn vlan(h: &Headers) -> Option<u16> {

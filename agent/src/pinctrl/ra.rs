@@ -13,7 +13,7 @@ use std::hash::BuildHasher;
 use std::net::Ipv6Addr;
 
 use openflow::action::Action;
-use openflow::oxm::{FieldId, Match, MatchField};
+use openflow::oxm::{FieldId, MatchField};
 use openflow::wire::{PacketInProp, PacketOut};
 use sbclient::ovn_sb::PortBinding;
 use sbclient::{OvsMap, Replica, Uuid};
@@ -363,16 +363,8 @@ impl PeriodicRa {
     /// The packet-out: the RA enters the switch's ingress pipeline from the peer port,
     /// for this chassis's ports only.
     pub fn packet_out(&self, ingress_table: u8) -> PacketOut {
-        let mut m = Match::new();
-        m.push(
-            FieldId::IN_PORT_OXM,
-            OFPP_CONTROLLER.to_be_bytes().to_vec(),
-            None,
-        );
-        PacketOut {
-            buffer_id: u32::MAX,
-            r#match: m,
-            actions: vec![
+        super::handlers::from_controller(
+            vec![
                 Action::SetField(MatchField::new(
                     FieldId::METADATA,
                     u64::from(self.datapath).to_be_bytes().to_vec(),
@@ -394,8 +386,8 @@ impl PeriodicRa {
                     ct: false,
                 },
             ],
-            data: self.config.packet(),
-        }
+            self.config.packet(),
+        )
     }
 }
 

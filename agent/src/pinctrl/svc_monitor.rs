@@ -16,7 +16,7 @@ use std::net::{IpAddr, Ipv6Addr};
 use std::time::{Duration, Instant};
 
 use openflow::action::Action;
-use openflow::oxm::{FieldId, Match, MatchField};
+use openflow::oxm::{FieldId, MatchField};
 use openflow::wire::PacketOut;
 use sbclient::ovn_sb::{PortBinding, ServiceMonitor};
 use sbclient::transaction::by_uuid;
@@ -26,7 +26,6 @@ use super::handlers::{PacketIn, Skip};
 use super::packet::{self, Headers, Mac, L3};
 use super::view::parse_mac;
 
-const OFPP_CONTROLLER: u32 = 0xffff_fffd;
 const OFPP_CONTROLLER16: u16 = 0xfffd;
 /// `MLF_LOCAL_ONLY` in the logical flags register (reg10): the probe must not leave
 /// the chassis.
@@ -541,16 +540,8 @@ impl Monitors {
 }
 
 fn packet_out(row: &MonitorRow, data: Vec<u8>, local_output: u8) -> PacketOut {
-    let mut m = Match::new();
-    m.push(
-        FieldId::IN_PORT_OXM,
-        OFPP_CONTROLLER.to_be_bytes().to_vec(),
-        None,
-    );
-    PacketOut {
-        buffer_id: u32::MAX,
-        r#match: m,
-        actions: vec![
+    super::handlers::from_controller(
+        vec![
             Action::SetField(MatchField::new(
                 FieldId::METADATA,
                 u64::from(row.datapath).to_be_bytes().to_vec(),
@@ -573,7 +564,7 @@ fn packet_out(row: &MonitorRow, data: Vec<u8>, local_output: u8) -> PacketOut {
             },
         ],
         data,
-    }
+    )
 }
 
 fn sum16(data: &[u8], mut sum: u32) -> u32 {
