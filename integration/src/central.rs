@@ -13,6 +13,7 @@ use crate::daemon::{ControlSocket, Daemon};
 use crate::error::{io_error, HarnessError, Result};
 use crate::host::{wait_for, Host};
 use crate::observe::Binding;
+use crate::sbwatch::SbWatch;
 
 pub const NB_SCHEMA: &str = "/usr/share/ovn/ovn-nb.ovsschema";
 pub const SB_SCHEMA: &str = "/usr/share/ovn/ovn-sb.ovsschema";
@@ -124,6 +125,11 @@ impl Central {
     /// `unix:` remote of the Southbound database, as chassis put it in `external_ids:ovn-remote`.
     pub fn sb_remote(&self) -> String {
         format!("unix:{}", self.host.path("ovnsb_db.sock").display())
+    }
+
+    /// Starts watching the Southbound's commits ([`SbWatch`]).
+    pub fn watch_sb(&self, timeout: Duration) -> Result<SbWatch> {
+        SbWatch::start(&self.host, &self.sb_remote(), timeout)
     }
 
     pub fn northd(&self) -> &Daemon {

@@ -30,6 +30,7 @@ pub mod packet;
 pub mod pcap;
 pub mod reference;
 pub mod sbdump;
+pub mod sbwatch;
 pub mod scale;
 pub mod scenario;
 

@@ -10,7 +10,11 @@
 //! - peak RSS (`VmHWM`) and CPU seconds (`utime` + `stime`) of the controller over its run;
 //! - port-up latency: from adding an OVS interface with `external_ids:iface-id` to the
 //!   Southbound `Port_Binding.up` being true (median of `--samples`);
-//! - one-ACL change latency: `ovn-nbctl --wait=hv acl-add` (median of `--samples`);
+//! - one-object change latencies (median of `--samples`): one ACL, one address added to an
+//!   address set, one port added to a port group, each from `ovn-northd`'s Southbound commit
+//!   (`SB_Global.nb_cfg`) to the chassis' acknowledgement (`Chassis_Private.nb_cfg`), both
+//!   timestamped by an outside watcher ([`integration::sbwatch`]); and the whole
+//!   `ovn-nbctl --wait=hv acl-add`, northd included;
 //! - the floor that `ovs-vswitchd` itself sets: `ovs-ofctl --bundle add-flows` of the flows the
 //!   controller installed (dumped after the first sync, stats and cookies stripped) into an
 //!   empty `br-int` of another fresh switch (median of `--floor-runs`).
@@ -34,9 +38,11 @@ use clap::{Parser, ValueEnum};
 use integration::central::DB_TIMEOUT_SECS;
 use integration::flows::{TableLayout, TableRole};
 use integration::scale::k8s::{
-    mac_for, node_name, node_subnet_host, node_vifs, K8sArgs, LARGE_DB_TIMEOUT_SECS, PHYSNET,
+    mac_for, namespace_address_set, node_name, node_subnet_host, node_vifs, policy_port_group,
+    K8sArgs, CLUSTER_PORT_GROUP, LARGE_DB_TIMEOUT_SECS, PHYSNET,
 };
 use integration::scale::{build, build_k8s, vm_port, K8sSpec, ScaleSpec};
+use integration::sbwatch::{SbEvent, SbWatch};
 use integration::{Central, Chassis, Controller, Lab};
 
 #[derive(Parser, Debug)]
@@ -178,6 +184,24 @@ impl Topology {
         }
     }
 
+    /// The address set that gets one address per sample, and the port group that gets each
+    /// sample port: both used by ACLs of the measured chassis' switch.
+    fn sample_address_set(&self) -> String {
+        match self {
+            Self::Synthetic { .. } => "as_sw0".to_owned(),
+            // Namespace 0 has a pod on node0 (pod g is in namespace g mod namespaces).
+            Self::K8s(_) => namespace_address_set(0),
+        }
+    }
+
+    fn sample_port_group(&self) -> String {
+        match self {
+            Self::Synthetic { .. } => "pg_vms".to_owned(),
+            Self::K8s(spec) if spec.policies_per_namespace > 0 => policy_port_group(0, 0),
+            Self::K8s(_) => CLUSTER_PORT_GROUP.to_owned(),
+        }
+    }
+
     /// The logical switch that gets the sample ports and ACLs.
     fn sample_switch(&self) -> String {
         match self {
@@ -265,7 +289,12 @@ struct Round {
     /// Flows per table role after the first sync.
     by_role: BTreeMap<TableRole, u64>,
     port_up: Vec<Duration>,
-    change: Vec<Duration>,
+    /// `ovn-nbctl --wait=hv acl-add`, northd included.
+    acl_wait_hv: Vec<Duration>,
+    /// One-object changes, from northd's Southbound commit to the chassis' acknowledgement.
+    acl: Vec<Duration>,
+    address: Vec<Duration>,
+    port_group: Vec<Duration>,
     /// Over the whole round (first sync and all samples).
     peak_rss_kib: u64,
     cpu_total: f64,
@@ -396,10 +425,14 @@ fn measure(
         .unwrap_or_default();
 
     let switch = topology.sample_switch();
-    let mut port_up = Vec::with_capacity(args.samples);
-    let mut change = Vec::with_capacity(args.samples);
+    let address_set = topology.sample_address_set();
+    let port_group = topology.sample_port_group();
+    let timeout = Duration::from_secs(u64::from(DB_TIMEOUT_SECS));
+    let watch = central.watch_sb(Duration::from_secs(u64::from(LARGE_DB_TIMEOUT_SECS)))?;
+    let mut samples = Samples::default();
     let mut ports = Vec::new();
     let mut acls = Vec::new();
+    let mut addresses = Vec::new();
     for i in 0..args.samples {
         let port = format!("bench{round}-new{i}");
         let mut cmd = vec!["--wait=sb".to_owned()];
@@ -408,11 +441,10 @@ fn measure(
         ports.push(port.clone());
         let t = Instant::now();
         chassis.add_vif(&format!("new{i}"), &port)?;
-        central.sbctl_with_timeout(
-            DB_TIMEOUT_SECS,
-            &["wait-until", "Port_Binding", &port, "up=true"],
-        )?;
-        port_up.push(t.elapsed());
+        let up = watch.first_after("the sample port up", t, timeout, |e| {
+            matches!(e, SbEvent::PortUp { port: p, up: true } if *p == port)
+        })?;
+        samples.port_up.push(up - t);
 
         let acl = format!(
             "ip4.src == 198.18.{round}.{} && udp.dst == {}",
@@ -424,9 +456,22 @@ fn measure(
             central,
             &["acl-add", &switch, "from-lport", "2000", &acl, "drop"],
         )?;
-        change.push(t.elapsed());
+        samples.acl_wait_hv.push(t.elapsed());
+        samples.acl.push(northd_to_ack(central, &watch, &name, t)?);
         acls.push(acl);
+
+        let address = format!("\"198.19.{round}.{}\"", 1 + i % 250);
+        let t = Instant::now();
+        nbctl_wait_hv(central, &["add", "Address_Set", &address_set, "addresses", &address])?;
+        samples.address.push(northd_to_ack(central, &watch, &name, t)?);
+        addresses.push(address);
+
+        let lsp = central.nbctl(&["get", "Logical_Switch_Port", &port, "_uuid"])?;
+        let t = Instant::now();
+        nbctl_wait_hv(central, &["add", "Port_Group", &port_group, "ports", lsp.trim()])?;
+        samples.port_group.push(northd_to_ack(central, &watch, &name, t)?);
     }
+    drop(watch);
     let peak_rss_kib = daemon.peak_rss_kib()?;
     let cpu_total = daemon.cpu_seconds()?;
     let engine_stats = engine_stats(chassis, controller, &stats_at_sync);
@@ -435,6 +480,13 @@ fn measure(
     let mut undo: Vec<String> = Vec::new();
     for port in &ports {
         undo.extend(["--".into(), "lsp-del".into(), port.clone()]);
+    }
+    for address in &addresses {
+        undo.extend(
+            ["--", "remove", "Address_Set", &address_set, "addresses", address]
+                .iter()
+                .map(|s| (*s).to_owned()),
+        );
     }
     for acl in &acls {
         undo.extend(
@@ -460,13 +512,43 @@ fn measure(
         rss_at_sync_kib,
         flows,
         by_role,
-        port_up,
-        change,
+        port_up: samples.port_up,
+        acl_wait_hv: samples.acl_wait_hv,
+        acl: samples.acl,
+        address: samples.address,
+        port_group: samples.port_group,
         peak_rss_kib,
         cpu_total,
         floor,
         engine_stats,
     })
+}
+
+/// Latency samples of one round.
+#[derive(Default)]
+struct Samples {
+    port_up: Vec<Duration>,
+    acl_wait_hv: Vec<Duration>,
+    acl: Vec<Duration>,
+    address: Vec<Duration>,
+    port_group: Vec<Duration>,
+}
+
+/// For the Northbound change just made with `--wait=hv` (started at `since`): from
+/// `ovn-northd`'s Southbound commit of it to `chassis` acknowledging it.
+fn northd_to_ack(
+    central: &Central,
+    watch: &SbWatch,
+    chassis: &str,
+    since: Instant,
+) -> anyhow::Result<Duration> {
+    let nb_cfg: i64 = central
+        .nbctl(&["get", "NB_Global", ".", "nb_cfg"])?
+        .trim()
+        .parse()
+        .context("NB_Global nb_cfg")?;
+    let timeout = Duration::from_secs(u64::from(DB_TIMEOUT_SECS));
+    Ok(watch.nb_cfg_latency(chassis, nb_cfg, since, timeout)?)
 }
 
 /// The controller's engine statistics at the first sync and at the end of the round: all of
@@ -654,10 +736,22 @@ fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
 }
 
+type Figure = (String, Box<dyn Fn(&Round) -> (f64, String)>);
+
+/// A row with the median of a latency sample.
+fn latency_row(name: String, samples: fn(&Round) -> &Vec<Duration>) -> Figure {
+    (
+        name,
+        Box::new(move |r| {
+            let m = median(samples(r));
+            (ms(m), format!("{:.1} ms", ms(m)))
+        }),
+    )
+}
+
 /// The table: a row per figure, a column per controller, and the ratio ovn-agent /
 /// ovn-controller when both ran.
 fn table(rounds: &[Round], samples: usize, floor_runs: usize) -> String {
-    type Figure = (String, Box<dyn Fn(&Round) -> (f64, String)>);
     let figures: Vec<Figure> = vec![
         (
             "first full sync (start -> --wait=hv sync)".into(),
@@ -712,17 +806,25 @@ fn table(rounds: &[Round], samples: usize, floor_runs: usize) -> String {
             "  min-max".into(),
             Box::new(|r| (f64::NAN, spread(&r.port_up))),
         ),
-        (
-            format!("ACL add --wait=hv, median of {samples}"),
-            Box::new(|r| {
-                let m = median(&r.change);
-                (ms(m), format!("{:.1} ms", ms(m)))
-            }),
+        latency_row(
+            format!("ACL add --wait=hv (incl. northd), median of {samples}"),
+            |r| &r.acl_wait_hv,
         ),
-        (
-            "  min-max".into(),
-            Box::new(|r| (f64::NAN, spread(&r.change))),
+        latency_row(
+            "one ACL: northd SB commit -> chassis ack".into(),
+            |r| &r.acl,
         ),
+        ("  min-max".into(), Box::new(|r| (f64::NAN, spread(&r.acl)))),
+        latency_row(
+            "one address-set address: commit -> ack".into(),
+            |r| &r.address,
+        ),
+        ("  min-max".into(), Box::new(|r| (f64::NAN, spread(&r.address)))),
+        latency_row(
+            "one port-group port: commit -> ack".into(),
+            |r| &r.port_group,
+        ),
+        ("  min-max".into(), Box::new(|r| (f64::NAN, spread(&r.port_group)))),
         (
             format!("floor: ofctl --bundle add-flows, median of {floor_runs}"),
             Box::new(|r| {
