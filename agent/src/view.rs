@@ -3,7 +3,7 @@
 //! meters, conjunctions) the compiled flows refer to.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use openflow::wire::{Group, MeterMod};
 use sbclient::ovn_sb::{
@@ -150,23 +150,190 @@ impl Ids {
     }
 }
 
-/// Chassis view over the Southbound replica.
+/// Chassis view over the Southbound replica. Its parts are shared ([`ViewParts`]): a run
+/// rebuilds only those whose rows or local facts changed.
 pub struct SbView<'a> {
     replica: &'a Replica,
     ids: &'a Ids,
     chassis_uuid: Option<Uuid>,
-    // Fx-hashed: built on every run that compiles, and looked up for every flow.
-    datapaths: HashMap<Uuid, DatapathInfo, FxBuild>,
+    // Fx-hashed: looked up for every flow.
+    datapaths: Arc<HashMap<Uuid, DatapathInfo, FxBuild>>,
+    ports: Arc<PortsPart>,
+    port_groups: Arc<HashMap<String, Vec<String>, FxBuild>>,
+    address_sets: Arc<HashMap<String, Vec<String>, FxBuild>>,
+    pub local_datapaths: Arc<BTreeSet<Uuid>>,
+    vars: Arc<HashMap<String, String>>,
+    dhcp_options: Arc<Option<HashSet<String>>>,
+    dhcpv6_options: Arc<Option<HashSet<String>>>,
+}
+
+/// Port keys and which ports are resident or related here.
+#[derive(Debug, Default)]
+struct PortsPart {
     /// Datapath to port (and multicast group) name to tunnel key.
     ports: HashMap<Uuid, HashMap<String, u32, FxBuild>, FxBuild>,
     resident: HashSet<String, FxBuild>,
     related: HashSet<(u32, u32), FxBuild>,
-    port_groups: HashMap<String, Vec<String>, FxBuild>,
-    address_sets: HashMap<String, Vec<String>, FxBuild>,
-    pub local_datapaths: BTreeSet<Uuid>,
-    vars: HashMap<String, String>,
-    dhcp_options: Option<HashSet<String>>,
-    dhcpv6_options: Option<HashSet<String>>,
+    /// Names of the related ports (what port groups are filtered to).
+    related_names: HashSet<String, FxBuild>,
+}
+
+/// The parts of a [`SbView`], kept between runs: [`ViewParts::refresh`] rebuilds a part
+/// only when a table it is computed from changed, or (for ports, port groups and local
+/// datapaths) when the local facts did.
+#[derive(Default)]
+pub struct ViewParts {
+    built: bool,
+    chassis: String,
+    facts: LocalFacts,
+    datapaths: Arc<HashMap<Uuid, DatapathInfo, FxBuild>>,
+    ports: Arc<PortsPart>,
+    port_groups: Arc<HashMap<String, Vec<String>, FxBuild>>,
+    address_sets: Arc<HashMap<String, Vec<String>, FxBuild>>,
+    local_datapaths: Arc<BTreeSet<Uuid>>,
+    vars: Arc<HashMap<String, String>>,
+    dhcp_options: Arc<Option<HashSet<String>>>,
+    dhcpv6_options: Arc<Option<HashSet<String>>>,
+    /// Parts rebuilt, by part, since the start (`debug/engine-stats`).
+    pub rebuilds: u64,
+}
+
+impl ViewParts {
+    /// Brings the parts up to date with `sb` and `facts`; `changed` names the Southbound
+    /// tables changed since the last refresh.
+    pub fn refresh(
+        &mut self,
+        sb: &Southbound,
+        chassis: &str,
+        facts: &LocalFacts,
+        changed: &BTreeSet<&str>,
+    ) {
+        let replica = &sb.replica;
+        let all = !self.built || self.chassis != chassis;
+        let facts_changed = all || self.facts != *facts;
+        let stale = |tables: &[&str]| all || tables.iter().any(|t| changed.contains(t));
+        if stale(&["Datapath_Binding"]) {
+            self.datapaths = Arc::new(datapaths_part(replica));
+            self.rebuilds += 1;
+        }
+        let ports_stale = facts_changed || stale(&["Port_Binding", "Multicast_Group"]);
+        if ports_stale {
+            self.ports = Arc::new(ports_part(replica, chassis, facts, &self.datapaths));
+            self.rebuilds += 1;
+        }
+        if ports_stale || stale(&["Port_Group"]) {
+            self.port_groups = Arc::new(port_groups_part(replica, &self.ports.related_names));
+            self.rebuilds += 1;
+        }
+        if stale(&["Address_Set"]) {
+            self.address_sets = Arc::new(
+                rows::<AddressSet>(replica)
+                    .map(|(_, a)| (a.name.clone(), a.addresses.iter().cloned().collect()))
+                    .collect(),
+            );
+            self.rebuilds += 1;
+        }
+        if facts_changed {
+            self.local_datapaths = Arc::new(facts.local_datapaths.clone());
+        }
+        if stale(&["Chassis_Template_Var"]) {
+            self.vars = Arc::new(
+                rows::<ChassisTemplateVar>(replica)
+                    .find(|(_, v)| v.chassis == chassis)
+                    .map(|(_, v)| {
+                        v.variables
+                            .iter()
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            );
+        }
+        if stale(&["DHCP_Options"]) {
+            self.dhcp_options = Arc::new(sb.tables.contains("DHCP_Options").then(|| {
+                rows::<DhcpOptions>(replica)
+                    .map(|(_, o)| o.name.clone())
+                    .collect()
+            }));
+        }
+        if stale(&["DHCPv6_Options"]) {
+            self.dhcpv6_options = Arc::new(sb.tables.contains("DHCPv6_Options").then(|| {
+                rows::<Dhcpv6Options>(replica)
+                    .map(|(_, o)| o.name.clone())
+                    .collect()
+            }));
+        }
+        if facts_changed {
+            self.facts = facts.clone();
+        }
+        chassis.clone_into(&mut self.chassis);
+        self.built = true;
+    }
+}
+
+fn datapaths_part(replica: &Replica) -> HashMap<Uuid, DatapathInfo, FxBuild> {
+    rows::<DatapathBinding>(replica)
+        .map(|(u, d)| {
+            (
+                *u,
+                DatapathInfo {
+                    key: key_u32(d.tunnel_key),
+                    is_router: d.external_ids.contains_key("logical-router"),
+                    snat_ct_zone: d.external_ids.contains_key("snat-ct-zone"),
+                },
+            )
+        })
+        .collect()
+}
+
+fn ports_part(
+    replica: &Replica,
+    chassis: &str,
+    facts: &LocalFacts,
+    datapaths: &HashMap<Uuid, DatapathInfo, FxBuild>,
+) -> PortsPart {
+    let mut part = PortsPart::default();
+    for (_, m) in rows::<MulticastGroup>(replica) {
+        part.ports
+            .entry(m.datapath)
+            .or_default()
+            .insert(m.name.clone(), key_u32(m.tunnel_key));
+    }
+    for (u, p) in rows::<PortBinding>(replica) {
+        let key = key_u32(p.tunnel_key);
+        part.ports
+            .entry(p.datapath)
+            .or_default()
+            .insert(p.logical_port.clone(), key);
+        if facts.bound.contains(u) || facts.active_ha.contains(u) {
+            part.resident.insert(p.logical_port.clone());
+        }
+        if is_related_port(u, p, chassis, facts) {
+            if let Some(d) = datapaths.get(&p.datapath) {
+                part.related.insert((d.key, key));
+            }
+            part.related_names.insert(p.logical_port.clone());
+        }
+    }
+    part
+}
+
+fn port_groups_part(
+    replica: &Replica,
+    related_names: &HashSet<String, FxBuild>,
+) -> HashMap<String, Vec<String>, FxBuild> {
+    rows::<PortGroup>(replica)
+        .map(|(_, g)| {
+            (
+                g.name.clone(),
+                g.ports
+                    .iter()
+                    .filter(|p| related_names.contains(*p))
+                    .cloned()
+                    .collect(),
+            )
+        })
+        .collect()
 }
 
 /// Types of port bindings that are related to every chassis that has their datapath.
@@ -201,7 +368,7 @@ fn key_u32(k: i64) -> u32 {
 
 /// What this chassis holds, as the view needs it: from the engine's runtime data, or (for
 /// `ovn-agent compile`) from the Southbound rows alone.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LocalFacts {
     pub chassis: Option<Uuid>,
     /// Port bindings bound here (VIFs, containers, claimed gateway ports).
@@ -275,101 +442,27 @@ impl<'a> SbView<'a> {
         Self::with_facts(sb, chassis, ids, &facts)
     }
 
-    /// The view with what this chassis holds given by the caller (the engine).
+    /// The view with what this chassis holds given by the caller, every part built anew.
     pub fn with_facts(sb: &'a Southbound, chassis: &str, ids: &'a Ids, facts: &LocalFacts) -> Self {
-        let replica = &sb.replica;
-        let chassis_uuid = facts.chassis;
-        let datapaths: HashMap<Uuid, DatapathInfo, FxBuild> = rows::<DatapathBinding>(replica)
-            .map(|(u, d)| {
-                (
-                    *u,
-                    DatapathInfo {
-                        key: key_u32(d.tunnel_key),
-                        is_router: d.external_ids.contains_key("logical-router"),
-                        snat_ct_zone: d.external_ids.contains_key("snat-ct-zone"),
-                    },
-                )
-            })
-            .collect();
-        let mut ports: HashMap<Uuid, HashMap<String, u32, FxBuild>, FxBuild> = HashMap::default();
-        for (_, m) in rows::<MulticastGroup>(replica) {
-            ports
-                .entry(m.datapath)
-                .or_default()
-                .insert(m.name.clone(), key_u32(m.tunnel_key));
-        }
-        let mut resident = HashSet::default();
-        let mut related = HashSet::default();
-        let mut related_names: HashSet<String, FxBuild> = HashSet::default();
-        for (u, p) in rows::<PortBinding>(replica) {
-            let key = key_u32(p.tunnel_key);
-            ports
-                .entry(p.datapath)
-                .or_default()
-                .insert(p.logical_port.clone(), key);
-            if facts.bound.contains(u) || facts.active_ha.contains(u) {
-                resident.insert(p.logical_port.clone());
-            }
-            if is_related_port(u, p, chassis, facts) {
-                if let Some(d) = datapaths.get(&p.datapath) {
-                    related.insert((d.key, key));
-                }
-                related_names.insert(p.logical_port.clone());
-            }
-        }
-        let local = facts.local_datapaths.clone();
-        let port_groups = rows::<PortGroup>(replica)
-            .map(|(_, g)| {
-                (
-                    g.name.clone(),
-                    g.ports
-                        .iter()
-                        .filter(|p| related_names.contains(*p))
-                        .cloned()
-                        .collect(),
-                )
-            })
-            .collect();
-        let address_sets = rows::<AddressSet>(replica)
-            .map(|(_, a)| (a.name.clone(), a.addresses.iter().cloned().collect()))
-            .collect();
-        let vars = rows::<ChassisTemplateVar>(replica)
-            .find(|(_, v)| v.chassis == chassis)
-            .map(|(_, v)| {
-                v.variables
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let dhcp_options = sb.tables.contains("DHCP_Options").then(|| {
-            replica
-                .table::<DhcpOptions>()
-                .into_iter()
-                .flat_map(|t| t.iter().map(|(_, o)| o.name.clone()))
-                .collect()
-        });
-        let dhcpv6_options = sb.tables.contains("DHCPv6_Options").then(|| {
-            replica
-                .table::<Dhcpv6Options>()
-                .into_iter()
-                .flat_map(|t| t.iter().map(|(_, o)| o.name.clone()))
-                .collect()
-        });
+        let mut parts = ViewParts::default();
+        parts.refresh(sb, chassis, facts, &BTreeSet::new());
+        Self::from_parts(sb, ids, &parts)
+    }
+
+    /// The view over `parts` (refreshed by the caller).
+    pub fn from_parts(sb: &'a Southbound, ids: &'a Ids, parts: &ViewParts) -> Self {
         Self {
-            replica,
+            replica: &sb.replica,
             ids,
-            chassis_uuid,
-            datapaths,
-            ports,
-            resident,
-            related,
-            port_groups,
-            address_sets,
-            local_datapaths: local,
-            vars,
-            dhcp_options,
-            dhcpv6_options,
+            chassis_uuid: parts.facts.chassis,
+            datapaths: Arc::clone(&parts.datapaths),
+            ports: Arc::clone(&parts.ports),
+            port_groups: Arc::clone(&parts.port_groups),
+            address_sets: Arc::clone(&parts.address_sets),
+            local_datapaths: Arc::clone(&parts.local_datapaths),
+            vars: Arc::clone(&parts.vars),
+            dhcp_options: Arc::clone(&parts.dhcp_options),
+            dhcpv6_options: Arc::clone(&parts.dhcpv6_options),
         }
     }
 
@@ -384,6 +477,7 @@ impl<'a> SbView<'a> {
     /// Every port and multicast group name by datapath, with its tunnel key.
     pub fn port_names(&self) -> impl Iterator<Item = (&Uuid, &str, u32)> {
         self.ports
+            .ports
             .iter()
             .flat_map(|(dp, m)| m.iter().map(move |(n, k)| (dp, n.as_str(), *k)))
     }
@@ -461,13 +555,13 @@ impl ChassisView for SbView<'_> {
         if name == "none" {
             return Some(0);
         }
-        self.ports.get(dp).and_then(|m| m.get(name)).copied()
+        self.ports.ports.get(dp).and_then(|m| m.get(name)).copied()
     }
     fn is_resident(&self, port: &str) -> bool {
-        self.resident.contains(port)
+        self.ports.resident.contains(port)
     }
     fn is_related(&self, dp_key: u32, port_key: u32) -> bool {
-        self.related.contains(&(dp_key, port_key))
+        self.ports.related.contains(&(dp_key, port_key))
     }
     fn group_id(&self, group: &Group) -> Option<(u32, GroupKey)> {
         let key = group_key_of(group);
@@ -497,9 +591,9 @@ impl ChassisView for SbView<'_> {
     }
     fn dhcp_option_known(&self, v6: bool, name: &str) -> bool {
         let catalogue = if v6 {
-            &self.dhcpv6_options
+            &*self.dhcpv6_options
         } else {
-            &self.dhcp_options
+            &*self.dhcp_options
         };
         catalogue.as_ref().is_none_or(|c| c.contains(name))
     }

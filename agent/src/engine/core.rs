@@ -36,11 +36,38 @@ use crate::compile::{
     compile_logical_flow, compile_other_owners, compile_owners, Compiled, Context, Owner,
 };
 use crate::lflow::flows::{IdUse, MatchCache};
+use crate::lflow::hash::FxBuild;
 use crate::ofctrl::conn::{Dump, Put, PutError};
 use crate::ofctrl::{FlowBatch, FlowTable, ForeignFlow};
 use crate::runtime::{BindingKind, EncapType, Runtime, Tunnel};
 use crate::southbound::Southbound;
-use crate::view::{Ids, LocalFacts, SbView};
+use crate::view::{Ids, LocalFacts, SbView, ViewParts};
+
+/// Southbound tables the runtime (bindings, local datapaths, tunnels, zones, conditions)
+/// is not computed from: their changes leave it as it is.
+const NOT_RUNTIME_INPUTS: &[&str] = &[
+    "Logical_Flow",
+    "Logical_DP_Group",
+    "Address_Set",
+    "Port_Group",
+    "MAC_Binding",
+    "Static_MAC_Binding",
+    "FDB",
+    "Load_Balancer",
+    "DNS",
+    "DHCP_Options",
+    "DHCPv6_Options",
+    "Controller_Event",
+    "Service_Monitor",
+    "IGMP_Group",
+    "Meter",
+    "Meter_Band",
+    "Chassis_Template_Var",
+    "Connection",
+    "SSL",
+    "RBAC_Role",
+    "RBAC_Permission",
+];
 
 /// `OFPBF_ATOMIC | OFPBF_ORDERED`.
 const BUNDLE_FLAGS: u16 = 0x3;
@@ -220,6 +247,22 @@ pub struct Engine {
     lb_dirty: bool,
     /// What the last view built showed of ports and local datapaths.
     deps: Option<Deps>,
+    /// What the runtime is computed from (OVS, the Southbound tables that feed bindings,
+    /// local datapaths, tunnels and zones) changed since it was last computed.
+    runtime_inputs_dirty: bool,
+    /// When a throttled claim comes due (the runtime is computed again then).
+    runtime_due: Option<Instant>,
+    /// The local OVS configuration needs comparing with what it should be.
+    ovs_sync_dirty: bool,
+    /// What the last OVS comparison was made with (installed interfaces, zones, nb_cfg).
+    ovs_sync_inputs: Option<(BTreeSet<Uuid>, BTreeMap<String, u16>, Option<(i64, i64)>)>,
+    /// `sb_busy` and `ovs_busy` at the last run: a transaction that finished (failed ones
+    /// too) means planning again.
+    busy_before: (bool, bool),
+    /// The view's parts, kept between runs, and the Southbound tables changed since they
+    /// were refreshed.
+    view_parts: ViewParts,
+    view_stale: BTreeSet<&'static str>,
 }
 
 impl Engine {
@@ -275,6 +318,13 @@ impl Engine {
             others_dirty: false,
             lb_dirty: false,
             deps: None,
+            runtime_inputs_dirty: true,
+            runtime_due: None,
+            ovs_sync_dirty: true,
+            ovs_sync_inputs: None,
+            busy_before: (false, false),
+            view_parts: ViewParts::default(),
+            view_stale: BTreeSet::new(),
         }
     }
 
@@ -297,6 +347,7 @@ impl Engine {
         self.cond_acked_seq = 0;
         self.cond_unnumbered = 0;
         self.need_full = Some("southbound reconnected".into());
+        self.runtime_inputs_dirty = true;
     }
 
     pub fn sb_disconnected(&mut self) {
@@ -320,6 +371,7 @@ impl Engine {
         self.cond_unnumbered = self.cond_unnumbered.saturating_sub(1);
         self.cond_requested.remove(table);
         self.stats.condition_failures += 1;
+        self.runtime_inputs_dirty = true;
     }
 
     /// A condition change was requested and not yet acknowledged by the server, or not yet
@@ -331,7 +383,14 @@ impl Engine {
     /// The SB replica changed: note what needs recomputing, then forget the change sets.
     pub fn sb_changed(&mut self) {
         let changed = self.sb.replica.changed_tables();
+        self.view_stale.extend(changed.iter().copied());
         for t in changed {
+            let feeds_runtime = match t {
+                "Port_Binding" => !self.only_up_changed(),
+                "SB_Global" => !self.only_nb_cfg_changed(),
+                t => !NOT_RUNTIME_INPUTS.contains(&t),
+            };
+            self.runtime_inputs_dirty |= feeds_runtime;
             match t {
                 "Logical_Flow" => {
                     if let Some(tab) = self.sb.replica.table::<LogicalFlow>() {
@@ -410,6 +469,23 @@ impl Engine {
         self.sb.replica.clear_changes();
     }
 
+    /// Whether the only change to SB_Global is its `nb_cfg` (every Northbound change).
+    fn only_nb_cfg_changed(&self) -> bool {
+        let Some(t) = self.sb.replica.table::<SbGlobal>() else {
+            return false;
+        };
+        let c = t.changes();
+        c.inserted.is_empty()
+            && c.deleted.is_empty()
+            && c.modified.iter().all(|(u, old)| {
+                t.get(u).is_some_and(|new| {
+                    let mut old = (**old).clone();
+                    old.nb_cfg = new.nb_cfg;
+                    old == *new
+                })
+            })
+    }
+
     /// Whether every change to Port_Binding in the current change set is to `up` alone.
     fn only_up_changed(&self) -> bool {
         let Some(t) = self.sb.replica.table::<PortBinding>() else {
@@ -433,6 +509,8 @@ impl Engine {
     /// `ct-zone-*` writes, a new interface nobody has bound yet) recomputes nothing.
     pub fn ovs_changed(&mut self) {
         self.ovs.clear_changes();
+        self.runtime_inputs_dirty = true;
+        self.ovs_sync_dirty = true;
     }
 
     /// A new OpenFlow session with what the switch has.
@@ -448,6 +526,7 @@ impl Engine {
             self.runtime.geneve_field = fields.ovn;
             self.runtime.mark_field = fields.pkt_mark;
             self.runtime_changed = true;
+            self.runtime_inputs_dirty = true;
         }
         self.flows.forget_installed();
         let foreign = self.flows.record_dump(dump.flows);
@@ -480,6 +559,10 @@ impl Engine {
     /// Computes what to do now.
     pub fn run(&mut self, now: Instant) -> Actions {
         self.stats.runs += 1;
+        let (sb_was_busy, ovs_was_busy) = self.busy_before;
+        self.busy_before = (self.sb_busy, self.ovs_busy);
+        self.runtime_inputs_dirty |= sb_was_busy && !self.sb_busy;
+        self.ovs_sync_dirty |= ovs_was_busy && !self.ovs_busy;
         let mut actions = Actions::default();
         let host = self.opts.hostname.clone();
         let ovs_row = self
@@ -553,6 +636,80 @@ impl Engine {
             self.runtime_changed = true;
         }
         self.runtime.chassis_name.clone_from(&cfg.system_id);
+        // Bindings, local datapaths, tunnels, zones and conditions: only when what they are
+        // computed from changed (most runs follow a flow change, a put or a reply).
+        let runtime_due = self.runtime_due.is_some_and(|t| now >= t);
+        if self.runtime_inputs_dirty
+            || runtime_due
+            || self.runtime_changed
+            || self.need_full.is_some()
+        {
+            sb_dirty |= self.update_runtime(&cfg, chassis_uuid, now, &mut sb_txn, &mut actions);
+            self.ovs_sync_dirty = true;
+        }
+        // Flows.
+        self.recompute_flows(&cfg);
+        // nb_cfg and ports whose flows are in.
+        if let Some((n, due)) = self.nb_cfg_due {
+            if now >= due {
+                self.nb_cfg_acked = Some((n, super::now_ms()));
+                self.nb_cfg_due = None;
+            }
+        }
+        if !self.sb_busy {
+            sb_dirty |= self.write_port_up(&mut sb_txn);
+        }
+        if sb_dirty && !sb_txn.is_empty() && !self.sb_busy {
+            actions.sb_txn = Some(sb_txn);
+        }
+        // Local OVS.
+        let installed_ifaces: BTreeSet<Uuid> = self.installed_iface_uuids();
+        let keys = BridgeKeys {
+            ct_zones: self.zones.by_name.clone(),
+            nb_cfg: self.nb_cfg_acked,
+        };
+        let mut ovs_txn = Transaction::new(sbclient::vswitch::DATABASE);
+        // BFD only once the rest is in (the tunnels it configures must exist).
+        let inputs = (
+            installed_ifaces.clone(),
+            keys.ct_zones.clone(),
+            keys.nb_cfg,
+        );
+        self.ovs_sync_dirty |= self.ovs_sync_inputs.as_ref() != Some(&inputs);
+        let compare = !self.ovs_busy && self.ovs_sync_dirty;
+        if compare {
+            self.ovs_sync_dirty = false;
+            self.ovs_sync_inputs = Some(inputs);
+        }
+        let ovs_dirty = compare
+            && (ovs_config::sync(
+                &self.ovs,
+                &self.sb.replica,
+                &cfg,
+                &self.runtime,
+                &installed_ifaces,
+                &keys,
+                &mut ovs_txn,
+            ) || self.sync_bfd(&cfg, chassis_uuid, &mut ovs_txn));
+        if ovs_dirty {
+            actions.ovs_txn = Some(ovs_txn);
+        }
+        // The switch.
+        actions.put = self.build_put(now, actions.conditions.is_empty());
+        actions
+    }
+
+    /// Bindings (claims and releases into `sb_txn`), the runtime, zones and monitor
+    /// conditions (into `actions`), from the replicas; true if it wrote to `sb_txn`.
+    fn update_runtime(
+        &mut self,
+        cfg: &ChassisConfig,
+        chassis_uuid: Option<Uuid>,
+        now: Instant,
+        sb_txn: &mut Transaction,
+        actions: &mut Actions,
+    ) -> bool {
+        let mut sb_dirty = false;
         // Bindings.
         let ifaces = binding::local_ifaces(&self.ovs, &cfg.bridge);
         // Logged and counted once, not on every run.
@@ -587,7 +744,7 @@ impl Engine {
         }
         self.bad_bindings = bad;
         if !self.sb_busy {
-            sb_dirty |= self.write_claims(&plan, chassis_uuid, &mut sb_txn, now);
+            sb_dirty |= self.write_claims(&plan, chassis_uuid, sb_txn, now);
         }
         let ha_members = plan.ha_member.clone();
         // Runtime: what is bound where, local datapaths, tunnels, patch ports, zones.
@@ -640,45 +797,11 @@ impl Engine {
             }
         }
         self.cond_unnumbered += actions.conditions.len();
-        // Flows.
-        self.recompute_flows(&cfg);
-        // nb_cfg and ports whose flows are in.
-        if let Some((n, due)) = self.nb_cfg_due {
-            if now >= due {
-                self.nb_cfg_acked = Some((n, super::now_ms()));
-                self.nb_cfg_due = None;
-            }
-        }
-        if !self.sb_busy {
-            sb_dirty |= self.write_port_up(&mut sb_txn);
-        }
-        if sb_dirty && !sb_txn.is_empty() && !self.sb_busy {
-            actions.sb_txn = Some(sb_txn);
-        }
-        // Local OVS.
-        let installed_ifaces: BTreeSet<Uuid> = self.installed_iface_uuids();
-        let keys = BridgeKeys {
-            ct_zones: self.zones.by_name.clone(),
-            nb_cfg: self.nb_cfg_acked,
-        };
-        let mut ovs_txn = Transaction::new(sbclient::vswitch::DATABASE);
-        // BFD only once the rest is in (the tunnels it configures must exist).
-        let ovs_dirty = !self.ovs_busy
-            && (ovs_config::sync(
-                &self.ovs,
-                &self.sb.replica,
-                &cfg,
-                &self.runtime,
-                &installed_ifaces,
-                &keys,
-                &mut ovs_txn,
-            ) || self.sync_bfd(&cfg, chassis_uuid, &mut ovs_txn));
-        if ovs_dirty {
-            actions.ovs_txn = Some(ovs_txn);
-        }
-        // The switch.
-        actions.put = self.build_put(now, actions.conditions.is_empty());
-        actions
+        // A plan made while a transaction is in flight wrote no claim: plan again after it.
+        self.runtime_inputs_dirty = self.sb_busy;
+        // A throttled claim is due again later.
+        self.runtime_due = plan.throttled.iter().map(|(_, t)| *t).min();
+        sb_dirty
     }
 
     fn restore_zones(&mut self, cfg: &ChassisConfig) {
@@ -879,7 +1002,14 @@ impl Engine {
             ha_members: self.runtime.ha_members.iter().copied().collect(),
             local_datapaths: self.runtime.local_datapaths.keys().copied().collect(),
         };
-        let view = SbView::with_facts(&self.sb, &cfg.system_id, &self.ids, &facts);
+        if full.is_some() {
+            // A full recompute rebuilds every part (the rows may have been replaced).
+            self.view_parts = ViewParts::default();
+        }
+        let stale = std::mem::take(&mut self.view_stale);
+        self.view_parts
+            .refresh(&self.sb, &cfg.system_id, &facts, &stale);
+        let view = SbView::from_parts(&self.sb, &self.ids, &self.view_parts);
         if full.is_some() || deps_dirty || self.deps.is_none() {
             let deps = Deps::of(&view);
             if full.is_none() {
@@ -944,7 +1074,7 @@ impl Engine {
             self.deleted_lflows.clear();
             results.extend(physical_owners(&self.sb.replica, &self.runtime, &layout));
             // Every owner not produced again is gone.
-            let keep: HashSet<Owner> = results.iter().map(|(o, _)| *o).collect();
+            let keep: HashSet<Owner, FxBuild> = results.iter().map(|(o, _)| *o).collect();
             gone.extend(
                 self.flows
                     .owners_all()
@@ -970,7 +1100,7 @@ impl Engine {
                 let first = results.len();
                 compile_other_owners(&cx, &mut results, lb_dirty);
                 results.extend(physical_owners(&self.sb.replica, &self.runtime, &layout));
-                let keep: HashSet<Owner> = results[first..].iter().map(|(o, _)| *o).collect();
+                let keep: HashSet<Owner, FxBuild> = results[first..].iter().map(|(o, _)| *o).collect();
                 let recomputed = |o: &Owner| match o {
                     Owner::Lflow(_) => false,
                     Owner::LbHairpin(_) => lb_dirty,
@@ -1246,6 +1376,8 @@ impl Engine {
                     self.installed_meters.remove(&id);
                 }
                 self.acked_seq = seq;
+                // Zones unused since the start can go once the first put is in.
+                self.runtime_inputs_dirty |= !self.initial_sync_done;
                 self.initial_sync_done = true;
                 let done: Vec<Uuid> = self
                     .waiting_install

@@ -60,7 +60,7 @@ impl Deps {
             ports.insert((*dp, name.to_owned()), state);
         }
         Self {
-            local_datapaths: view.local_datapaths.clone(),
+            local_datapaths: (*view.local_datapaths).clone(),
             ports,
             port_groups: view
                 .port_groups_filtered()
