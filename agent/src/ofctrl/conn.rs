@@ -327,7 +327,8 @@ async fn carry_out(h: &Handle, put: Put) -> Result<(), PutError> {
     if !pre.is_empty() {
         h.send(s, &pre).await.map_err(conn)?;
     }
-    if !put.bundle.is_empty() {
+    let bundle_sent = !put.bundle.is_empty();
+    if bundle_sent {
         match h.commit_bundle(s, put.bundle).await {
             Ok(()) => {}
             Err(ConnError::BundleFailed { rejected, commit }) => {
@@ -335,6 +336,12 @@ async fn carry_out(h: &Handle, put: Put) -> Result<(), PutError> {
             }
             Err(e) => return Err(conn(e)),
         }
+    }
+    // The bundle's commit ends with a barrier, which also covers the zone flushes and
+    // meters sent before it (their errors are logged there): another is needed only for
+    // what follows the bundle, or when there was none.
+    if bundle_sent && put.meters_del.is_empty() {
+        return Ok(());
     }
     if !put.meters_del.is_empty() {
         let del: Vec<Message> = put.meters_del.into_iter().map(Message::MeterMod).collect();

@@ -382,11 +382,14 @@ impl Handle {
                 properties: Vec::new(),
             })
         };
-        expect_bundle_reply(
-            self.request(session, &ctrl(OFPBCT_OPEN_REQUEST)).await?,
-            OFPBCT_OPEN_REPLY,
-        )?;
-        let result = self.add_and_commit(session, bundle, bundle_id, &ctrl).await;
+        // The adds follow the open without waiting for its reply (the switch takes them in
+        // order): one round trip less per put.
+        let open = self
+            .start_request(session, &ctrl(OFPBCT_OPEN_REQUEST))
+            .await?;
+        let result = self
+            .add_and_commit(session, bundle, bundle_id, &ctrl, open)
+            .await;
         if let Err(e) = &result {
             let gone = matches!(
                 e,
@@ -409,10 +412,17 @@ impl Handle {
         bundle: BundleBuilder,
         bundle_id: u32,
         ctrl: &impl Fn(u16) -> Message,
+        open: oneshot::Receiver<Result<Vec<OfpMessage>, ConnError>>,
     ) -> Result<(), ConnError> {
         let (frames, _) = bundle.into_frames(bundle_id);
         let xids = self.send_frames(session, frames).await?;
-        let rejected = attribute(&xids, self.barrier(session).await?);
+        let errors = self.barrier(session).await?;
+        // The open's reply (or error) came before the barrier's.
+        expect_bundle_reply(
+            open.await.map_err(|_| ConnError::Closed)??,
+            OFPBCT_OPEN_REPLY,
+        )?;
+        let rejected = attribute(&xids, errors);
         if !rejected.is_empty() {
             return Err(ConnError::BundleFailed {
                 rejected,
