@@ -181,9 +181,15 @@ impl<K: StableKey, V: Clone> IdTable<K, V> {
 
     /// Live entries in id order: `(id, key, value)`.
     pub fn iter(&self) -> impl Iterator<Item = (u32, &K, &V)> {
-        self.by_id
+        // From the slots, sorted: looking each key up would hash its whole content (a
+        // group's buckets), and this runs on every engine run.
+        let mut live: Vec<(u32, &K, &V)> = self
+            .by_key
             .iter()
-            .filter_map(|(id, k)| self.by_key.get(k).map(|s| (*id, k, &s.value)))
+            .map(|(k, s)| (s.id, k, &s.value))
+            .collect();
+        live.sort_unstable_by_key(|e| e.0);
+        live.into_iter()
     }
 
     pub fn len(&self) -> usize {

@@ -169,13 +169,23 @@ pub struct SbView<'a> {
 
 /// Port keys and which ports are resident or related here.
 #[derive(Debug, Default)]
-struct PortsPart {
+pub(crate) struct PortsPart {
     /// Datapath to port (and multicast group) name to tunnel key.
-    ports: HashMap<Uuid, HashMap<String, u32, FxBuild>, FxBuild>,
-    resident: HashSet<String, FxBuild>,
-    related: HashSet<(u32, u32), FxBuild>,
+    pub(crate) ports: HashMap<Uuid, HashMap<String, u32, FxBuild>, FxBuild>,
+    pub(crate) resident: HashSet<String, FxBuild>,
+    pub(crate) related: HashSet<(u32, u32), FxBuild>,
     /// Names of the related ports (what port groups are filtered to).
     related_names: HashSet<String, FxBuild>,
+}
+
+/// The parts of a view that logical flows depend on besides their own rows, shared (not
+/// copied) with the view: [`crate::engine::deps::Deps`] compares two of them.
+#[derive(Clone, Default)]
+pub(crate) struct DepParts {
+    pub(crate) datapaths: Arc<HashMap<Uuid, DatapathInfo, FxBuild>>,
+    pub(crate) ports: Arc<PortsPart>,
+    pub(crate) port_groups: Arc<HashMap<String, Vec<String>, FxBuild>>,
+    pub(crate) local_datapaths: Arc<BTreeSet<Uuid>>,
 }
 
 /// The parts of a [`SbView`], kept between runs: [`ViewParts::refresh`] rebuilds a part
@@ -463,6 +473,15 @@ impl<'a> SbView<'a> {
             vars: Arc::clone(&parts.vars),
             dhcp_options: Arc::clone(&parts.dhcp_options),
             dhcpv6_options: Arc::clone(&parts.dhcpv6_options),
+        }
+    }
+
+    pub(crate) fn dep_parts(&self) -> DepParts {
+        DepParts {
+            datapaths: Arc::clone(&self.datapaths),
+            ports: Arc::clone(&self.ports),
+            port_groups: Arc::clone(&self.port_groups),
+            local_datapaths: Arc::clone(&self.local_datapaths),
         }
     }
 

@@ -168,6 +168,7 @@ pub async fn run(
                     Some(OfEvent::Disconnected) => engine.of_disconnected(),
                     Some(OfEvent::PutDone { seq, result }) => {
                         if let Some(at) = put_sent_at.take() {
+                            tracing::debug!(target: "ofctrl", "put {seq} done in {} us", at.elapsed().as_micros());
                             control.stopwatches.add("flow-installation", at.elapsed());
                         }
                         if let Err(e) = &result {
@@ -204,6 +205,7 @@ pub async fn run(
                             }
                         }
                         sb_busy = false;
+                        tracing::debug!(target: "main", "southbound transaction done");
                         if let Err(e) = r { tracing::info!(target: "main", "southbound transaction: {e}"); }
                     }
                     Some(Done::OvsTxn(r)) => {
@@ -321,6 +323,7 @@ pub async fn run(
             m.after_run(&engine, put, now, &control.stopwatches);
         }
         if let (Some(txn), false, Some(s)) = (actions.sb_txn, sb_busy, sb.as_ref()) {
+            tracing::debug!(target: "main", "southbound transaction sent (run took {} us)", took.as_micros());
             sb_busy = true;
             crate::coverage::SB_TXN.inc();
             spawn_txn(s.client.clone(), txn, done_tx.clone(), Done::SbTxn);
@@ -377,6 +380,7 @@ pub async fn run(
             }
         }
         if let (Some(put), Some((_, c))) = (actions.put, of.as_ref()) {
+            tracing::debug!(target: "ofctrl", "put {}: {} bundle messages, computed in {} us", put.seq, put.bundle.len(), took.as_micros());
             if c.puts.send(put).await.is_err() {
                 engine.of_disconnected();
             } else {
@@ -507,6 +511,7 @@ fn on_sb_event(engine: &mut Engine, ev: &Event, bindings_changed: &mut bool) -> 
     }
     match ev.apply(&mut engine.sb.replica) {
         Ok(true) => {
+            tracing::debug!(target: "main", "southbound update of {:?}", engine.sb.replica.changed_tables());
             *bindings_changed |= engine.sb.replica.changed_tables().iter().any(|t| {
                 matches!(
                     *t,

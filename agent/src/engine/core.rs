@@ -188,7 +188,7 @@ pub struct Engine {
     pub runtime: Runtime,
     pub ids: Ids,
     pub flows: FlowTable,
-    uses: HashMap<Owner, Vec<IdUse>>,
+    uses: HashMap<Owner, Vec<IdUse>, FxBuild>,
     /// The latest failure per owner (bad rows, refused flows).
     pub failures: BTreeMap<Owner, String>,
     /// Port_Bindings skipped as unusable, with why.
@@ -282,7 +282,7 @@ impl Engine {
             runtime: Runtime::default(),
             ids: Ids::default(),
             flows: FlowTable::new(),
-            uses: HashMap::new(),
+            uses: HashMap::default(),
             failures: BTreeMap::new(),
             bad_bindings: BTreeMap::new(),
             stats: EngineStats::default(),

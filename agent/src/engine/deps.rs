@@ -6,12 +6,12 @@
 //! port does not recompile every logical flow.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use sbclient::ovn_sb::{LogicalDpGroup, LogicalFlow};
 use sbclient::{Replica, Row, Table, Uuid};
 
-use crate::lflow::flows::ChassisView as _;
-use crate::view::SbView;
+use crate::view::{DepParts, SbView};
 
 /// More changed names than this recompile everything (scanning every lflow for each name
 /// would cost more than compiling).
@@ -25,13 +25,10 @@ struct PortState {
     related: bool,
 }
 
-/// What the compiler read of the view, beyond the logical flows themselves.
-#[derive(Debug, Default)]
-pub struct Deps {
-    local_datapaths: BTreeSet<Uuid>,
-    ports: HashMap<(Uuid, String), PortState>,
-    port_groups: HashMap<String, Vec<String>>,
-}
+/// What the compiler read of the view, beyond the logical flows themselves: the view's own
+/// parts, shared, so that keeping them costs nothing and unchanged parts compare at once.
+#[derive(Clone, Default)]
+pub struct Deps(DepParts);
 
 /// What differs between two [`Deps`].
 #[derive(Debug, Default)]
@@ -49,54 +46,64 @@ impl Changed {
 
 impl Deps {
     pub fn of(view: &SbView<'_>) -> Self {
-        let mut ports = HashMap::new();
-        for (dp, name, key) in view.port_names() {
-            let dp_key = view.datapath(dp).map_or(0, |d| d.key);
-            let state = PortState {
-                key,
-                resident: view.is_resident(name),
-                related: view.is_related(dp_key, key),
-            };
-            ports.insert((*dp, name.to_owned()), state);
-        }
-        Self {
-            local_datapaths: (*view.local_datapaths).clone(),
-            ports,
-            port_groups: view
-                .port_groups_filtered()
-                .map(|(n, m)| (n.to_owned(), m.to_vec()))
-                .collect(),
+        Self(view.dep_parts())
+    }
+
+    /// The state of port `name` (key `key`) of datapath `dp`.
+    fn port_state(&self, dp: &Uuid, name: &str, key: u32) -> PortState {
+        let d = &self.0;
+        let dp_key = d.datapaths.get(dp).map_or(0, |i| i.key);
+        PortState {
+            key,
+            resident: d.ports.resident.contains(name),
+            related: d.ports.related.contains(&(dp_key, key)),
         }
     }
 
     /// What changed from `self` to `new`.
     pub fn changes(&self, new: &Self) -> Changed {
-        let mut out = Changed {
-            datapaths: self
+        let (old, now) = (&self.0, &new.0);
+        let mut out = Changed::default();
+        if !Arc::ptr_eq(&old.local_datapaths, &now.local_datapaths) {
+            out.datapaths = old
                 .local_datapaths
-                .symmetric_difference(&new.local_datapaths)
+                .symmetric_difference(&now.local_datapaths)
                 .copied()
-                .collect(),
-            ..Changed::default()
-        };
-        for (k, v) in &self.ports {
-            if new.ports.get(k) != Some(v) {
-                out.names.insert(k.1.clone());
+                .collect();
+        }
+        if !Arc::ptr_eq(&old.ports, &now.ports) || !Arc::ptr_eq(&old.datapaths, &now.datapaths)
+        {
+            let empty = HashMap::default();
+            for (dp, names) in &old.ports.ports {
+                let new_names = now.ports.ports.get(dp).unwrap_or(&empty);
+                for (name, key) in names {
+                    let same = new_names.get(name).is_some_and(|k| {
+                        new.port_state(dp, name, *k) == self.port_state(dp, name, *key)
+                    });
+                    if !same {
+                        out.names.insert(name.clone());
+                    }
+                }
+            }
+            for (dp, names) in &now.ports.ports {
+                let old_names = old.ports.ports.get(dp).unwrap_or(&empty);
+                for name in names.keys() {
+                    if !old_names.contains_key(name) {
+                        out.names.insert(name.clone());
+                    }
+                }
             }
         }
-        for k in new.ports.keys() {
-            if !self.ports.contains_key(k) {
-                out.names.insert(k.1.clone());
+        if !Arc::ptr_eq(&old.port_groups, &now.port_groups) {
+            for (name, members) in old.port_groups.iter() {
+                if now.port_groups.get(name) != Some(members) {
+                    out.port_groups.insert(name.clone());
+                }
             }
-        }
-        for (name, members) in &self.port_groups {
-            if new.port_groups.get(name) != Some(members) {
-                out.port_groups.insert(name.clone());
-            }
-        }
-        for name in new.port_groups.keys() {
-            if !self.port_groups.contains_key(name) {
-                out.port_groups.insert(name.clone());
+            for name in now.port_groups.keys() {
+                if !old.port_groups.contains_key(name) {
+                    out.port_groups.insert(name.clone());
+                }
             }
         }
         out
