@@ -486,11 +486,12 @@ pub fn compile_owners(cx: &Context<'_>, threads: usize) -> (Vec<(Owner, Compiled
     let mut per_owner = compile_lflows(cx, threads);
     let n_lflows = per_owner.len();
     compile_other_owners(cx, &mut per_owner, true);
+    compile_port_security(cx, &mut per_owner, None);
     (per_owner, n_lflows)
 }
 
-/// The flows of every owner that is not a logical flow (MAC bindings, FDB entries, port
-/// security, and with `lb_hairpin` load-balancer hairpin), appended to `per_owner` in kind
+/// The flows of the owners that are neither logical flows nor ports (MAC bindings, FDB
+/// entries, and with `lb_hairpin` load-balancer hairpin), appended to `per_owner` in kind
 /// then uuid order.
 pub fn compile_other_owners(
     cx: &Context<'_>,
@@ -505,13 +506,36 @@ pub fn compile_other_owners(
         (Owner::StaticMacBinding(*u), static_mac_binding(u, r, cx))
     });
     for_each_row::<Fdb>(replica, per_owner, |u, r| (Owner::Fdb(*u), fdb(u, r, cx)));
-    for_each_row::<PortBinding>(replica, per_owner, |u, r| {
-        (Owner::PortSecurity(*u), port_security(u, r, cx))
-    });
     if lb_hairpin {
         for_each_row::<LoadBalancer>(replica, per_owner, |u, r| {
             (Owner::LbHairpin(*u), self::lb_hairpin(u, r, cx))
         });
+    }
+}
+
+/// The port-security flows of every port binding, or of those in `only` (sorted uuids;
+/// rows that are gone give nothing).
+pub fn compile_port_security(
+    cx: &Context<'_>,
+    per_owner: &mut Vec<(Owner, Compiled)>,
+    only: Option<&[Uuid]>,
+) {
+    let replica = cx.view.replica();
+    let Some(only) = only else {
+        for_each_row::<PortBinding>(replica, per_owner, |u, r| {
+            (Owner::PortSecurity(*u), port_security(u, r, cx))
+        });
+        return;
+    };
+    let Some(t) = replica.table::<PortBinding>() else {
+        return;
+    };
+    for u in only {
+        let Some(r) = t.get(u) else { continue };
+        let c = port_security(u, r, cx);
+        if !c.flows.is_empty() || c.failure.is_some() {
+            per_owner.push((Owner::PortSecurity(*u), c));
+        }
     }
 }
 

@@ -16,7 +16,8 @@ use openflow::wire::meter_mod::OFPMF_STATS;
 use openflow::wire::{Group, GroupMod, Message, MeterMod};
 use sbclient::datum::{Atom, Datum};
 use sbclient::ovn_sb::{
-    self, AddressSet, DatapathBinding, LogicalDpGroup, LogicalFlow, PortBinding, PortGroup,
+    self, AddressSet, DatapathBinding, LogicalDpGroup, LogicalFlow, MulticastGroup, PortBinding,
+    PortGroup,
     SbGlobal,
 };
 use sbclient::transaction::{by_uuid, Columns, Mutator};
@@ -33,7 +34,8 @@ use super::deps::{
 use super::ovs_config::{self, BridgeKeys};
 use super::zones::Zones;
 use crate::compile::{
-    compile_logical_flow, compile_other_owners, compile_owners, Compiled, Context, Owner,
+    compile_logical_flow, compile_other_owners, compile_owners, compile_port_security, Compiled,
+    Context, Owner,
 };
 use crate::lflow::flows::{IdUse, MatchCache};
 use crate::lflow::hash::FxBuild;
@@ -101,6 +103,9 @@ pub struct EngineStats {
     pub dependency_runs: u64,
     /// Logical flows those runs recompiled.
     pub dependency_lflows: u64,
+    /// Runs that recomputed the physical and port-security flows of some ports only (the
+    /// ports a change touched, with their datapaths' neighbours).
+    pub scoped_physical_runs: u64,
     pub puts: u64,
     pub put_failures: u64,
     pub rejected_flows: u64,
@@ -263,6 +268,15 @@ pub struct Engine {
     /// were refreshed.
     view_parts: ViewParts,
     view_stale: BTreeSet<&'static str>,
+    /// Since the physical and port-security flows were last computed: the Port_Bindings
+    /// changed (uuids, and the names and datapaths they had), the datapaths whose
+    /// multicast groups changed, and whether something chassis-wide did (then all again).
+    phys_pbs: BTreeSet<Uuid>,
+    phys_names: BTreeSet<String>,
+    phys_dps: BTreeSet<Uuid>,
+    phys_all: bool,
+    /// The runtime they were computed with.
+    phys_runtime: Option<Runtime>,
 }
 
 impl Engine {
@@ -325,6 +339,11 @@ impl Engine {
             busy_before: (false, false),
             view_parts: ViewParts::default(),
             view_stale: BTreeSet::new(),
+            phys_pbs: BTreeSet::new(),
+            phys_names: BTreeSet::new(),
+            phys_dps: BTreeSet::new(),
+            phys_all: true,
+            phys_runtime: None,
         }
     }
 
@@ -414,6 +433,7 @@ impl Engine {
                 // recomputes nothing.
                 "Port_Binding" if self.only_up_changed() => {}
                 "Port_Binding" | "Multicast_Group" | "Chassis" | "Encap" => {
+                    self.note_physical_change(t);
                     self.deps_dirty = true;
                 }
                 "Address_Set" => {
@@ -454,6 +474,7 @@ impl Engine {
                     }
                     self.deps_dirty = true;
                     self.lb_dirty = true;
+                    self.phys_all = true;
                 }
                 "MAC_Binding" | "Static_MAC_Binding" | "FDB" => self.others_dirty = true,
                 "Load_Balancer" => {
@@ -467,6 +488,166 @@ impl Engine {
             }
         }
         self.sb.replica.clear_changes();
+    }
+
+    /// Records what a change to `table` means for the physical flows ([`Self::physical_scope`]).
+    fn note_physical_change(&mut self, table: &str) {
+        match table {
+            "Port_Binding" => {
+                let Some(t) = self.sb.replica.table::<PortBinding>() else {
+                    return;
+                };
+                let c = t.changes();
+                self.phys_pbs.extend(c.inserted.iter().copied());
+                for (u, old) in c.modified.iter().chain(c.deleted.iter()) {
+                    self.phys_pbs.insert(*u);
+                    self.phys_names.insert(old.logical_port.clone());
+                    self.phys_dps.insert(old.datapath);
+                    if let Some(peer) = old.options.get("peer") {
+                        self.phys_names.insert(peer.clone());
+                    }
+                }
+            }
+            "Multicast_Group" => {
+                let Some(t) = self.sb.replica.table::<MulticastGroup>() else {
+                    return;
+                };
+                let c = t.changes();
+                let now = c
+                    .inserted
+                    .iter()
+                    .chain(c.modified.keys())
+                    .filter_map(|u| t.get(u))
+                    .map(|m| m.datapath);
+                let before = c
+                    .modified
+                    .values()
+                    .chain(c.deleted.values())
+                    .map(|m| m.datapath);
+                self.phys_dps.extend(now.chain(before).collect::<Vec<_>>());
+            }
+            _ => self.phys_all = true,
+        }
+    }
+
+    /// The port bindings and multicast groups (sorted uuids) whose physical and
+    /// port-security flows may differ since they were last computed, when the change is
+    /// limited to some ports: those changed, bound or released, or whose zone changed, with
+    /// every port and multicast group of their datapaths and of the datapaths next to those
+    /// (flows refer to peers, localnet and distributed ports there), and their containers.
+    /// `None`: compute all of them.
+    fn physical_scope(&self) -> Option<(Vec<Uuid>, Vec<Uuid>)> {
+        const MAX_DATAPATHS: usize = 64;
+        if self.phys_all {
+            return None;
+        }
+        let (old, new) = (self.phys_runtime.as_ref()?, &self.runtime);
+        let same_globals = old.chassis == new.chassis
+            && old.chassis_name == new.chassis_name
+            && old.local_datapaths == new.local_datapaths
+            && old.patch_ofports == new.patch_ofports
+            && old.tunnels == new.tunnels
+            && old.active_tunnels == new.active_tunnels
+            && old.active_ha == new.active_ha
+            && old.ha_members == new.ha_members
+            && old.geneve_field == new.geneve_field
+            && old.mark_field == new.mark_field
+            && old.pkt_mark_peers == new.pkt_mark_peers
+            && old.drop_sampling == new.drop_sampling;
+        if !same_globals {
+            return None;
+        }
+        let pbs = self.sb.replica.table::<PortBinding>()?;
+        if !(pbs.has_index("logical_port") && pbs.has_index("datapath") && pbs.has_index("parent_port"))
+        {
+            return None;
+        }
+        let by_name = |n: &str| pbs.find_one("logical_port", &Atom::String(n.to_owned())).map(|(u, _)| *u);
+        let mut touched = self.phys_pbs.clone();
+        touched.extend(self.phys_names.iter().filter_map(|n| by_name(n)));
+        for (u, k) in &old.bound {
+            if new.bound.get(u) != Some(k) {
+                touched.insert(*u);
+            }
+        }
+        touched.extend(new.bound.keys().filter(|u| !old.bound.contains_key(u)));
+        for (u, k) in &old.localports {
+            if new.localports.get(u) != Some(k) {
+                touched.insert(*u);
+            }
+        }
+        touched.extend(new.localports.keys().filter(|u| !old.localports.contains_key(u)));
+        let zones_changed = old
+            .ct_zones
+            .iter()
+            .filter(|(n, z)| new.ct_zones.get(*n) != Some(z))
+            .map(|(n, _)| n)
+            .chain(new.ct_zones.keys().filter(|n| !old.ct_zones.contains_key(*n)));
+        for name in zones_changed {
+            // A datapath's zone is used by every port of it and of its neighbours.
+            if name.ends_with("_dnat") || name.ends_with("_snat") {
+                return None;
+            }
+            touched.extend(by_name(name));
+        }
+        let mut names: BTreeSet<String> = self.phys_names.clone();
+        let mut dps = self.phys_dps.clone();
+        for u in &touched {
+            if let Some(pb) = pbs.get(u) {
+                names.insert(pb.logical_port.clone());
+                dps.insert(pb.datapath);
+                if let Some(peer) = pb.options.get("peer") {
+                    names.insert(peer.clone());
+                }
+            }
+        }
+        touched.extend(names.iter().filter_map(|n| by_name(n)));
+        for u in &touched {
+            if let Some(pb) = pbs.get(u) {
+                dps.insert(pb.datapath);
+            }
+        }
+        let neighbours: Vec<Uuid> = dps
+            .iter()
+            .filter_map(|dp| new.local_datapaths.get(dp))
+            .flat_map(|ld| ld.peers.iter())
+            .filter_map(|(_, remote)| pbs.get(remote).map(|p| p.datapath))
+            .collect();
+        dps.extend(neighbours);
+        if dps.len() > MAX_DATAPATHS {
+            return None;
+        }
+        let mut scope = touched;
+        for dp in &dps {
+            scope.extend(pbs.find("datapath", &Atom::Uuid(*dp)).map(|(u, _)| *u));
+        }
+        for n in &names {
+            scope.extend(pbs.find("parent_port", &Atom::String(n.clone())).map(|(u, _)| *u));
+        }
+        let mcs: Vec<Uuid> = self
+            .sb
+            .replica
+            .table::<MulticastGroup>()
+            .map(|t| {
+                let mut v: Vec<Uuid> = t
+                    .iter()
+                    .filter(|(_, m)| dps.contains(&m.datapath))
+                    .map(|(u, _)| *u)
+                    .collect();
+                v.sort_unstable();
+                v
+            })
+            .unwrap_or_default();
+        Some((scope.into_iter().collect(), mcs))
+    }
+
+    /// The physical and port-security flows are computed from the current state.
+    fn physical_done(&mut self) {
+        self.phys_pbs.clear();
+        self.phys_names.clear();
+        self.phys_dps.clear();
+        self.phys_all = false;
+        self.phys_runtime = Some(self.runtime.clone());
     }
 
     /// Whether the only change to SB_Global is its `nb_cfg` (every Northbound change).
@@ -1046,6 +1227,7 @@ impl Engine {
         };
         let mut results: Vec<(Owner, Compiled)> = Vec::new();
         let mut gone: Vec<Owner> = Vec::new();
+        let mut physical_computed = false;
         let nodes = &mut self.stats.nodes;
         if full.is_some() {
             nodes.runtime_data.recompute += 1;
@@ -1072,7 +1254,8 @@ impl Engine {
             results = owners;
             self.dirty_lflows.clear();
             self.deleted_lflows.clear();
-            results.extend(physical_owners(&self.sb.replica, &self.runtime, &layout));
+            results.extend(physical_owners(&self.sb.replica, &self.runtime, &layout, None));
+            physical_computed = true;
             // Every owner not produced again is gone.
             let keep: HashSet<Owner, FxBuild> = results.iter().map(|(o, _)| *o).collect();
             gone.extend(
@@ -1095,16 +1278,44 @@ impl Engine {
                     .map(Owner::Lflow),
             );
             if others_dirty {
-                // The non-lflow owners are few and cheap: all of them again, with the
-                // physical flows, and those not produced again are gone.
+                // The MAC binding, FDB and hairpin owners are few: all of them again. Port
+                // and physical owners only when ports or the runtime changed: all of them,
+                // or when the change is limited to some ports, theirs. Owners recomputed and
+                // not produced again are gone.
                 let first = results.len();
                 compile_other_owners(&cx, &mut results, lb_dirty);
-                results.extend(physical_owners(&self.sb.replica, &self.runtime, &layout));
+                // Uuid sets of the port and multicast-group owners recomputed (`None`: all).
+                let mut scope: Option<(HashSet<Uuid, FxBuild>, HashSet<Uuid, FxBuild>)> = None;
+                let mut ports_recomputed = false;
+                if deps_dirty {
+                    ports_recomputed = true;
+                    let limited = self.physical_scope();
+                    let (pbs, mcs) = match &limited {
+                        Some((p, m)) => (Some(p.as_slice()), Some((p.as_slice(), m.as_slice()))),
+                        None => (None, None),
+                    };
+                    compile_port_security(&cx, &mut results, pbs);
+                    results.extend(physical_owners(&self.sb.replica, &self.runtime, &layout, mcs));
+                    if limited.is_some() {
+                        self.stats.scoped_physical_runs += 1;
+                    }
+                    scope = limited.map(|(p, m)| (p.into_iter().collect(), m.into_iter().collect()));
+                    physical_computed = true;
+                }
                 let keep: HashSet<Owner, FxBuild> = results[first..].iter().map(|(o, _)| *o).collect();
                 let recomputed = |o: &Owner| match o {
                     Owner::Lflow(_) => false,
                     Owner::LbHairpin(_) => lb_dirty,
-                    _ => true,
+                    Owner::MacBinding(_) | Owner::StaticMacBinding(_) | Owner::Fdb(_) => true,
+                    Owner::PortSecurity(u) | Owner::PhysicalPort(u) => {
+                        ports_recomputed && scope.as_ref().is_none_or(|(p, _)| p.contains(u))
+                    }
+                    Owner::PhysicalMcGroup(u) => {
+                        ports_recomputed && scope.as_ref().is_none_or(|(_, m)| m.contains(u))
+                    }
+                    Owner::TunnelIn(_) | Owner::ChassisMac(_) | Owner::PhysicalDefaults => {
+                        ports_recomputed
+                    }
                 };
                 gone.extend(
                     self.flows
@@ -1115,6 +1326,9 @@ impl Engine {
             }
         }
         drop(view);
+        if physical_computed {
+            self.physical_done();
+        }
         let lflows_compiled = results
             .iter()
             .filter(|(o, _)| matches!(o, Owner::Lflow(_)))
@@ -1504,12 +1718,18 @@ impl Engine {
 }
 
 /// The physical flows by owner.
+/// The physical flows of every owner, or (`some`: port bindings, multicast groups) of the
+/// chassis-wide owners and those.
 fn physical_owners(
     sb: &Replica,
     rt: &Runtime,
     layout: &crate::lflow::layout::TableLayout,
+    some: Option<(&[Uuid], &[Uuid])>,
 ) -> Vec<(Owner, Compiled)> {
-    let p = crate::physical::all(sb, rt, layout);
+    let p = match some {
+        None => crate::physical::all(sb, rt, layout),
+        Some((pbs, mcs)) => crate::physical::some(sb, rt, layout, pbs, mcs),
+    };
     for e in &p.errors {
         if e.problem.is_transient() {
             tracing::debug!(target: "physical", "{e}");
@@ -1583,10 +1803,12 @@ fn patch_ofports(ovs: &Replica, bridge_name: &str, sb: &Replica) -> HashMap<Uuid
     ) else {
         return out;
     };
-    let by_name: HashMap<&str, &Uuid> = pbs
-        .iter()
-        .map(|(u, p)| (p.logical_port.as_str(), u))
-        .collect();
+    // Through the logical_port index (a scan only for a replica built without it).
+    let pb_named = |name: &str| {
+        pbs.find_one("logical_port", &Atom::String(name.to_owned()))
+            .or_else(|| pbs.iter().find(|(_, p)| p.logical_port == name))
+            .map(|(u, _)| *u)
+    };
     for p in br.ports.iter().filter_map(|p| ports.get(p)) {
         let Some(lp) = p
             .external_ids
@@ -1595,7 +1817,7 @@ fn patch_ofports(ovs: &Replica, bridge_name: &str, sb: &Replica) -> HashMap<Uuid
         else {
             continue;
         };
-        let Some(pb) = by_name.get(lp.as_str()) else {
+        let Some(pb) = pb_named(lp) else {
             continue;
         };
         if let Some(ofport) = p
@@ -1608,7 +1830,7 @@ fn patch_ofports(ovs: &Replica, bridge_name: &str, sb: &Replica) -> HashMap<Uuid
                     .filter(|o| *o > 0 && *o < 0xff00)
             })
         {
-            out.insert(**pb, ofport);
+            out.insert(pb, ofport);
         }
     }
     out

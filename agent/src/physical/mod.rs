@@ -134,6 +134,21 @@ fn sorted_uuids<T: sbclient::Row>(sb: &Replica) -> Vec<Uuid> {
 
 /// The physical flows of everything: what ovn-controller's `physical_run` installs.
 pub fn all(sb: &Replica, rt: &Runtime, l: &TableLayout) -> PhysicalFlows {
+    let pbs = sorted_uuids::<PortBinding>(sb);
+    let mcs = sorted_uuids::<MulticastGroup>(sb);
+    some(sb, rt, l, &pbs, &mcs)
+}
+
+/// The physical flows of the chassis-wide owners (defaults, chassis MACs, tunnels) and of
+/// port bindings `pbs` and multicast groups `mcs` (uuids, sorted; rows that are gone give
+/// nothing): what a change limited to those rows recomputes.
+pub fn some(
+    sb: &Replica,
+    rt: &Runtime,
+    l: &TableLayout,
+    pbs: &[Uuid],
+    mcs: &[Uuid],
+) -> PhysicalFlows {
     let cx = Cx { sb, rt, l };
     let mut out = PhysicalFlows::default();
     out.push(
@@ -149,11 +164,11 @@ pub fn all(sb: &Replica, rt: &Runtime, l: &TableLayout) -> PhysicalFlows {
             chassis_mac::chassis_mac_flows(&cx, &c),
         );
     }
-    for pb in sorted_uuids::<PortBinding>(sb) {
-        out.push(Owner::PhysicalPort(pb), port::port_flows(&cx, &pb));
+    for pb in pbs {
+        out.push(Owner::PhysicalPort(*pb), port::port_flows(&cx, pb));
     }
-    for mc in sorted_uuids::<MulticastGroup>(sb) {
-        out.push(Owner::PhysicalMcGroup(mc), mcast::mc_group_flows(&cx, &mc));
+    for mc in mcs {
+        out.push(Owner::PhysicalMcGroup(*mc), mcast::mc_group_flows(&cx, mc));
     }
     let mut ofports: Vec<u32> = rt.tunnels.values().flatten().map(|t| t.ofport).collect();
     ofports.sort_unstable();

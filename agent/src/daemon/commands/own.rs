@@ -54,8 +54,8 @@ fn engine_stats(engine: &Engine) -> String {
     );
     let _ = writeln!(
         out,
-        "dependency runs {} ({} lflows recompiled for changed ports, port groups or datapaths)",
-        s.dependency_runs, s.dependency_lflows
+        "dependency runs {} ({} lflows recompiled for changed ports, port groups or datapaths), {} with the physical flows of the touched ports only",
+        s.dependency_runs, s.dependency_lflows, s.scoped_physical_runs
     );
     for (why, n) in &s.recompute_reasons {
         let _ = writeln!(out, "full recompute because {why}: {n}");
