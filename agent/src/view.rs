@@ -227,11 +227,16 @@ impl ViewParts {
             self.rebuilds += 1;
         }
         let ports_stale = facts_changed || stale(&["Port_Binding", "Multicast_Group"]);
+        let mut related_changed = all;
         if ports_stale {
-            self.ports = Arc::new(ports_part(replica, chassis, facts, &self.datapaths));
+            let ports = ports_part(replica, chassis, facts, &self.datapaths);
+            related_changed |= ports.related_names != self.ports.related_names;
+            self.ports = Arc::new(ports);
             self.rebuilds += 1;
         }
-        if ports_stale || stale(&["Port_Group"]) {
+        // Port groups are filtered to the related ports: only a change of those, or of the
+        // groups themselves, changes them.
+        if related_changed || stale(&["Port_Group"]) {
             self.port_groups = Arc::new(port_groups_part(replica, &self.ports.related_names));
             self.rebuilds += 1;
         }
