@@ -130,9 +130,11 @@ impl SbWatch {
                 read_updates(BufReader::new(stdout), event, &shared)
             }));
         }
-        watch.wait_until("the Southbound monitors' initial contents", timeout, |log| {
-            (log.initial_done == MONITORS.len()).then_some(())
-        })?;
+        watch.wait_until(
+            "the Southbound monitors' initial contents",
+            timeout,
+            |log| (log.initial_done == MONITORS.len()).then_some(()),
+        )?;
         Ok(watch)
     }
 
@@ -161,9 +163,12 @@ impl SbWatch {
         since: Instant,
         timeout: Duration,
     ) -> Result<Duration> {
-        let northd = self.first_after("SB_Global.nb_cfg", since, timeout, |e| {
-            matches!(e, SbEvent::SbNbCfg(n) if *n >= nb_cfg)
-        })?;
+        let northd = self.first_after(
+            "SB_Global.nb_cfg",
+            since,
+            timeout,
+            |e| matches!(e, SbEvent::SbNbCfg(n) if *n >= nb_cfg),
+        )?;
         let acked = self.first_after("Chassis_Private.nb_cfg", since, timeout, |e| {
             matches!(e, SbEvent::ChassisNbCfg { chassis: c, nb_cfg: n } if c == chassis && *n >= nb_cfg)
         })?;

@@ -17,8 +17,7 @@ use openflow::wire::{Group, GroupMod, Message, MeterMod};
 use sbclient::datum::{Atom, Datum};
 use sbclient::ovn_sb::{
     self, AddressSet, DatapathBinding, LogicalDpGroup, LogicalFlow, MulticastGroup, PortBinding,
-    PortGroup,
-    SbGlobal,
+    PortGroup, SbGlobal,
 };
 use sbclient::transaction::{by_uuid, Columns, Mutator};
 use sbclient::vswitch::{Bridge, Interface, OpenVswitch, Port};
@@ -558,11 +557,16 @@ impl Engine {
             return None;
         }
         let pbs = self.sb.replica.table::<PortBinding>()?;
-        if !(pbs.has_index("logical_port") && pbs.has_index("datapath") && pbs.has_index("parent_port"))
+        if !(pbs.has_index("logical_port")
+            && pbs.has_index("datapath")
+            && pbs.has_index("parent_port"))
         {
             return None;
         }
-        let by_name = |n: &str| pbs.find_one("logical_port", &Atom::String(n.to_owned())).map(|(u, _)| *u);
+        let by_name = |n: &str| {
+            pbs.find_one("logical_port", &Atom::String(n.to_owned()))
+                .map(|(u, _)| *u)
+        };
         let mut touched = self.phys_pbs.clone();
         touched.extend(self.phys_names.iter().filter_map(|n| by_name(n)));
         for (u, k) in &old.bound {
@@ -576,13 +580,21 @@ impl Engine {
                 touched.insert(*u);
             }
         }
-        touched.extend(new.localports.keys().filter(|u| !old.localports.contains_key(u)));
+        touched.extend(
+            new.localports
+                .keys()
+                .filter(|u| !old.localports.contains_key(u)),
+        );
         let zones_changed = old
             .ct_zones
             .iter()
             .filter(|(n, z)| new.ct_zones.get(*n) != Some(z))
             .map(|(n, _)| n)
-            .chain(new.ct_zones.keys().filter(|n| !old.ct_zones.contains_key(*n)));
+            .chain(
+                new.ct_zones
+                    .keys()
+                    .filter(|n| !old.ct_zones.contains_key(*n)),
+            );
         for name in zones_changed {
             // A datapath's zone is used by every port of it and of its neighbours.
             if name.ends_with("_dnat") || name.ends_with("_snat") {
@@ -622,7 +634,10 @@ impl Engine {
             scope.extend(pbs.find("datapath", &Atom::Uuid(*dp)).map(|(u, _)| *u));
         }
         for n in &names {
-            scope.extend(pbs.find("parent_port", &Atom::String(n.clone())).map(|(u, _)| *u));
+            scope.extend(
+                pbs.find("parent_port", &Atom::String(n.clone()))
+                    .map(|(u, _)| *u),
+            );
         }
         let mcs: Vec<Uuid> = self
             .sb
@@ -851,11 +866,7 @@ impl Engine {
         };
         let mut ovs_txn = Transaction::new(sbclient::vswitch::DATABASE);
         // BFD only once the rest is in (the tunnels it configures must exist).
-        let inputs = (
-            installed_ifaces.clone(),
-            keys.ct_zones.clone(),
-            keys.nb_cfg,
-        );
+        let inputs = (installed_ifaces.clone(), keys.ct_zones.clone(), keys.nb_cfg);
         self.ovs_sync_dirty |= self.ovs_sync_inputs.as_ref() != Some(&inputs);
         let compare = !self.ovs_busy && self.ovs_sync_dirty;
         if compare {
@@ -1254,7 +1265,12 @@ impl Engine {
             results = owners;
             self.dirty_lflows.clear();
             self.deleted_lflows.clear();
-            results.extend(physical_owners(&self.sb.replica, &self.runtime, &layout, None));
+            results.extend(physical_owners(
+                &self.sb.replica,
+                &self.runtime,
+                &layout,
+                None,
+            ));
             physical_computed = true;
             // Every owner not produced again is gone.
             let keep: HashSet<Owner, FxBuild> = results.iter().map(|(o, _)| *o).collect();
@@ -1295,14 +1311,21 @@ impl Engine {
                         None => (None, None),
                     };
                     compile_port_security(&cx, &mut results, pbs);
-                    results.extend(physical_owners(&self.sb.replica, &self.runtime, &layout, mcs));
+                    results.extend(physical_owners(
+                        &self.sb.replica,
+                        &self.runtime,
+                        &layout,
+                        mcs,
+                    ));
                     if limited.is_some() {
                         self.stats.scoped_physical_runs += 1;
                     }
-                    scope = limited.map(|(p, m)| (p.into_iter().collect(), m.into_iter().collect()));
+                    scope =
+                        limited.map(|(p, m)| (p.into_iter().collect(), m.into_iter().collect()));
                     physical_computed = true;
                 }
-                let keep: HashSet<Owner, FxBuild> = results[first..].iter().map(|(o, _)| *o).collect();
+                let keep: HashSet<Owner, FxBuild> =
+                    results[first..].iter().map(|(o, _)| *o).collect();
                 let recomputed = |o: &Owner| match o {
                     Owner::Lflow(_) => false,
                     Owner::LbHairpin(_) => lb_dirty,

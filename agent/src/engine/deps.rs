@@ -71,8 +71,7 @@ impl Deps {
                 .copied()
                 .collect();
         }
-        if !Arc::ptr_eq(&old.ports, &now.ports) || !Arc::ptr_eq(&old.datapaths, &now.datapaths)
-        {
+        if !Arc::ptr_eq(&old.ports, &now.ports) || !Arc::ptr_eq(&old.datapaths, &now.datapaths) {
             let empty = HashMap::default();
             for (dp, names) in &old.ports.ports {
                 let new_names = now.ports.ports.get(dp).unwrap_or(&empty);

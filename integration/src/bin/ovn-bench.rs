@@ -37,12 +37,12 @@ use anyhow::{bail, Context as _};
 use clap::{Parser, ValueEnum};
 use integration::central::DB_TIMEOUT_SECS;
 use integration::flows::{TableLayout, TableRole};
+use integration::sbwatch::{SbEvent, SbWatch};
 use integration::scale::k8s::{
     mac_for, namespace_address_set, node_name, node_subnet_host, node_vifs, policy_port_group,
     K8sArgs, CLUSTER_PORT_GROUP, LARGE_DB_TIMEOUT_SECS, PHYSNET,
 };
 use integration::scale::{build, build_k8s, vm_port, K8sSpec, ScaleSpec};
-use integration::sbwatch::{SbEvent, SbWatch};
 use integration::{Central, Chassis, Controller, Lab};
 
 #[derive(Parser, Debug)]
@@ -441,9 +441,12 @@ fn measure(
         ports.push(port.clone());
         let t = Instant::now();
         chassis.add_vif(&format!("new{i}"), &port)?;
-        let up = watch.first_after("the sample port up", t, timeout, |e| {
-            matches!(e, SbEvent::PortUp { port: p, up: true } if *p == port)
-        })?;
+        let up = watch.first_after(
+            "the sample port up",
+            t,
+            timeout,
+            |e| matches!(e, SbEvent::PortUp { port: p, up: true } if *p == port),
+        )?;
         samples.port_up.push(up - t);
 
         let acl = format!(
@@ -462,14 +465,24 @@ fn measure(
 
         let address = format!("\"198.19.{round}.{}\"", 1 + i % 250);
         let t = Instant::now();
-        nbctl_wait_hv(central, &["add", "Address_Set", &address_set, "addresses", &address])?;
-        samples.address.push(northd_to_ack(central, &watch, &name, t)?);
+        nbctl_wait_hv(
+            central,
+            &["add", "Address_Set", &address_set, "addresses", &address],
+        )?;
+        samples
+            .address
+            .push(northd_to_ack(central, &watch, &name, t)?);
         addresses.push(address);
 
         let lsp = central.nbctl(&["get", "Logical_Switch_Port", &port, "_uuid"])?;
         let t = Instant::now();
-        nbctl_wait_hv(central, &["add", "Port_Group", &port_group, "ports", lsp.trim()])?;
-        samples.port_group.push(northd_to_ack(central, &watch, &name, t)?);
+        nbctl_wait_hv(
+            central,
+            &["add", "Port_Group", &port_group, "ports", lsp.trim()],
+        )?;
+        samples
+            .port_group
+            .push(northd_to_ack(central, &watch, &name, t)?);
     }
     drop(watch);
     let peak_rss_kib = daemon.peak_rss_kib()?;
@@ -483,9 +496,16 @@ fn measure(
     }
     for address in &addresses {
         undo.extend(
-            ["--", "remove", "Address_Set", &address_set, "addresses", address]
-                .iter()
-                .map(|s| (*s).to_owned()),
+            [
+                "--",
+                "remove",
+                "Address_Set",
+                &address_set,
+                "addresses",
+                address,
+            ]
+            .iter()
+            .map(|s| (*s).to_owned()),
         );
     }
     for acl in &acls {
@@ -810,21 +830,24 @@ fn table(rounds: &[Round], samples: usize, floor_runs: usize) -> String {
             format!("ACL add --wait=hv (incl. northd), median of {samples}"),
             |r| &r.acl_wait_hv,
         ),
-        latency_row(
-            "one ACL: northd SB commit -> chassis ack".into(),
-            |r| &r.acl,
-        ),
+        latency_row("one ACL: northd SB commit -> chassis ack".into(), |r| {
+            &r.acl
+        }),
         ("  min-max".into(), Box::new(|r| (f64::NAN, spread(&r.acl)))),
-        latency_row(
-            "one address-set address: commit -> ack".into(),
-            |r| &r.address,
+        latency_row("one address-set address: commit -> ack".into(), |r| {
+            &r.address
+        }),
+        (
+            "  min-max".into(),
+            Box::new(|r| (f64::NAN, spread(&r.address))),
         ),
-        ("  min-max".into(), Box::new(|r| (f64::NAN, spread(&r.address)))),
-        latency_row(
-            "one port-group port: commit -> ack".into(),
-            |r| &r.port_group,
+        latency_row("one port-group port: commit -> ack".into(), |r| {
+            &r.port_group
+        }),
+        (
+            "  min-max".into(),
+            Box::new(|r| (f64::NAN, spread(&r.port_group))),
         ),
-        ("  min-max".into(), Box::new(|r| (f64::NAN, spread(&r.port_group)))),
         (
             format!("floor: ofctl --bundle add-flows, median of {floor_runs}"),
             Box::new(|r| {
