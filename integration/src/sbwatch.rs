@@ -127,7 +127,7 @@ impl SbWatch {
             let shared = Arc::clone(&shared);
             let event = monitor.event;
             watch.readers.push(std::thread::spawn(move || {
-                read_updates(BufReader::new(stdout), event, &shared)
+                read_updates(BufReader::new(stdout), event, &shared);
             }));
         }
         watch.wait_until(
@@ -183,7 +183,9 @@ impl SbWatch {
     ) -> Result<T> {
         let (lock, changed) = &*self.shared;
         let deadline = Instant::now() + timeout;
-        let mut log = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut log = lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         loop {
             if let Some(v) = found(&log) {
                 return Ok(v);
@@ -197,7 +199,7 @@ impl SbWatch {
             }
             log = changed
                 .wait_timeout(log, left)
-                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .0;
         }
     }
@@ -232,7 +234,9 @@ fn read_updates(
             continue;
         };
         let events = update_events(&update, event);
-        let mut log = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut log = lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         log.events
             .extend(events.into_iter().map(|event| Stamped { at, event }));
         if first {

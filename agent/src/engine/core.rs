@@ -70,6 +70,10 @@ const NOT_RUNTIME_INPUTS: &[&str] = &[
     "RBAC_Permission",
 ];
 
+/// What the local OVS configuration is compared with besides the replicas: interfaces
+/// whose flows are in, conntrack zones, and the installed nb_cfg.
+type OvsSyncInputs = (BTreeSet<Uuid>, BTreeMap<String, u16>, Option<(i64, i64)>);
+
 /// `OFPBF_ATOMIC | OFPBF_ORDERED`.
 const BUNDLE_FLAGS: u16 = 0x3;
 /// How long the first put waits for the Southbound view to settle (conditions acked and
@@ -259,7 +263,7 @@ pub struct Engine {
     /// The local OVS configuration needs comparing with what it should be.
     ovs_sync_dirty: bool,
     /// What the last OVS comparison was made with (installed interfaces, zones, nb_cfg).
-    ovs_sync_inputs: Option<(BTreeSet<Uuid>, BTreeMap<String, u16>, Option<(i64, i64)>)>,
+    ovs_sync_inputs: Option<OvsSyncInputs>,
     /// `sb_busy` and `ovs_busy` at the last run: a transaction that finished (failed ones
     /// too) means planning again.
     busy_before: (bool, bool),
@@ -960,7 +964,7 @@ impl Engine {
         );
         rt.tunnels = tunnels_of(&self.ovs, &cfg.bridge);
         rt.active_tunnels = active_tunnels;
-        rt.pkt_mark_peers = pkt_mark_peers(&self.sb.replica, &cfg, rt.mark_field);
+        rt.pkt_mark_peers = pkt_mark_peers(&self.sb.replica, cfg, rt.mark_field);
         rt.patch_ofports = patch_ofports(&self.ovs, &cfg.bridge, &self.sb.replica);
         let wanted_zones = wanted_zones(&self.sb.replica, &rt);
         // Zones are released only once the view is complete (after the first put).
