@@ -671,36 +671,12 @@ impl Engine {
 
     /// Whether the only change to SB_Global is its `nb_cfg` (every Northbound change).
     fn only_nb_cfg_changed(&self) -> bool {
-        let Some(t) = self.sb.replica.table::<SbGlobal>() else {
-            return false;
-        };
-        let c = t.changes();
-        c.inserted.is_empty()
-            && c.deleted.is_empty()
-            && c.modified.iter().all(|(u, old)| {
-                t.get(u).is_some_and(|new| {
-                    let mut old = (**old).clone();
-                    old.nb_cfg = new.nb_cfg;
-                    old == *new
-                })
-            })
+        only_modified::<SbGlobal>(&self.sb.replica, |old, new| old.nb_cfg = new.nb_cfg)
     }
 
     /// Whether every change to Port_Binding in the current change set is to `up` alone.
     fn only_up_changed(&self) -> bool {
-        let Some(t) = self.sb.replica.table::<PortBinding>() else {
-            return false;
-        };
-        let c = t.changes();
-        c.inserted.is_empty()
-            && c.deleted.is_empty()
-            && c.modified.iter().all(|(u, old)| {
-                t.get(u).is_some_and(|new| {
-                    let mut old = (**old).clone();
-                    old.up = new.up;
-                    old == *new
-                })
-            })
+        only_modified::<PortBinding>(&self.sb.replica, |old, new| old.up = new.up)
     }
 
     /// The OVS replica changed. Flows depend on the local OVS only through the runtime,
@@ -1745,6 +1721,27 @@ impl Engine {
 }
 
 /// The physical flows by owner.
+/// Whether the current change set of table `T` only modifies rows, and only in what
+/// `ignore` copies from the new row into the old one.
+fn only_modified<T: sbclient::Row + Clone + PartialEq>(
+    replica: &Replica,
+    ignore: impl Fn(&mut T, &T),
+) -> bool {
+    let Some(t) = replica.table::<T>() else {
+        return false;
+    };
+    let c = t.changes();
+    c.inserted.is_empty()
+        && c.deleted.is_empty()
+        && c.modified.iter().all(|(u, old)| {
+            t.get(u).is_some_and(|new| {
+                let mut old = (**old).clone();
+                ignore(&mut old, new);
+                old == *new
+            })
+        })
+}
+
 /// The physical flows of every owner, or (`some`: port bindings, multicast groups) of the
 /// chassis-wide owners and those.
 fn physical_owners(
