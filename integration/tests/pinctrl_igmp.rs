@@ -4,7 +4,8 @@
 //! and an IGMPv3 TO_IN {} leave; the `IGMP_Group` rows (address, ports by name, chassis)
 //! must be the same with both controllers at every step, and go when snooping is turned
 //! off. The periodic IGMP and MLD general queries captured on a VIF must be the same
-//! bytes.
+//! bytes. A second scenario learns a router port from a VM's query (flooded to the other
+//! VM, and reports forwarded to it), fills a table of 10 groups and lets them age out.
 //!
 //! Intended difference (a 23.03.1 bug, DESIGN "The oracle"): ovn-controller sends the
 //! MLD query to 33:33:00:00:00:00, ovn-agent to 33:33:00:00:00:01, the MAC of ff02::1
@@ -167,13 +168,10 @@ fn igmp_rows(net: &Net) -> Result<Vec<String>> {
                 .map(|u| ports.get(u).map_or(u, String::as_str))
                 .collect();
             p.sort_unstable();
-            let ch = f.get(2).map_or("", |c| chassis.get(*c).map_or(*c, String::as_str));
-            format!(
-                "{} [{}] {}",
-                f.first().unwrap_or(&""),
-                p.join(" "),
-                ch
-            )
+            let ch = f
+                .get(2)
+                .map_or("", |c| chassis.get(*c).map_or(*c, String::as_str));
+            format!("{} [{}] {}", f.first().unwrap_or(&""), p.join(" "), ch)
         })
         .collect();
     rows.sort();
@@ -199,7 +197,9 @@ fn expect_rows(p: &mut Probe<'_>, net: &Net, what: &str, want: &[&str]) {
         std::thread::sleep(Duration::from_millis(100));
     }
     if rows != want {
-        p.fail(format!("{what}: IGMP_Group rows {rows:?}, expected {want:?}"));
+        p.fail(format!(
+            "{what}: IGMP_Group rows {rows:?}, expected {want:?}"
+        ));
     }
     eprintln!("[{}] {what}: {rows:?}", net.setup.label);
     p.fact(what, rows.join("; "));
@@ -273,7 +273,10 @@ fn queries_seen(p: &mut Probe<'_>, net: &Net, skip: usize) {
         .collect();
     distinct.sort();
     distinct.dedup();
-    p.fact("MLD general query (less the destination MAC)", distinct.join(" "));
+    p.fact(
+        "MLD general query (less the destination MAC)",
+        distinct.join(" "),
+    );
 }
 
 fn snooping_and_querier(net: &Net) -> Outcome {
@@ -334,7 +337,12 @@ fn snooping_and_querier(net: &Net) -> Outcome {
     // IGMPv2 leave of g1 from vm1; IGMPv3 CHANGE_TO_INCLUDE {} of g2 from vm2.
     p.send(
         "vm1",
-        &igmp(VM1_MAC, vm1_ip, Ipv4Addr::new(224, 0, 0, 2), igmpv2(0x17, g1)),
+        &igmp(
+            VM1_MAC,
+            vm1_ip,
+            Ipv4Addr::new(224, 0, 0, 2),
+            igmpv2(0x17, g1),
+        ),
     );
     p.send(
         "vm2",
@@ -362,13 +370,92 @@ fn snooping_and_querier(net: &Net) -> Outcome {
         "other_config",
         "mcast_snoop",
         "mcast_querier",
+        "mcast_query_interval",
+        "mcast_eth_src",
+        "mcast_ip4_src",
+        "mcast_ip6_src",
     ]);
     p.wait_hv("snooping off");
     expect_rows(&mut p, net, "rows with snooping off", &[]);
     p.finish(&net.ports())
 }
 
-const SCENARIOS: &[Scenario] = &[("igmp snooping and querier", snooping_and_querier)];
+/// vm2 runs a multicast router (the switch's own querier is off: it has no source
+/// addresses): its IGMP query marks its port as a router port (the
+/// `mrouters` row) and is flooded to vm1; vm1's later report is forwarded to the router
+/// ports (the compared packets). Then the table holds at most 10 groups (the least
+/// recently joined one goes) and groups age out after the idle timeout (15 s).
+fn router_ports_table_size_and_ageing(net: &Net) -> Outcome {
+    let mut p = net.probe().with_timeout(Duration::from_secs(5));
+    p.nbctl(&[
+        "set",
+        "Logical_Switch",
+        "sw0",
+        "other_config:mcast_snoop=true",
+        "other_config:mcast_table_size=10",
+        "other_config:mcast_idle_timeout=15",
+    ]);
+    p.wait_hv("snooping on, 10 groups, 15 s");
+    expect_rows(&mut p, net, "rows with snooping on", &["mrouters [] hv1"]);
+    let (vm1_ip, vm2_ip) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    let mut query = vec![0x11, 100, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    query[9] = 125;
+    let query = igmp(VM2_MAC, vm2_ip, Ipv4Addr::new(224, 0, 0, 1), query);
+    p.send("vm2", &query);
+    p.expect("vm2's query flooded to vm1", "vm1", |f| f == query);
+    expect_rows(
+        &mut p,
+        net,
+        "rows with a router port",
+        &["mrouters [vm2] hv1"],
+    );
+    // Reports from a router port teach nothing; vm1's goes on to vm2.
+    let g = |i: u8| Ipv4Addr::new(239, 9, 0, i);
+    p.send("vm2", &igmp(VM2_MAC, vm2_ip, g(100), igmpv2(0x16, g(100))));
+    for i in 1..=11 {
+        p.send("vm1", &igmp(VM1_MAC, vm1_ip, g(i), igmpv2(0x16, g(i))));
+    }
+    let want: Vec<String> = (2..=11)
+        .map(|i| format!("{} [vm1] hv1", g(i)))
+        .chain(std::iter::once("mrouters [vm2] hv1".to_owned()))
+        .collect();
+    let mut want_sorted = want.clone();
+    want_sorted.sort();
+    let want_ref: Vec<&str> = want_sorted.iter().map(String::as_str).collect();
+    expect_rows(&mut p, net, "rows of a full table", &want_ref);
+    // All ten age out within the idle timeout and a pruning pass; the router port stays
+    // (180 s).
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(30) {
+        if igmp_rows(net).is_ok_and(|r| r.len() == 1) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let aged = started.elapsed();
+    eprintln!("[{}] groups aged out after {aged:?}", net.setup.label);
+    expect_rows(&mut p, net, "rows after ageing", &["mrouters [vm2] hv1"]);
+    p.nbctl(&[
+        "remove",
+        "Logical_Switch",
+        "sw0",
+        "other_config",
+        "mcast_snoop",
+        "mcast_table_size",
+        "mcast_idle_timeout",
+    ]);
+    p.wait_hv("snooping off");
+    expect_rows(&mut p, net, "rows with snooping off", &[]);
+    p.finish(&net.ports())
+}
+
+const SCENARIOS: &[Scenario] = &[
+    ("igmp snooping and querier", snooping_and_querier),
+    (
+        "router ports, table size and ageing",
+        router_ports_table_size_and_ageing,
+    ),
+];
 
 #[test]
 fn igmp_snooping_matches_ovn_controller() {

@@ -182,7 +182,10 @@ pub fn parse(frame: &[u8], h: &Headers) -> Result<Message, IgmpError> {
         L3::Ipv4 {
             proto, total_len, ..
         } => {
-            let l4_at = h.l4_offset.unwrap_or(frame.len()).saturating_sub(h.l3_offset);
+            let l4_at = h
+                .l4_offset
+                .unwrap_or(frame.len())
+                .saturating_sub(h.l3_offset);
             let end = usize::from(total_len).min(l3.len());
             if proto != PROTO_IGMP {
                 return Ok(Message::Other);
@@ -395,8 +398,7 @@ pub fn configs_from_replica(
 ) -> (BTreeMap<u32, Config>, Vec<&'static str>) {
     let mut out = BTreeMap::new();
     let mut warnings = Vec::new();
-    let (Some(rows), Some(dps)) = (sb.table::<IpMulticast>(), sb.table::<DatapathBinding>())
-    else {
+    let (Some(rows), Some(dps)) = (sb.table::<IpMulticast>(), sb.table::<DatapathBinding>()) else {
         return (out, warnings);
     };
     for (_, row) in rows.iter() {
@@ -536,12 +538,14 @@ impl Table {
 
     /// Ages groups and router ports (`mcast_snooping_run`): from the least recently used
     /// group on, expired members go, and groups left without members; it stops at the
-    /// first group with nothing expired.
-    pub fn run(&mut self, now_s: i64) {
+    /// first group with nothing expired. `true` when something went.
+    pub fn run(&mut self, now_s: i64) -> bool {
+        let mut changed = false;
         while let Some((_, addr)) = self.lru.first_key_value() {
             let addr = *addr;
             if self.groups.len() > self.max_entries {
                 self.remove_group(&addr);
+                changed = true;
                 continue;
             }
             let Some(g) = self.groups.get_mut(&addr) else {
@@ -560,10 +564,13 @@ impl Table {
             if expired == 0 {
                 break;
             }
+            changed = true;
         }
         while self.mrouters.first().is_some_and(|m| now_s >= m.1) {
             self.mrouters.remove(0);
+            changed = true;
         }
+        changed
     }
 
     /// The groups with members: address text -> ports.
@@ -633,6 +640,8 @@ pub struct DatapathGroups {
 pub struct Snooping {
     dps: BTreeMap<u32, Datapath>,
     last: Option<Snapshot>,
+    /// Something was learnt, aged or configured since [`Snooping::changed`] last looked.
+    dirty: bool,
 }
 
 impl Default for Snooping {
@@ -650,6 +659,7 @@ impl Snooping {
         Self {
             dps: BTreeMap::new(),
             last: None,
+            dirty: true,
         }
     }
 
@@ -657,7 +667,9 @@ impl Snooping {
     /// a new datapath starts with an empty table and a query due at once; a new
     /// `seq_no` flushes the table; gone datapaths are forgotten.
     pub fn configure(&mut self, cfgs: &BTreeMap<u32, Config>, now_ms: u64) {
+        let before = self.dps.len();
         self.dps.retain(|k, _| cfgs.contains_key(k));
+        self.dirty |= self.dps.len() != before;
         for (key, cfg) in cfgs {
             let dp = self.dps.entry(*key).or_insert_with(|| Datapath {
                 cfg: Config::default(),
@@ -667,6 +679,7 @@ impl Snooping {
             if dp.cfg == *cfg {
                 continue;
             }
+            self.dirty = true;
             if cfg.enabled {
                 let table = dp.table.get_or_insert_with(Table::default);
                 if dp.cfg.seq_no != cfg.seq_no {
@@ -703,6 +716,7 @@ impl Snooping {
             return false;
         };
         let now = secs(now_ms);
+        self.dirty = true;
         match msg {
             Message::Query { learn_mrouter } => {
                 if *learn_mrouter {
@@ -731,13 +745,17 @@ impl Snooping {
         let now = secs(now_ms);
         for d in self.dps.values_mut() {
             if let Some(t) = d.table.as_mut() {
-                t.run(now);
+                self.dirty |= t.run(now);
             }
         }
     }
 
     /// The state to write, when it differs from what was last returned.
     pub fn changed(&mut self) -> Option<Snapshot> {
+        if !self.dirty {
+            return None;
+        }
+        self.dirty = false;
         let snap = self.snapshot();
         if self.last.as_ref() == Some(&snap) {
             return None;
@@ -749,6 +767,7 @@ impl Snooping {
     /// Forgets what [`Snooping::changed`] returned last (it was not delivered).
     pub fn resend(&mut self) {
         self.last = None;
+        self.dirty = true;
     }
 
     pub fn snapshot(&self) -> Snapshot {
@@ -859,8 +878,7 @@ pub fn sync(
     snap: &Snapshot,
     txn: &mut Transaction,
 ) {
-    let (Some(dps), Some(pbs)) = (sb.table::<DatapathBinding>(), sb.table::<PortBinding>())
-    else {
+    let (Some(dps), Some(pbs)) = (sb.table::<DatapathBinding>(), sb.table::<PortBinding>()) else {
         return;
     };
     let dp_key: HashMap<Uuid, u32> = dps
@@ -868,10 +886,14 @@ pub fn sync(
         .filter_map(|(u, d)| Some((*u, u32::try_from(d.tunnel_key).ok()?)))
         .collect();
     let dp_uuid: HashMap<u32, Uuid> = dp_key.iter().map(|(u, k)| (*k, *u)).collect();
-    let port_uuid: HashMap<(Uuid, u32), Uuid> = pbs
-        .iter()
-        .filter_map(|(u, pb)| Some(((pb.datapath, u32::try_from(pb.tunnel_key).ok()?), *u)))
-        .collect();
+    // Only a snooping datapath needs the ports.
+    let port_uuid: HashMap<(Uuid, u32), Uuid> = if snap.datapaths.values().any(|d| d.enabled) {
+        pbs.iter()
+            .filter_map(|(u, pb)| Some(((pb.datapath, u32::try_from(pb.tunnel_key).ok()?), *u)))
+            .collect()
+    } else {
+        HashMap::new()
+    };
     let mut existing: HashMap<(Uuid, &str), (Uuid, &IgmpGroup)> = HashMap::new();
     if let Some(rows) = sb.table::<IgmpGroup>() {
         for (uuid, row) in rows.iter() {

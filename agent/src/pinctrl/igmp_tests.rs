@@ -183,7 +183,11 @@ fn mld_reports_done_and_query() {
     let mut q = q;
     q.extend_from_slice(&[0; 20]);
     assert_eq!(
-        parsed(&mld_frame(Ipv6Addr::UNSPECIFIED, "ff02::1".parse().expect("ip"), q.clone())),
+        parsed(&mld_frame(
+            Ipv6Addr::UNSPECIFIED,
+            "ff02::1".parse().expect("ip"),
+            q.clone()
+        )),
         Ok(Message::Query {
             learn_mrouter: false
         })
@@ -202,10 +206,7 @@ fn group_addresses_print_as_ovn_writes_them() {
         address_text(Ipv4Addr::new(239, 1, 2, 3).to_ipv6_mapped()),
         "239.1.2.3"
     );
-    assert_eq!(
-        address_text("ff0e::1:2".parse().expect("ip")),
-        "ff0e::1:2"
-    );
+    assert_eq!(address_text("ff0e::1:2".parse().expect("ip")), "ff0e::1:2");
 }
 
 fn mapped4(s: &str) -> Ipv6Addr {
@@ -228,9 +229,9 @@ fn join_refresh_leave_and_age() {
     assert_eq!(ports(&t, "239.0.0.1"), [2, 3]);
     // Port 2 refreshes at 10: it now expires at 30, port 3 at 25.
     t.add_group(mapped4("239.0.0.1"), 2, 10);
-    t.run(24);
+    assert!(!t.run(24), "nothing expired");
     assert_eq!(ports(&t, "239.0.0.1"), [2, 3]);
-    t.run(25);
+    assert!(t.run(25));
     assert_eq!(ports(&t, "239.0.0.1"), [2]);
     assert_eq!(t.next_expiry(), Some(30));
     // A leave takes the port out at once; the empty group is gone after the next run.
@@ -293,9 +294,9 @@ fn router_ports_age_and_their_reports_are_not_learnt() {
     assert!(!t.add_group(mapped4("239.0.0.1"), 7, 1));
     assert!(t.groups().is_empty());
     assert_eq!(t.mrouters(), BTreeSet::from([7]));
-    t.run(179);
+    assert!(!t.run(179));
     assert_eq!(t.mrouters(), BTreeSet::from([7]));
-    t.run(180);
+    assert!(t.run(180));
     assert!(t.mrouters().is_empty());
 }
 
@@ -324,7 +325,12 @@ fn row_defaults_and_querier_addresses() {
     });
     assert!(warn.is_none());
     assert_eq!(
-        (c.table_size, c.idle_time_s, c.query_interval_s, c.query_max_resp_s),
+        (
+            c.table_size,
+            c.idle_time_s,
+            c.query_interval_s,
+            c.query_max_resp_s
+        ),
         (2048, 40, 20, 1)
     );
     assert!(!c.querier_v4 && !c.querier_v6);
@@ -439,17 +445,16 @@ fn seq_no_flushes_and_disabling_forgets() {
     assert!(s.on_message(1, 2, &join, 0));
     assert!(!s.on_message(9, 2, &join, 0), "not a snooping datapath");
     let snap = s.changed().expect("changed");
-    assert_eq!(
-        snap.datapaths[&1].groups["239.0.0.1"],
-        BTreeSet::from([2])
-    );
+    assert_eq!(snap.datapaths[&1].groups["239.0.0.1"], BTreeSet::from([2]));
     // Refreshing changes nothing to write.
     s.on_message(1, 2, &join, 1000);
     assert!(s.changed().is_none());
     let mut flushed = c.clone();
     flushed.seq_no += 1;
     s.configure(&BTreeMap::from([(1, flushed.clone())]), 2000);
-    assert!(s.changed().expect("flushed").datapaths[&1].groups.is_empty());
+    assert!(s.changed().expect("flushed").datapaths[&1]
+        .groups
+        .is_empty());
     let mut off = flushed;
     off.enabled = false;
     s.configure(&BTreeMap::from([(1, off)]), 3000);
@@ -458,10 +463,13 @@ fn seq_no_flushes_and_disabling_forgets() {
     // Ageing on virtual time (idle 300 s).
     s.configure(&BTreeMap::from([(1, c)]), 4000);
     s.on_message(1, 3, &join, 4000);
+    assert!(s.changed().is_some());
     s.run(303_999);
+    assert!(s.changed().is_none(), "nothing aged yet");
     assert_eq!(s.group_count(), 1);
     s.run(304_000);
     assert_eq!(s.group_count(), 0);
+    assert!(s.changed().expect("aged").datapaths[&1].groups.is_empty());
 }
 
 const DP: &str = "00000000-0000-4000-8000-0000000000d1";
@@ -515,7 +523,10 @@ fn igmp_group_rows_follow_the_tables() {
     assert_eq!(o.matches("\"insert\"").count(), 2, "{o}");
     assert!(o.contains("\"address\":\"239.0.0.1\""), "{o}");
     assert!(o.contains("\"address\":\"mrouters\""), "{o}");
-    assert!(o.contains("0000000000a1") && o.contains("0000000000a2"), "{o}");
+    assert!(
+        o.contains("0000000000a1") && o.contains("0000000000a2"),
+        "{o}"
+    );
     // The rows are there: a port left (update), a stale group goes, another chassis'
     // row stays.
     let sb = southbound(&format!(
@@ -528,9 +539,15 @@ fn igmp_group_rows_follow_the_tables() {
     assert_eq!(o.matches("\"insert\"").count(), 0, "{o}");
     assert_eq!(o.matches("\"update\"").count(), 1, "{o}");
     assert_eq!(o.matches("\"delete\"").count(), 1, "{o}");
-    assert!(o.contains("0000000000e2") && !o.contains("0000000000e4"), "{o}");
+    assert!(
+        o.contains("0000000000e2") && !o.contains("0000000000e4"),
+        "{o}"
+    );
     // In sync: nothing to do.
-    let o = ops(&sb, &snapshot(&[("239.0.0.1", &[1, 2]), ("239.0.0.9", &[1])], true));
+    let o = ops(
+        &sb,
+        &snapshot(&[("239.0.0.1", &[1, 2]), ("239.0.0.9", &[1])], true),
+    );
     assert_eq!(o, "[\"OVN_Southbound\"]");
     // Snooping off: every row of ours goes, the mrouters one too.
     let o = ops(&sb, &snapshot(&[], false));
@@ -542,10 +559,7 @@ fn handler_turns_the_packet_in_into_a_message() {
     use crate::pinctrl::handlers::{handle, opcode, Context, Effect};
     use openflow::oxm::Match;
     use openflow::wire::{PacketIn2, PacketInProp};
-    let frame = igmp_frame(
-        Ipv4Addr::new(239, 0, 0, 1),
-        unhex("1600 0000 ef000001"),
-    );
+    let frame = igmp_frame(Ipv4Addr::new(239, 0, 0, 1), unhex("1600 0000 ef000001"));
     let mut md = Match::new();
     md.push(FieldId::reg(14), 2u32.to_be_bytes().to_vec(), None);
     md.push(FieldId::METADATA, 1u64.to_be_bytes().to_vec(), None);
@@ -568,7 +582,10 @@ fn handler_turns_the_packet_in_into_a_message() {
         panic!("{effects:?}");
     };
     assert_eq!((r.datapath, r.port), (1, 2));
-    assert_eq!(r.message, Message::Report(vec![Record::Join(v4("239.0.0.1"))]));
+    assert_eq!(
+        r.message,
+        Message::Report(vec![Record::Join(v4("239.0.0.1"))])
+    );
     let fwd = forward(r.datapath, r.port, MROUTER_FLOOD_KEY, r.packet.clone(), 37);
     let acts: Vec<String> = fwd.actions.iter().map(ToString::to_string).collect();
     assert_eq!(
@@ -583,7 +600,10 @@ fn handler_turns_the_packet_in_into_a_message() {
     let mut bad = frame;
     bad[40] ^= 0xff;
     let effects = handle(&pi(bad), &cx).expect("counted, skipped");
-    assert!(matches!(effects.as_slice(), [Effect::Rejected(_)]), "{effects:?}");
+    assert!(
+        matches!(effects.as_slice(), [Effect::Rejected(_)]),
+        "{effects:?}"
+    );
     assert!(handle(&pi(unhex("ffffffffffff 505400000001 0806 0001")), &cx).is_err());
 }
 
