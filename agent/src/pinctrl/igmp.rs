@@ -380,13 +380,12 @@ pub fn config(row: &IpMulticast) -> (Config, Option<&'static str>) {
     if !c.querier_v4 && !c.querier_v6 {
         warn = Some("IGMP Querier enabled without a valid IPv4 or IPv6 address");
     }
-    match parse_mac(&row.eth_src) {
-        Some(m) => c.eth_src = m,
-        None => {
-            c.querier_v4 = false;
-            c.querier_v6 = false;
-            warn = Some("IGMP Querier enabled with invalid ETH src address");
-        }
+    if let Some(m) = parse_mac(&row.eth_src) {
+        c.eth_src = m;
+    } else {
+        c.querier_v4 = false;
+        c.querier_v6 = false;
+        warn = Some("IGMP Querier enabled with invalid ETH src address");
     }
     (c, warn)
 }
