@@ -215,10 +215,13 @@ pub fn parse(frame: &[u8], h: &Headers) -> Result<Message, IgmpError> {
     }
 }
 
-/// An IGMP message of at least 8 bytes whose checksum is right.
+/// An IGMP message whose checksum is right (shorter than its 8-byte header: `Other`).
 pub fn parse_igmp(igmp: &[u8]) -> Message {
-    let group = Ipv4Addr::new(igmp[4], igmp[5], igmp[6], igmp[7]);
-    match igmp[0] {
+    let Some(&[kind, _, _, _, a, b, c, d]) = igmp.get(..8) else {
+        return Message::Other;
+    };
+    let group = Ipv4Addr::new(a, b, c, d);
+    match kind {
         IGMP_QUERY => Message::Query {
             learn_mrouter: true,
         },
@@ -255,8 +258,11 @@ fn record(kind: u8, nsrcs: u16, group: IpAddr) -> Record {
     }
 }
 
-/// An MLD message of at least 8 bytes whose checksum is right.
+/// An MLD message whose checksum is right (shorter than its 8-byte header: `Other`).
 pub fn parse_mld(mld: &[u8], src: Ipv6Addr) -> Message {
+    if mld.len() < 8 {
+        return Message::Other;
+    }
     let addr = v6_at(mld, 8).map(IpAddr::V6);
     match mld[0] {
         MLD_QUERY => Message::Query {

@@ -622,8 +622,8 @@ proptest! {
         if let Ok(h) = packet::parse(&frame6) {
             let _ = parse(&frame6, &h);
         }
-        let _ = parse_igmp(&[bytes.as_slice(), &[0; 8]].concat());
-        let _ = parse_mld(&[bytes.as_slice(), &[0; 8]].concat(), Ipv6Addr::LOCALHOST);
+        let _ = parse_igmp(&bytes);
+        let _ = parse_mld(&bytes, Ipv6Addr::LOCALHOST);
     }
 
     #[test]
