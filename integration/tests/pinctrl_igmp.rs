@@ -5,7 +5,9 @@
 //! must be the same with both controllers at every step, and go when snooping is turned
 //! off. The periodic IGMP and MLD general queries captured on a VIF must be the same
 //! bytes. A second scenario learns a router port from a VM's query (flooded to the other
-//! VM, and reports forwarded to it), fills a table of 10 groups and lets them age out.
+//! VM, and reports forwarded to it), fills a table of 10 groups and lets them age out; a
+//! third restarts the controller (the stale group rows go) and stops it with `exit` (all
+//! of the chassis's rows go).
 //!
 //! Intended difference (a 23.03.1 bug, DESIGN "The oracle"): ovn-controller sends the
 //! MLD query to 33:33:00:00:00:00, ovn-agent to 33:33:00:00:00:01, the MAC of ff02::1
@@ -457,10 +459,115 @@ const SCENARIOS: &[Scenario] = &[
     ),
 ];
 
+/// Adds `more` to `outcome`: its facts and unmet expectations.
+fn merge(outcome: &mut Outcome, more: Outcome) {
+    outcome.observation.facts.extend(more.observation.facts);
+    outcome.failures.extend(more.failures);
+}
+
+/// A group is learnt, then the controller restarts: the new process starts with empty
+/// tables and removes the rows the old one left (the `mrouters` row stays, empty). Then
+/// a graceful `exit` takes the chassis's IGMP_Group rows with it (`chassis` is a weak
+/// reference: they would stay, naming no chassis). The controller is started again and
+/// snooping turned off.
+fn restart_and_exit(net: &mut Net) -> Outcome {
+    let started = Instant::now();
+    let Some(ctl) = net.setup.controller("hv1").cloned() else {
+        return Outcome {
+            failures: vec!["no controller on hv1".to_owned()],
+            ..Outcome::default()
+        };
+    };
+    let mut p = net.probe();
+    p.nbctl(&[
+        "set",
+        "Logical_Switch",
+        "sw0",
+        "other_config:mcast_snoop=true",
+    ]);
+    p.wait_hv("snooping on");
+    let g = Ipv4Addr::new(239, 5, 5, 5);
+    let vm1_ip = Ipv4Addr::new(10, 0, 0, 1);
+    p.send("vm1", &igmp(VM1_MAC, vm1_ip, g, igmpv2(0x16, g)));
+    expect_rows(
+        &mut p,
+        net,
+        "rows before the restart",
+        &["239.5.5.5 [vm1] hv1", "mrouters [] hv1"],
+    );
+    let mut outcome = p.finish(&net.ports());
+    let mut failures = Vec::new();
+    if let Ok(c) = net.lab.chassis_mut("hv1") {
+        c.stop_controller();
+    }
+    if let Err(e) = net
+        .lab
+        .start_controller("hv1", &ctl)
+        .and_then(|()| net.lab.central().wait_hv_sync())
+    {
+        failures.push(format!("restart the controller: {e}"));
+    }
+    let mut p = net.probe();
+    expect_rows(&mut p, net, "rows after the restart", &["mrouters [] hv1"]);
+    merge(&mut outcome, p.finish(&net.ports()));
+    let exited = net
+        .lab
+        .chassis_mut("hv1")
+        .and_then(|c| c.exit_controller(Duration::from_secs(10)));
+    if let Err(e) = exited {
+        failures.push(format!("exit the controller: {e}"));
+    }
+    let mut p = net.probe();
+    expect_rows(&mut p, net, "rows after a graceful exit", &[]);
+    merge(&mut outcome, p.finish(&[]));
+    if let Err(e) = net
+        .lab
+        .start_controller("hv1", &ctl)
+        .and_then(|()| net.lab.central().wait_hv_sync())
+    {
+        failures.push(format!("start the controller again: {e}"));
+    }
+    for port in net.ports() {
+        if let Err(e) = integration::scenario::wait_port_up(net.lab.central(), port) {
+            failures.push(format!("{port} up again: {e}"));
+        }
+    }
+    let mut p = net.probe();
+    expect_rows(
+        &mut p,
+        net,
+        "rows after the new start",
+        &["mrouters [] hv1"],
+    );
+    p.nbctl(&[
+        "remove",
+        "Logical_Switch",
+        "sw0",
+        "other_config",
+        "mcast_snoop",
+    ]);
+    p.wait_hv("snooping off");
+    expect_rows(&mut p, net, "rows with snooping off", &[]);
+    merge(&mut outcome, p.finish(&net.ports()));
+    outcome.failures.extend(failures);
+    outcome.elapsed = started.elapsed();
+    outcome
+}
+
 #[test]
 fn igmp_snooping_matches_ovn_controller() {
     let setups = Setup::oracle_and_agent(&CHASSIS);
-    let (nets, report) = common::run_all(&setups, topology, SCENARIOS);
+    let (mut nets, mut report) = common::run_all(&setups, topology, SCENARIOS);
+    for net in &mut nets {
+        let outcome = restart_and_exit(net);
+        eprintln!(
+            "[{}] restart and exit: {} unmet, {:.1}s",
+            net.setup.label,
+            outcome.failures.len(),
+            outcome.elapsed.as_secs_f64()
+        );
+        report.add("restart and exit", &net.setup.label.clone(), outcome);
+    }
     for net in &nets {
         if net.setup.label != ORACLE {
             let stats = net
