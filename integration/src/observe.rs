@@ -24,8 +24,33 @@ const QUIET: Duration = Duration::from_millis(300);
 /// ARPs on localnet ports on a timer, so how many fall into a scenario's window depends on
 /// timing. `tests/garp.rs` compares the announcements themselves. A scenario that cares
 /// about ARP sends a request and checks the reply, which is not gratuitous.
+/// The IGMP and MLD queries of a switch's multicast querier are timer-driven too
+/// (`tests/pinctrl_igmp.rs` compares them).
 pub fn is_unsolicited(frame: &[u8]) -> bool {
-    arp_summary(frame).is_some_and(|a| a.is_gratuitous())
+    arp_summary(frame).is_some_and(|a| a.is_gratuitous()) || is_multicast_query(frame)
+}
+
+/// An IGMP query (IPv4 protocol 2, type 0x11) or an MLD query (ICMPv6 type 130, directly
+/// or behind one hop-by-hop header), untagged.
+pub fn is_multicast_query(frame: &[u8]) -> bool {
+    let Some(eth_type) = frame.get(12..14) else {
+        return false;
+    };
+    match eth_type {
+        [0x08, 0x00] => {
+            let ihl = usize::from(frame.get(14).map_or(0, |b| b & 0x0f)) * 4;
+            frame.get(23) == Some(&2) && ihl >= 20 && frame.get(14 + ihl) == Some(&0x11)
+        }
+        [0x86, 0xdd] => match frame.get(20) {
+            Some(58) => frame.get(54) == Some(&130),
+            Some(0) => {
+                let len = (usize::from(frame.get(55).copied().unwrap_or(0)) + 1) * 8;
+                frame.get(54) == Some(&58) && frame.get(54 + len) == Some(&130)
+            }
+            _ => false,
+        },
+        _ => false,
+    }
 }
 
 /// A port's binding in the Southbound `Port_Binding` table.

@@ -131,6 +131,9 @@ pub async fn run(
     let pin_stats = std::sync::Arc::new(crate::pinctrl::Stats::default());
     let mut pin_writes: Vec<crate::pinctrl::buffer::SbWrite> = Vec::new();
     let mut pin_view_dirty = true;
+    // The snooping tables pinctrl reported last, and whether IGMP_Group may differ.
+    let mut igmp_wanted: Option<crate::pinctrl::igmp::Snapshot> = None;
+    let mut igmp_dirty = false;
     let mut announcements = crate::pinctrl::announce::Announcements::default();
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
     let (mut sb_busy, mut ovs_busy) = (false, false);
@@ -184,7 +187,17 @@ pub async fn run(
             }
             batch = async { match pin.as_mut() { Some(p) => p.writes.recv().await, None => std::future::pending().await } } => {
                 match batch {
-                    Some(b) => pin_writes.extend(b),
+                    Some(b) => {
+                        for w in b {
+                            match w {
+                                crate::pinctrl::buffer::SbWrite::Igmp(snap) => {
+                                    igmp_wanted = Some(snap);
+                                    igmp_dirty = true;
+                                }
+                                w => pin_writes.push(w),
+                            }
+                        }
+                    }
                     None => pin = None,
                 }
                 changed = true;
@@ -206,6 +219,7 @@ pub async fn run(
                         }
                         sb_busy = false;
                         tracing::debug!(target: "main", "southbound transaction done");
+                        igmp_dirty = true;
                         if let Err(e) = r { tracing::info!(target: "main", "southbound transaction: {e}"); }
                     }
                     Some(Done::OvsTxn(r)) => {
@@ -337,12 +351,33 @@ pub async fn run(
             pin_view_dirty |= changed;
             pin_writes.extend(learn);
         }
-        // pinctrl's MAC bindings go in their own transaction, when the engine's is done.
-        if let (false, false, Some(s)) = (pin_writes.is_empty(), sb_busy, sb.as_ref()) {
+        // pinctrl's MAC bindings and IGMP groups go in their own transaction, when the
+        // engine's is done.
+        igmp_dirty |= pin_view_dirty;
+        let igmp_due = igmp_dirty && igmp_wanted.is_some() && engine.sb_connected;
+        if let (true, false, Some(s)) = (!pin_writes.is_empty() || igmp_due, sb_busy, sb.as_ref()) {
             let writes = std::mem::take(&mut pin_writes);
-            if let Some(txn) =
-                crate::pinctrl::sb_write::txn(&engine.sb.replica, &writes, crate::engine::now_ms())
+            let mut txn =
+                crate::pinctrl::sb_write::txn(&engine.sb.replica, &writes, crate::engine::now_ms());
+            if let (true, Some(snap), Some(chassis)) =
+                (igmp_due, igmp_wanted.as_ref(), engine.runtime.chassis)
             {
+                igmp_dirty = false;
+                let t = txn
+                    .get_or_insert_with(|| sbclient::Transaction::new(sbclient::ovn_sb::DATABASE));
+                let local = &engine.runtime.local_datapaths;
+                crate::pinctrl::igmp::sync(
+                    &engine.sb.replica,
+                    chassis,
+                    |dp| local.contains_key(&dp),
+                    snap,
+                    t,
+                );
+                if t.is_empty() {
+                    txn = None;
+                }
+            }
+            if let Some(txn) = txn {
                 sb_busy = true;
                 crate::coverage::SB_TXN.inc();
                 spawn_txn(s.client.clone(), txn, done_tx.clone(), Done::SbTxn);
@@ -408,7 +443,9 @@ fn pin_view(engine: &Engine, announce: &[crate::pinctrl::garp::Announce]) -> cra
     let mut view = crate::pinctrl::View::from_replica(&engine.sb.replica, l.output_entry, l.egress);
     view.ingress_table = l.ingress;
     view.announce = announce.to_vec();
+    let local = &engine.runtime.local_datapaths;
     view.with_services(&engine.sb.replica, engine.runtime.chassis, l.local_output)
+        .with_multicast(&engine.sb.replica, |dp| local.contains_key(&dp))
 }
 
 fn log_slow_run(
@@ -521,6 +558,8 @@ fn on_sb_event(engine: &mut Engine, ev: &Event, bindings_changed: &mut bool) -> 
                         | "Service_Monitor"
                         | "Chassis"
                         | "DNS"
+                        | "IP_Multicast"
+                        | "IGMP_Group"
                 )
             });
             engine.sb_changed();

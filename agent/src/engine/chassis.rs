@@ -270,11 +270,19 @@ pub fn ack_nb_cfg(
     true
 }
 
-/// Graceful exit (`exit` without `--restart`): our Chassis and Chassis_Private go, and
-/// every binding that points to us is cleared.
+/// Graceful exit (`exit` without `--restart`): our Chassis, Chassis_Private and
+/// IGMP_Group rows go, and every binding that points to us is cleared.
 pub fn cleanup(sb: &Replica, name: &str, txn: &mut Transaction) {
-    use sbclient::ovn_sb::PortBinding;
+    use sbclient::ovn_sb::{IgmpGroup, PortBinding};
     let me = find_chassis(sb, name).map(|(u, _)| *u);
+    // `chassis` is a weak reference: the rows would stay, naming no chassis.
+    if let (Some(me), Some(groups)) = (me, sb.table::<IgmpGroup>()) {
+        for (uuid, g) in groups.iter() {
+            if g.chassis == Some(me) {
+                txn.delete("IGMP_Group", &by_uuid(*uuid));
+            }
+        }
+    }
     if let (Some(me), Some(pbs)) = (me, sb.table::<PortBinding>()) {
         for (uuid, pb) in pbs.iter() {
             if pb.chassis == Some(me) {

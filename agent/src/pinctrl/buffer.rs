@@ -129,6 +129,9 @@ pub enum SbWrite {
     Event(super::events::EmptyLbBackends, sbclient::Uuid),
     Vport(super::vport::VportClaim, sbclient::Uuid),
     SvcStatus(super::svc_monitor::StatusWrite),
+    /// The snooping tables as they are now, for `IGMP_Group` (the newest one wins; the
+    /// main loop keeps it and makes the rows follow it).
+    Igmp(super::igmp::Snapshot),
     /// A binding a gratuitous ARP teaches a local router directly; `update_only`: only an
     /// existing row changes (the router has `always_learn_from_arp_request=false`).
     Announced {

@@ -88,6 +88,7 @@ pub fn spawn(target: &str, view: Arc<View>, stats: Arc<Stats>) -> Result<Pinctrl
         inject: inject_rx,
         ras: RaSchedule::default(),
         ra_jitter: Jitter::from_clock(),
+        snooping: super::igmp::Snooping::new(),
     };
     let t = target.to_owned();
     std::thread::Builder::new()
@@ -140,6 +141,8 @@ struct Task {
     vports: super::vport::Pending,
     /// The health checks of the Service_Monitor rows bound here.
     monitors: super::svc_monitor::Monitors,
+    /// IGMP / MLD snooping tables and the querier, on the `epoch` clock.
+    snooping: super::igmp::Snooping,
 }
 
 /// A seed for the health checks' sequence numbers and source ports.
@@ -181,6 +184,8 @@ impl Task {
         let rows = self.view.borrow().service_monitors.clone();
         self.monitors.sync(&rows, Instant::now());
         self.follow_ras();
+        let now = self.now_ms();
+        self.snooping.configure(&first.ip_multicast, now);
         loop {
             if self.session.is_none() {
                 let Ok(s) = self.handle.wait_connected().await else {
@@ -229,6 +234,7 @@ impl Task {
                 _ = tick.tick() => {
                     let now = Instant::now();
                     self.health_checks(now).await;
+                    self.multicast(now).await;
                     self.flush(now);
                     self.announce(now).await;
                 }
@@ -342,6 +348,20 @@ impl Task {
                             .into_iter()
                             .map(Message::PacketOut),
                     );
+                }
+                Effect::Igmp(r) => {
+                    let now_ms = self.clock_ms(now);
+                    if self
+                        .snooping
+                        .on_message(r.datapath, r.port, &r.message, now_ms)
+                    {
+                        if let Some(key) = r.message.forward_to() {
+                            let table = self.view.borrow().output_entry_table;
+                            out.push(Message::PacketOut(super::igmp::forward(
+                                r.datapath, r.port, key, r.packet, table,
+                            )));
+                        }
+                    }
                 }
                 Effect::Rejected(_) => {}
                 Effect::Info(line) => crate::vlog_rl!(INFO, &NOTES, target: "pinctrl", "{line}"),
@@ -459,9 +479,12 @@ impl Task {
             );
         }
         due.extend(self.monitors.statuses().into_iter().map(SbWrite::SvcStatus));
+        due.extend(self.snooping.changed().map(SbWrite::Igmp));
         if !due.is_empty() {
             let n = due.len() as u64;
             if self.writes.try_send(due).is_err() {
+                // The snooping state goes again with the next batch.
+                self.snooping.resend();
                 bump(&self.stats.binding_drops, n);
                 coverage::PINCTRL_DROP_PUT_MAC_BINDING.add(n);
             }
@@ -483,6 +506,31 @@ impl Task {
             .into_iter()
             .map(Message::PacketOut)
             .collect();
+        if !out.is_empty() {
+            self.send(&out).await;
+        }
+    }
+
+    /// Ages the snooping tables and sends the IGMP / MLD queries that are due (none
+    /// while disconnected: they wait).
+    async fn multicast(&mut self, now: Instant) {
+        let now_ms = self.clock_ms(now);
+        self.snooping.run(now_ms);
+        self.stats.igmp_groups.store(
+            self.snooping.group_count() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        if self.session.is_none() || self.snooping.next_query().is_none_or(|t| t > now_ms) {
+            return;
+        }
+        let table = self.view.borrow().local_output_table;
+        let out: Vec<Message> = self
+            .snooping
+            .queries(now_ms, table)
+            .into_iter()
+            .map(Message::PacketOut)
+            .collect();
+        bump(&self.stats.igmp_queries_sent, out.len() as u64);
         if !out.is_empty() {
             self.send(&out).await;
         }
@@ -515,6 +563,7 @@ impl Task {
         self.monitors.sync(&view.service_monitors, Instant::now());
         let now = self.clock_ms(Instant::now());
         self.garps.sync(&view.announce, now);
+        self.snooping.configure(&view.ip_multicast, now);
         let ready: Vec<_> = self
             .buffers
             .keys()

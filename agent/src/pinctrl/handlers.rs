@@ -30,6 +30,7 @@ pub mod opcode {
     pub const PUT_ICMP4_FRAG_MTU: u32 = 13;
     pub const ICMP4_ERROR: u32 = 14;
     pub const EVENT: u32 = 15;
+    pub const IGMP: u32 = 16;
     pub const BIND_VPORT: u32 = 17;
     pub const HANDLE_SVC_CHECK: u32 = 18;
     pub const ICMP6_ERROR: u32 = 20;
@@ -113,6 +114,8 @@ pub enum Effect {
     /// The input was bad, yet the paused pipeline is resumed as ovn-controller resumes it
     /// (a `Resume` beside this): counted as skipped and logged.
     Rejected(Skip),
+    /// An IGMP or MLD message to learn from (`igmp;`).
+    Igmp(super::igmp::Received),
     /// A line for the log (module `pinctrl`, level INFO, rate-limited), such as the
     /// `DHCPOFFER <mac> <ip>` ovn-controller writes.
     Info(String),
@@ -233,6 +236,18 @@ pub fn handle(pi: &PacketIn2, cx: &Context) -> Result<Vec<Effect>, Skip> {
             .into_iter()
             .collect()),
         opcode::PUT_ND_RA_OPTS => super::ra::put_nd_ra_opts(&p, &h),
+        opcode::IGMP => match super::igmp::parse(p.packet, &h) {
+            Ok(message) => Ok(vec![Effect::Igmp(super::igmp::Received {
+                datapath: p.regs.datapath(),
+                port: p.regs.reg(14),
+                message,
+                packet: p.packet.to_vec(),
+            })]),
+            Err(super::igmp::IgmpError::NotIp) => {
+                Err(Skip::WrongPacket("IGMP action on non-IP packet"))
+            }
+            Err(e) => Ok(vec![Effect::Rejected(Skip::Malformed(e.to_string()))]),
+        },
         op if (op as usize) < opcode::COUNT => Err(Skip::NotYet(op)),
         op => Err(Skip::UnknownOpcode(op)),
     }

@@ -14,6 +14,8 @@
 //! Load balancer health checks ([`svc_monitor`], `handle_svc_check`), controller events
 //! ([`events`], `trigger_event`) and virtual port claims ([`vport`], `bind_vport`).
 //! `put_dhcp_opts` / `put_dhcpv6_opts`: DHCPv4 and DHCPv6 replies ([`dhcp`], [`dhcpv6`]).
+//! `igmp`: IGMP/MLD snooping written to `IGMP_Group`, and the IGMP/MLD querier
+//! ([`igmp`], [`igmp_query`]).
 
 pub mod acl_log;
 pub mod announce;
@@ -25,6 +27,8 @@ pub mod driver;
 pub mod events;
 pub mod garp;
 pub mod handlers;
+pub mod igmp;
+pub mod igmp_query;
 pub mod inject;
 pub mod metadata;
 pub mod packet;

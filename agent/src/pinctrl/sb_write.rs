@@ -60,7 +60,10 @@ fn services(sb: &Replica, writes: &[SbWrite], txn: &mut Transaction) {
             SbWrite::Event(e, ch) => events.entry(*ch).or_default().push(e.clone()),
             SbWrite::Vport(c, ch) => claims.entry(*ch).or_default().push(*c),
             SbWrite::SvcStatus(s) => statuses.push(*s),
-            SbWrite::MacBinding(_) | SbWrite::Fdb(_) | SbWrite::Announced { .. } => {}
+            SbWrite::MacBinding(_)
+            | SbWrite::Fdb(_)
+            | SbWrite::Announced { .. }
+            | SbWrite::Igmp(_) => {}
         }
     }
     for (ch, e) in events {

@@ -36,6 +36,10 @@ pub struct Stats {
     pub announcements_sent: AtomicU64,
     /// Periodic router advertisements sent.
     pub ras_sent: AtomicU64,
+    /// IGMP / MLD queries sent by the querier.
+    pub igmp_queries_sent: AtomicU64,
+    /// Multicast groups in the snooping tables (a gauge).
+    pub igmp_groups: AtomicU64,
 }
 
 impl Default for Stats {
@@ -55,6 +59,8 @@ impl Default for Stats {
             sessions: AtomicU64::new(0),
             announcements_sent: AtomicU64::new(0),
             ras_sent: AtomicU64::new(0),
+            igmp_queries_sent: AtomicU64::new(0),
+            igmp_groups: AtomicU64::new(0),
         }
     }
 }
@@ -101,6 +107,14 @@ impl Stats {
                 out,
                 "periodic router advertisements sent {}",
                 get(&self.ras_sent)
+            );
+        }
+        if get(&self.igmp_queries_sent) > 0 || get(&self.igmp_groups) > 0 {
+            let _ = writeln!(
+                out,
+                "multicast groups snooped {}, IGMP/MLD queries sent {}",
+                get(&self.igmp_groups),
+                get(&self.igmp_queries_sent)
             );
         }
         for i in 0..SLOTS {

@@ -36,7 +36,12 @@ pub struct View {
     pub dns: super::dns::DnsRecords,
     /// Router ports that send periodic RAs, by name.
     pub periodic_ras: std::collections::BTreeMap<String, super::ra::PeriodicRa>,
+    /// The multicast snooping configuration of the local datapaths (their
+    /// `IP_Multicast` rows), by datapath key; see [`View::with_multicast`].
+    pub ip_multicast: std::collections::BTreeMap<u32, super::igmp::Config>,
 }
+
+static QUERIER_CONFIG: crate::vlog::RateLimit = crate::vlog::RateLimit::new(1, 5);
 
 pub fn parse_mac(s: &str) -> Option<Mac> {
     let mut out = [0u8; 6];
@@ -100,6 +105,17 @@ impl View {
         self.service_monitors = super::svc_monitor::rows(sb, chassis, |dp| {
             u32::try_from(dps?.get(&dp)?.tunnel_key).ok()
         });
+        self
+    }
+
+    /// Adds the `IP_Multicast` configuration of the datapaths `local` says are local.
+    #[must_use]
+    pub fn with_multicast(mut self, sb: &Replica, local: impl Fn(Uuid) -> bool) -> Self {
+        let (cfgs, warnings) = super::igmp::configs_from_replica(sb, local);
+        for w in warnings {
+            crate::vlog_rl!(WARN, &QUERIER_CONFIG, target: "pinctrl", "{w}");
+        }
+        self.ip_multicast = cfgs;
         self
     }
 

@@ -1,0 +1,967 @@
+//! IGMP / MLD snooping (`igmp;`), as ovn-controller 23.03.1's pinctrl does it with OVS's
+//! `mcast-snooping` library: every logical switch whose `IP_Multicast` row is enabled
+//! keeps a table of multicast groups, each with the logical ports that joined it, aged
+//! by `idle_timeout` and bounded by `table_size` (the least recently used group makes
+//! room); IGMP and MLD queries mark their port as leading to a multicast router
+//! (aged after 180 s). Reports are forwarded to the switch's multicast routers
+//! (`_MC_mrouter_flood`), queries flooded to the L2 domain (`_MC_flood_l2`). The main
+//! loop writes the tables to `IGMP_Group` ([`sync`]); the querier lives in
+//! [`super::igmp_query`].
+//!
+//! Sans-IO: [`parse`] reads one packet; [`Snooping`] is told the configuration
+//! ([`Snooping::configure`]), the messages ([`Snooping::on_message`]) and the time in
+//! milliseconds ([`Snooping::run`]).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use openflow::action::Action;
+use openflow::oxm::{FieldId, MatchField};
+use openflow::wire::PacketOut;
+use sbclient::ovn_sb::{DatapathBinding, IgmpGroup, IpMulticast, PortBinding};
+use sbclient::transaction::by_uuid;
+use sbclient::{Atom, Columns, Datum, Replica, Transaction, Uuid};
+
+use super::packet::{Headers, Mac, L3};
+use super::view::parse_mac;
+
+/// The `IGMP_Group` address of the row that lists a switch's multicast router ports.
+pub const MROUTERS: &str = "mrouters";
+/// `OVN_MCAST_FLOOD_TUNNEL_KEY`: every port of the datapath (`_MC_flood`).
+pub const FLOOD_KEY: u32 = 32768;
+/// `OVN_MCAST_MROUTER_FLOOD_TUNNEL_KEY`: ports toward multicast routers.
+pub const MROUTER_FLOOD_KEY: u32 = 32770;
+/// `OVN_MCAST_FLOOD_L2_TUNNEL_KEY`: the switch's L2 domain, router ports excluded.
+pub const FLOOD_L2_KEY: u32 = 32772;
+
+const DEFAULT_TABLE_SIZE: u32 = 2048;
+const DEFAULT_IDLE_S: u32 = 300;
+const MIN_QUERY_INTERVAL_S: u32 = 1;
+const DEFAULT_QUERY_MAX_RESP_S: u32 = 1;
+/// `MCAST_MROUTER_PORT_IDLE_TIME`.
+pub const MROUTER_IDLE_S: i64 = 180;
+const OFPP_CONTROLLER16: u16 = 0xfffd;
+
+const IGMP_QUERY: u8 = 0x11;
+const IGMPV1_REPORT: u8 = 0x12;
+const IGMPV2_REPORT: u8 = 0x16;
+const IGMP_LEAVE: u8 = 0x17;
+const IGMPV3_REPORT: u8 = 0x22;
+const MLD_QUERY: u8 = 130;
+const MLD_REPORT: u8 = 131;
+const MLD_DONE: u8 = 132;
+const MLD2_REPORT: u8 = 143;
+/// IGMPv3 / MLDv2 record types `MODE_IS_INCLUDE` .. `BLOCK_OLD_SOURCES`.
+const MODE_IS_INCLUDE: u8 = 1;
+const CHANGE_TO_INCLUDE: u8 = 3;
+const BLOCK_OLD_SOURCES: u8 = 6;
+
+const PROTO_IGMP: u8 = 2;
+const PROTO_ICMPV6: u8 = 58;
+
+// ---------------------------------------------------------------------------------------
+// Parsing
+
+/// One membership change a report carries (a group address, IPv4 ones as IPv4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Record {
+    Join(IpAddr),
+    Leave(IpAddr),
+}
+
+/// What an IGMP or MLD message means to snooping.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Message {
+    /// A general or group query: the port leads to a multicast router (an MLD query from
+    /// `::` teaches nothing, yet it is flooded).
+    Query { learn_mrouter: bool },
+    /// Joins and leaves, in order (IGMPv1/v2/v3 reports and leaves, MLDv1/v2 reports
+    /// and dones).
+    Report(Vec<Record>),
+    /// A type snooping ignores.
+    Other,
+}
+
+impl Message {
+    /// Where ovn-controller forwards the packet after learning from it.
+    pub fn forward_to(&self) -> Option<u32> {
+        match self {
+            Message::Query { .. } => Some(FLOOD_L2_KEY),
+            Message::Report(_) => Some(MROUTER_FLOOD_KEY),
+            Message::Other => None,
+        }
+    }
+}
+
+/// An `igmp;` packet-in: the logical datapath and inport, what the packet says, and the
+/// packet itself (forwarded on as it came).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Received {
+    pub datapath: u32,
+    pub port: u32,
+    pub message: Message,
+    pub packet: Vec<u8>,
+}
+
+/// Why an `igmp;` packet was not learnt from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum IgmpError {
+    #[error("IGMP action on non-IP packet")]
+    NotIp,
+    #[error("multicast snooping received bad IGMP checksum")]
+    BadIgmp,
+    #[error("multicast snooping received bad MLD checksum")]
+    BadMld,
+}
+
+fn sum16(data: &[u8], mut sum: u32) -> u32 {
+    for c in data.chunks(2) {
+        sum += u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]));
+    }
+    sum
+}
+
+fn fold(mut sum: u32) -> u16 {
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+fn be16(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
+}
+
+fn v6_at(b: &[u8], at: usize) -> Option<Ipv6Addr> {
+    let raw: [u8; 16] = b.get(at..at + 16)?.try_into().ok()?;
+    Some(Ipv6Addr::from(raw))
+}
+
+/// The transport bytes of an IPv6 packet after its extension headers (hop-by-hop,
+/// routing, destination options, AH, first fragment), as OVS's flow extraction walks
+/// them; `None` when the next header is not ICMPv6.
+fn icmpv6_payload(ip6: &[u8]) -> Option<&[u8]> {
+    let plen = usize::from(be16(ip6, 4)?);
+    let end = (40 + plen).min(ip6.len());
+    let mut next = *ip6.get(6)?;
+    let mut at = 40;
+    loop {
+        match next {
+            PROTO_ICMPV6 => return ip6.get(at..end.max(at)),
+            // Hop-by-hop, routing, destination options.
+            0 | 43 | 60 => {
+                let h = ip6.get(at..at + 8)?;
+                next = h[0];
+                at += (usize::from(h[1]) + 1) * 8;
+            }
+            // AH.
+            51 => {
+                let h = ip6.get(at..at + 8)?;
+                next = h[0];
+                at += (usize::from(h[1]) + 2) * 4;
+            }
+            // Fragment: only the first one carries the message.
+            44 => {
+                let h = ip6.get(at..at + 8)?;
+                if u16::from_be_bytes([h[2], h[3]]) & 0xfff8 != 0 {
+                    return None;
+                }
+                next = h[0];
+                at += 8;
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// Reads an `igmp;` packet: an IGMP message in IPv4 or an MLD message in IPv6, its
+/// checksum checked (a bad one teaches nothing and is not forwarded).
+pub fn parse(frame: &[u8], h: &Headers) -> Result<Message, IgmpError> {
+    let l3 = frame.get(h.l3_offset..).unwrap_or_default();
+    match h.l3 {
+        L3::Ipv4 {
+            proto, total_len, ..
+        } => {
+            let l4_at = h
+                .l4_offset
+                .unwrap_or(frame.len())
+                .saturating_sub(h.l3_offset);
+            let end = usize::from(total_len).min(l3.len());
+            if proto != PROTO_IGMP {
+                return Ok(Message::Other);
+            }
+            let igmp = l3.get(l4_at..end.max(l4_at)).unwrap_or_default();
+            if igmp.len() < 8 || fold(sum16(igmp, 0)) != 0 {
+                return Err(IgmpError::BadIgmp);
+            }
+            Ok(parse_igmp(igmp))
+        }
+        L3::Ipv6 { src, dst, .. } => {
+            let Some(icmp) = icmpv6_payload(l3) else {
+                return Ok(Message::Other);
+            };
+            let len = icmp.len() as u32;
+            let pseudo = sum16(&src.octets(), 0)
+                + sum16(&dst.octets(), 0)
+                + (len >> 16)
+                + (len & 0xffff)
+                + u32::from(PROTO_ICMPV6);
+            if icmp.len() < 8 || fold(sum16(icmp, pseudo)) != 0 {
+                return Err(IgmpError::BadMld);
+            }
+            Ok(parse_mld(icmp, src))
+        }
+        L3::Other => Err(IgmpError::NotIp),
+    }
+}
+
+/// An IGMP message whose checksum is right (shorter than its 8-byte header: `Other`).
+pub fn parse_igmp(igmp: &[u8]) -> Message {
+    let Some(&[kind, _, _, _, a, b, c, d]) = igmp.get(..8) else {
+        return Message::Other;
+    };
+    let group = Ipv4Addr::new(a, b, c, d);
+    match kind {
+        IGMP_QUERY => Message::Query {
+            learn_mrouter: true,
+        },
+        IGMPV1_REPORT | IGMPV2_REPORT => Message::Report(vec![Record::Join(group.into())]),
+        IGMP_LEAVE => Message::Report(vec![Record::Leave(group.into())]),
+        IGMPV3_REPORT => {
+            let n = be16(igmp, 6).unwrap_or(0);
+            let mut out = Vec::new();
+            let mut at = 8;
+            for _ in 0..n {
+                let Some(r) = igmp.get(at..at + 8) else { break };
+                // OVS re-reads an unknown record instead of skipping it: nothing after
+                // it counts.
+                if !(MODE_IS_INCLUDE..=BLOCK_OLD_SOURCES).contains(&r[0]) {
+                    break;
+                }
+                let nsrcs = u16::from_be_bytes([r[2], r[3]]);
+                let group = IpAddr::V4(Ipv4Addr::new(r[4], r[5], r[6], r[7]));
+                out.push(record(r[0], nsrcs, group));
+                at += 8 + usize::from(nsrcs) * 4 + usize::from(r[1]);
+            }
+            Message::Report(out)
+        }
+        _ => Message::Other,
+    }
+}
+
+fn record(kind: u8, nsrcs: u16, group: IpAddr) -> Record {
+    // INCLUDE with no sources is a leave.
+    if nsrcs == 0 && (kind == MODE_IS_INCLUDE || kind == CHANGE_TO_INCLUDE) {
+        Record::Leave(group)
+    } else {
+        Record::Join(group)
+    }
+}
+
+/// An MLD message whose checksum is right (shorter than its 8-byte header: `Other`).
+pub fn parse_mld(mld: &[u8], src: Ipv6Addr) -> Message {
+    if mld.len() < 8 {
+        return Message::Other;
+    }
+    let addr = v6_at(mld, 8).map(IpAddr::V6);
+    match mld[0] {
+        MLD_QUERY => Message::Query {
+            learn_mrouter: !src.is_unspecified(),
+        },
+        MLD_REPORT => Message::Report(addr.map(Record::Join).into_iter().collect()),
+        MLD_DONE => Message::Report(addr.map(Record::Leave).into_iter().collect()),
+        MLD2_REPORT => {
+            let n = be16(mld, 6).unwrap_or(0);
+            let mut out = Vec::new();
+            let mut at = 8;
+            for _ in 0..n {
+                let (Some(r), Some(group)) = (mld.get(at..at + 4), v6_at(mld, at + 4)) else {
+                    break;
+                };
+                let nsrcs = u16::from_be_bytes([r[2], r[3]]);
+                if (MODE_IS_INCLUDE..=BLOCK_OLD_SOURCES).contains(&r[0]) {
+                    out.push(record(r[0], nsrcs, IpAddr::V6(group)));
+                }
+                at += 20 + usize::from(nsrcs) * 16 + usize::from(r[1]);
+            }
+            Message::Report(out)
+        }
+        _ => Message::Other,
+    }
+}
+
+/// The `IGMP_Group` address text of a group (`ipv6_string_mapped`: IPv4 dotted).
+pub fn address_text(a: Ipv6Addr) -> String {
+    match a.to_ipv4_mapped() {
+        Some(v4) => v4.to_string(),
+        None => a.to_string(),
+    }
+}
+
+fn mapped(a: IpAddr) -> Ipv6Addr {
+    match a {
+        IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+        IpAddr::V6(v6) => v6,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Configuration
+
+/// A datapath's multicast configuration (`ip_mcast_snoop_cfg_load`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub enabled: bool,
+    pub querier_v4: bool,
+    pub querier_v6: bool,
+    pub table_size: u32,
+    pub idle_time_s: u32,
+    pub query_interval_s: u32,
+    pub query_max_resp_s: u32,
+    pub seq_no: i64,
+    pub eth_src: Mac,
+    pub ip4_src: Ipv4Addr,
+    pub ip6_src: Ipv6Addr,
+}
+
+impl Default for Config {
+    /// All zero, as a datapath's configuration starts before its row is read.
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            querier_v4: false,
+            querier_v6: false,
+            table_size: 0,
+            idle_time_s: 0,
+            query_interval_s: 0,
+            query_max_resp_s: 0,
+            seq_no: 0,
+            eth_src: [0; 6],
+            ip4_src: Ipv4Addr::UNSPECIFIED,
+            ip6_src: Ipv6Addr::UNSPECIFIED,
+        }
+    }
+}
+
+/// The configuration of an `IP_Multicast` row, and why its querier is off although the
+/// row asks for it (for a rate-limited warning).
+pub fn config(row: &IpMulticast) -> (Config, Option<&'static str>) {
+    let enabled = row.enabled == Some(true);
+    let querier = enabled && row.querier == Some(true);
+    let cast = |v: i64| u32::try_from(v).unwrap_or(if v < 0 { 0 } else { u32::MAX });
+    let idle = row.idle_timeout.map_or(DEFAULT_IDLE_S, cast);
+    let mut c = Config {
+        enabled,
+        querier_v4: querier,
+        querier_v6: querier,
+        table_size: row.table_size.map_or(DEFAULT_TABLE_SIZE, cast),
+        idle_time_s: idle,
+        query_interval_s: row
+            .query_interval
+            .map_or((idle / 2).max(MIN_QUERY_INTERVAL_S), cast),
+        query_max_resp_s: row.query_max_resp.map_or(DEFAULT_QUERY_MAX_RESP_S, cast),
+        seq_no: row.seq_no,
+        ..Config::default()
+    };
+    if !querier {
+        return (c, None);
+    }
+    let mut warn = None;
+    if row.ip4_src.is_empty() {
+        c.querier_v4 = false;
+    } else if let Ok(a) = row.ip4_src.parse() {
+        c.ip4_src = a;
+    } else {
+        c.querier_v4 = false;
+        warn = Some("IGMP Querier enabled with invalid IPv4 src address");
+    }
+    if row.ip6_src.is_empty() {
+        c.querier_v6 = false;
+    } else if let Ok(a) = row.ip6_src.parse() {
+        c.ip6_src = a;
+    } else {
+        c.querier_v6 = false;
+        warn = Some("MLD Querier enabled with invalid IPv6 src address");
+    }
+    if !c.querier_v4 && !c.querier_v6 {
+        warn = Some("IGMP Querier enabled without a valid IPv4 or IPv6 address");
+    }
+    if let Some(m) = parse_mac(&row.eth_src) {
+        c.eth_src = m;
+    } else {
+        c.querier_v4 = false;
+        c.querier_v6 = false;
+        warn = Some("IGMP Querier enabled with invalid ETH src address");
+    }
+    (c, warn)
+}
+
+/// The configurations of the IP_Multicast rows of `local` datapaths, by datapath key.
+pub fn configs_from_replica(
+    sb: &Replica,
+    local: impl Fn(Uuid) -> bool,
+) -> (BTreeMap<u32, Config>, Vec<&'static str>) {
+    let mut out = BTreeMap::new();
+    let mut warnings = Vec::new();
+    let (Some(rows), Some(dps)) = (sb.table::<IpMulticast>(), sb.table::<DatapathBinding>()) else {
+        return (out, warnings);
+    };
+    for (_, row) in rows.iter() {
+        if !local(row.datapath) {
+            continue;
+        }
+        let Some(key) = dps
+            .get(&row.datapath)
+            .and_then(|d| u32::try_from(d.tunnel_key).ok())
+        else {
+            continue;
+        };
+        let (c, warn) = config(row);
+        warnings.extend(warn);
+        out.insert(key, c);
+    }
+    (out, warnings)
+}
+
+// ---------------------------------------------------------------------------------------
+// The snooping table of one datapath (OVS `struct mcast_snooping`), on a clock of seconds.
+
+#[derive(Debug, Clone)]
+struct Group {
+    /// (port, expires), least recently refreshed first.
+    bundles: Vec<(u32, i64)>,
+    lru: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Table {
+    max_entries: usize,
+    idle_s: i64,
+    groups: HashMap<Ipv6Addr, Group>,
+    /// Groups by recency: the first one goes first.
+    lru: BTreeMap<u64, Ipv6Addr>,
+    next: u64,
+    /// (port, expires), least recently refreshed first.
+    mrouters: Vec<(u32, i64)>,
+}
+
+impl Default for Table {
+    fn default() -> Self {
+        Self {
+            max_entries: DEFAULT_TABLE_SIZE as usize,
+            idle_s: i64::from(DEFAULT_IDLE_S),
+            groups: HashMap::new(),
+            lru: BTreeMap::new(),
+            next: 0,
+            mrouters: Vec::new(),
+        }
+    }
+}
+
+impl Table {
+    pub fn set_max_entries(&mut self, n: u32) {
+        self.max_entries = (n as usize).clamp(10, 1_000_000);
+    }
+
+    pub fn set_idle_time(&mut self, s: u32) {
+        let idle = i64::from(s.clamp(15, 3600));
+        let delta = idle - self.idle_s;
+        if delta != 0 {
+            for g in self.groups.values_mut() {
+                for b in &mut g.bundles {
+                    b.1 += delta;
+                }
+            }
+            self.idle_s = idle;
+        }
+    }
+
+    pub fn flush(&mut self) {
+        self.groups.clear();
+        self.lru.clear();
+        self.mrouters.clear();
+    }
+
+    fn remove_group(&mut self, addr: &Ipv6Addr) {
+        if let Some(g) = self.groups.remove(addr) {
+            self.lru.remove(&g.lru);
+        }
+    }
+
+    /// A port joins (or refreshes) `addr`; `true` when the group is new.
+    pub fn add_group(&mut self, addr: Ipv6Addr, port: u32, now_s: i64) -> bool {
+        // Reports from a router port are not learnt.
+        if self.mrouters.iter().any(|(p, _)| *p == port) {
+            return false;
+        }
+        let stamp = self.next;
+        self.next += 1;
+        let learned = if let Some(g) = self.groups.get_mut(&addr) {
+            self.lru.remove(&g.lru);
+            false
+        } else {
+            if self.groups.len() >= self.max_entries {
+                if let Some((_, oldest)) = self.lru.first_key_value() {
+                    let oldest = *oldest;
+                    self.remove_group(&oldest);
+                }
+            }
+            self.groups.insert(
+                addr,
+                Group {
+                    bundles: Vec::new(),
+                    lru: stamp,
+                },
+            );
+            true
+        };
+        let idle = self.idle_s;
+        if let Some(g) = self.groups.get_mut(&addr) {
+            g.bundles.retain(|(p, _)| *p != port);
+            g.bundles.push((port, now_s + idle));
+            g.lru = stamp;
+        }
+        self.lru.insert(stamp, addr);
+        learned
+    }
+
+    /// A port leaves `addr`; `true` when it was a member. The group stays, empty, until
+    /// the next [`Table::run`].
+    pub fn leave_group(&mut self, addr: Ipv6Addr, port: u32) -> bool {
+        let Some(g) = self.groups.get_mut(&addr) else {
+            return false;
+        };
+        let before = g.bundles.len();
+        g.bundles.retain(|(p, _)| *p != port);
+        g.bundles.len() != before
+    }
+
+    pub fn add_mrouter(&mut self, port: u32, now_s: i64) {
+        self.mrouters.retain(|(p, _)| *p != port);
+        self.mrouters.push((port, now_s + MROUTER_IDLE_S));
+    }
+
+    /// Ages groups and router ports (`mcast_snooping_run`): from the least recently used
+    /// group on, expired members go, and groups left without members; it stops at the
+    /// first group with nothing expired. `true` when something went.
+    pub fn run(&mut self, now_s: i64) -> bool {
+        let mut changed = false;
+        while let Some((_, addr)) = self.lru.first_key_value() {
+            let addr = *addr;
+            if self.groups.len() > self.max_entries {
+                self.remove_group(&addr);
+                changed = true;
+                continue;
+            }
+            let Some(g) = self.groups.get_mut(&addr) else {
+                self.lru.pop_first();
+                continue;
+            };
+            let before = g.bundles.len();
+            // Sorted on expiry: the expired ones come first.
+            let keep = g.bundles.iter().position(|b| b.1 > now_s);
+            g.bundles.drain(..keep.unwrap_or(g.bundles.len()));
+            let mut expired = before - g.bundles.len();
+            if g.bundles.is_empty() {
+                self.remove_group(&addr);
+                expired += 1;
+            }
+            if expired == 0 {
+                break;
+            }
+            changed = true;
+        }
+        while self.mrouters.first().is_some_and(|m| now_s >= m.1) {
+            self.mrouters.remove(0);
+            changed = true;
+        }
+        changed
+    }
+
+    /// The groups with members: address text -> ports.
+    pub fn groups(&self) -> BTreeMap<String, BTreeSet<u32>> {
+        self.groups
+            .iter()
+            .filter(|(_, g)| !g.bundles.is_empty())
+            .map(|(a, g)| (address_text(*a), g.bundles.iter().map(|b| b.0).collect()))
+            .collect()
+    }
+
+    pub fn mrouters(&self) -> BTreeSet<u32> {
+        self.mrouters.iter().map(|m| m.0).collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.groups.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
+    /// When the next member or router port expires (seconds).
+    pub fn next_expiry(&self) -> Option<i64> {
+        let g = self
+            .lru
+            .first_key_value()
+            .and_then(|(_, a)| self.groups.get(a))
+            .and_then(|g| g.bundles.first().map(|b| b.1));
+        let m = self.mrouters.first().map(|m| m.1);
+        match (g, m) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// All datapaths: the snooping tables and the querier schedule.
+
+#[derive(Debug, Clone)]
+struct Datapath {
+    cfg: Config,
+    /// `None` while snooping is disabled.
+    table: Option<Table>,
+    /// Next query (ms on the task's clock).
+    query_at: u64,
+}
+
+/// What the main loop writes to `IGMP_Group`: the groups and router ports of every
+/// datapath the task knows, by datapath key.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Snapshot {
+    pub datapaths: BTreeMap<u32, DatapathGroups>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct DatapathGroups {
+    pub enabled: bool,
+    pub groups: BTreeMap<String, BTreeSet<u32>>,
+    pub mrouters: BTreeSet<u32>,
+}
+
+/// The snooping state of this chassis's datapaths.
+#[derive(Debug)]
+pub struct Snooping {
+    dps: BTreeMap<u32, Datapath>,
+    last: Option<Snapshot>,
+    /// Something was learnt, aged or configured since [`Snooping::changed`] last looked.
+    dirty: bool,
+}
+
+impl Default for Snooping {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn secs(now_ms: u64) -> i64 {
+    i64::try_from(now_ms / 1000).unwrap_or(i64::MAX)
+}
+
+impl Snooping {
+    pub fn new() -> Self {
+        Self {
+            dps: BTreeMap::new(),
+            last: None,
+            dirty: true,
+        }
+    }
+
+    /// Takes the configurations of the local datapaths (`ip_mcast_snoop_configure`):
+    /// a new datapath starts with an empty table and a query due at once; a new
+    /// `seq_no` flushes the table; gone datapaths are forgotten.
+    pub fn configure(&mut self, cfgs: &BTreeMap<u32, Config>, now_ms: u64) {
+        let before = self.dps.len();
+        self.dps.retain(|k, _| cfgs.contains_key(k));
+        self.dirty |= self.dps.len() != before;
+        for (key, cfg) in cfgs {
+            let dp = self.dps.entry(*key).or_insert_with(|| Datapath {
+                cfg: Config::default(),
+                table: None,
+                query_at: 0,
+            });
+            if dp.cfg == *cfg {
+                continue;
+            }
+            self.dirty = true;
+            if cfg.enabled {
+                let table = dp.table.get_or_insert_with(Table::default);
+                if dp.cfg.seq_no != cfg.seq_no {
+                    table.flush();
+                }
+                if cfg.table_size != dp.cfg.table_size {
+                    table.set_max_entries(cfg.table_size);
+                }
+                if cfg.idle_time_s != dp.cfg.idle_time_s {
+                    table.set_idle_time(cfg.idle_time_s);
+                }
+                if cfg.query_interval_s != dp.cfg.query_interval_s {
+                    let limit = now_ms + u64::from(cfg.query_interval_s) * 1000;
+                    if dp.query_at > limit {
+                        dp.query_at = now_ms;
+                    }
+                }
+            } else {
+                dp.table = None;
+            }
+            dp.cfg = cfg.clone();
+        }
+    }
+
+    /// Whether `dp` snoops (packets of other datapaths are ignored, not forwarded).
+    pub fn enabled(&self, dp: u32) -> bool {
+        self.dps.get(&dp).is_some_and(|d| d.table.is_some())
+    }
+
+    /// Learns from a message received on `port` of `dp`. `false` when the datapath does
+    /// not snoop.
+    pub fn on_message(&mut self, dp: u32, port: u32, msg: &Message, now_ms: u64) -> bool {
+        let Some(table) = self.dps.get_mut(&dp).and_then(|d| d.table.as_mut()) else {
+            return false;
+        };
+        let now = secs(now_ms);
+        self.dirty = true;
+        match msg {
+            Message::Query { learn_mrouter } => {
+                if *learn_mrouter {
+                    table.add_mrouter(port, now);
+                }
+            }
+            Message::Report(records) => {
+                for r in records {
+                    match *r {
+                        Record::Join(a) => {
+                            table.add_group(mapped(a), port, now);
+                        }
+                        Record::Leave(a) => {
+                            table.leave_group(mapped(a), port);
+                        }
+                    }
+                }
+            }
+            Message::Other => {}
+        }
+        true
+    }
+
+    /// Ages the tables.
+    pub fn run(&mut self, now_ms: u64) {
+        let now = secs(now_ms);
+        for d in self.dps.values_mut() {
+            if let Some(t) = d.table.as_mut() {
+                self.dirty |= t.run(now);
+            }
+        }
+    }
+
+    /// The state to write, when it differs from what was last returned.
+    pub fn changed(&mut self) -> Option<Snapshot> {
+        if !self.dirty {
+            return None;
+        }
+        self.dirty = false;
+        let snap = self.snapshot();
+        if self.last.as_ref() == Some(&snap) {
+            return None;
+        }
+        self.last = Some(snap.clone());
+        Some(snap)
+    }
+
+    /// Forgets what [`Snooping::changed`] returned last (it was not delivered).
+    pub fn resend(&mut self) {
+        self.last = None;
+        self.dirty = true;
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            datapaths: self
+                .dps
+                .iter()
+                .map(|(k, d)| {
+                    let (groups, mrouters) = d
+                        .table
+                        .as_ref()
+                        .map(|t| (t.groups(), t.mrouters()))
+                        .unwrap_or_default();
+                    (
+                        *k,
+                        DatapathGroups {
+                            enabled: d.table.is_some(),
+                            groups,
+                            mrouters,
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// The queries due at `now_ms` (`ip_mcast_querier_send`): an IGMP and an MLD general
+    /// query per querier datapath, every `query_interval` seconds, the first at once.
+    pub fn queries(&mut self, now_ms: u64, local_output: u8) -> Vec<PacketOut> {
+        let mut out = Vec::new();
+        for (key, d) in &mut self.dps {
+            let c = &d.cfg;
+            if !(c.querier_v4 || c.querier_v6) || now_ms < d.query_at {
+                continue;
+            }
+            if c.querier_v4 {
+                let f = super::igmp_query::igmp_query(c.eth_src, c.ip4_src, c.query_max_resp_s);
+                out.push(super::igmp_query::packet_out(*key, f, local_output));
+            }
+            if c.querier_v6 {
+                let f = super::igmp_query::mld_query(c.eth_src, c.ip6_src, c.query_max_resp_s);
+                out.push(super::igmp_query::packet_out(*key, f, local_output));
+            }
+            d.query_at = now_ms + u64::from(c.query_interval_s) * 1000;
+        }
+        out
+    }
+
+    /// When the next query is due (ms), if a querier runs.
+    pub fn next_query(&self) -> Option<u64> {
+        self.dps
+            .values()
+            .filter(|d| d.cfg.querier_v4 || d.cfg.querier_v6)
+            .map(|d| d.query_at)
+            .min()
+    }
+
+    /// Groups in all tables.
+    pub fn group_count(&self) -> usize {
+        self.dps
+            .values()
+            .filter_map(|d| d.table.as_ref())
+            .map(Table::len)
+            .sum()
+    }
+}
+
+/// The packet-out that sends a report (or query) on to `key`'s multicast group, as if
+/// it had come in on `port` (`pinctrl_forward_pkt`).
+pub fn forward(dp: u32, port: u32, key: u32, packet: Vec<u8>, output_entry: u8) -> PacketOut {
+    super::handlers::from_controller(
+        vec![
+            Action::SetField(MatchField::new(
+                FieldId::METADATA,
+                u64::from(dp).to_be_bytes().to_vec(),
+                None,
+            )),
+            Action::SetField(MatchField::new(
+                FieldId::reg(14),
+                port.to_be_bytes().to_vec(),
+                None,
+            )),
+            Action::SetField(MatchField::new(
+                FieldId::reg(15),
+                key.to_be_bytes().to_vec(),
+                None,
+            )),
+            Action::Resubmit {
+                in_port: OFPP_CONTROLLER16,
+                table: output_entry,
+                ct: false,
+            },
+        ],
+        packet,
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// IGMP_Group rows (`ip_mcast_sync`)
+
+/// Makes this chassis's `IGMP_Group` rows of the `local` datapaths follow `snap`: rows
+/// of datapaths that do not snoop and of groups gone are deleted, new groups inserted,
+/// ports updated; every snooping datapath has a `mrouters` row.
+pub fn sync(
+    sb: &Replica,
+    chassis: Uuid,
+    local: impl Fn(Uuid) -> bool,
+    snap: &Snapshot,
+    txn: &mut Transaction,
+) {
+    let (Some(dps), Some(pbs)) = (sb.table::<DatapathBinding>(), sb.table::<PortBinding>()) else {
+        return;
+    };
+    let dp_key: HashMap<Uuid, u32> = dps
+        .iter()
+        .filter_map(|(u, d)| Some((*u, u32::try_from(d.tunnel_key).ok()?)))
+        .collect();
+    let dp_uuid: HashMap<u32, Uuid> = dp_key.iter().map(|(u, k)| (*k, *u)).collect();
+    // Only a snooping datapath needs the ports.
+    let port_uuid: HashMap<(Uuid, u32), Uuid> = if snap.datapaths.values().any(|d| d.enabled) {
+        pbs.iter()
+            .filter_map(|(u, pb)| Some(((pb.datapath, u32::try_from(pb.tunnel_key).ok()?), *u)))
+            .collect()
+    } else {
+        HashMap::new()
+    };
+    let mut existing: HashMap<(Uuid, &str), (Uuid, &IgmpGroup)> = HashMap::new();
+    if let Some(rows) = sb.table::<IgmpGroup>() {
+        for (uuid, row) in rows.iter() {
+            let Some(dp) = row.datapath else { continue };
+            if row.chassis != Some(chassis) || !local(dp) {
+                continue;
+            }
+            let Some(state) = dp_key.get(&dp).and_then(|k| snap.datapaths.get(k)) else {
+                txn.delete("IGMP_Group", &by_uuid(*uuid));
+                continue;
+            };
+            let keep = state.enabled
+                && (row.address == MROUTERS || state.groups.contains_key(&row.address));
+            if !keep || existing.contains_key(&(dp, row.address.as_str())) {
+                txn.delete("IGMP_Group", &by_uuid(*uuid));
+                continue;
+            }
+            existing.insert((dp, row.address.as_str()), (*uuid, row));
+        }
+    }
+    for (key, state) in &snap.datapaths {
+        let Some(dp) = dp_uuid.get(key).copied() else {
+            continue;
+        };
+        if !state.enabled || !local(dp) {
+            continue;
+        }
+        let wanted = state
+            .groups
+            .iter()
+            .map(|(a, p)| (a.as_str(), p))
+            .chain(std::iter::once((MROUTERS, &state.mrouters)));
+        for (address, ports) in wanted {
+            let ports: BTreeSet<Uuid> = ports
+                .iter()
+                .filter_map(|p| port_uuid.get(&(dp, *p)).copied())
+                .collect();
+            let datum = || Datum::Set(ports.iter().map(|u| Atom::Uuid(*u)).collect());
+            match existing.get(&(dp, address)) {
+                Some((_, row)) if row.ports == ports => {}
+                Some((uuid, _)) => {
+                    txn.update(
+                        "IGMP_Group",
+                        &by_uuid(*uuid),
+                        Columns::new().set("ports", datum()),
+                    );
+                }
+                None => {
+                    txn.insert(
+                        "IGMP_Group",
+                        Columns::new()
+                            .set("address", Atom::from(address))
+                            .set("datapath", Datum::Set(vec![Atom::Uuid(dp)]))
+                            .set("chassis", Datum::Set(vec![Atom::Uuid(chassis)]))
+                            .set("ports", datum()),
+                        None,
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "igmp_tests.rs"]
+mod tests;
