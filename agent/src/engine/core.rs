@@ -277,6 +277,8 @@ pub struct Engine {
     phys_pbs: BTreeSet<Uuid>,
     phys_names: BTreeSet<String>,
     phys_dps: BTreeSet<Uuid>,
+    /// Multicast groups changed (deleted ones too: their flows must go).
+    phys_mcs: BTreeSet<Uuid>,
     phys_all: bool,
     /// The runtime they were computed with.
     phys_runtime: Option<Runtime>,
@@ -345,6 +347,7 @@ impl Engine {
             phys_pbs: BTreeSet::new(),
             phys_names: BTreeSet::new(),
             phys_dps: BTreeSet::new(),
+            phys_mcs: BTreeSet::new(),
             phys_all: true,
             phys_runtime: None,
         }
@@ -516,6 +519,13 @@ impl Engine {
                     return;
                 };
                 let c = t.changes();
+                self.phys_mcs.extend(
+                    c.inserted
+                        .iter()
+                        .chain(c.modified.keys())
+                        .chain(c.deleted.keys())
+                        .copied(),
+                );
                 let now = c
                     .inserted
                     .iter()
@@ -643,21 +653,15 @@ impl Engine {
                     .map(|(u, _)| *u),
             );
         }
-        let mcs: Vec<Uuid> = self
-            .sb
-            .replica
-            .table::<MulticastGroup>()
-            .map(|t| {
-                let mut v: Vec<Uuid> = t
-                    .iter()
+        let mut mcs: BTreeSet<Uuid> = self.phys_mcs.clone();
+        if let Some(t) = self.sb.replica.table::<MulticastGroup>() {
+            mcs.extend(
+                t.iter()
                     .filter(|(_, m)| dps.contains(&m.datapath))
-                    .map(|(u, _)| *u)
-                    .collect();
-                v.sort_unstable();
-                v
-            })
-            .unwrap_or_default();
-        Some((scope.into_iter().collect(), mcs))
+                    .map(|(u, _)| *u),
+            );
+        }
+        Some((scope.into_iter().collect(), mcs.into_iter().collect()))
     }
 
     /// The physical and port-security flows are computed from the current state.
@@ -665,6 +669,7 @@ impl Engine {
         self.phys_pbs.clear();
         self.phys_names.clear();
         self.phys_dps.clear();
+        self.phys_mcs.clear();
         self.phys_all = false;
         self.phys_runtime = Some(self.runtime.clone());
     }
