@@ -204,8 +204,6 @@ pub struct ViewParts {
     vars: Arc<HashMap<String, String>>,
     dhcp_options: Arc<Option<HashSet<String>>>,
     dhcpv6_options: Arc<Option<HashSet<String>>>,
-    /// Parts rebuilt, by part, since the start (`debug/engine-stats`).
-    pub rebuilds: u64,
 }
 
 impl ViewParts {
@@ -224,7 +222,6 @@ impl ViewParts {
         let stale = |tables: &[&str]| all || tables.iter().any(|t| changed.contains(t));
         if stale(&["Datapath_Binding"]) {
             self.datapaths = Arc::new(datapaths_part(replica));
-            self.rebuilds += 1;
         }
         let ports_stale = facts_changed || stale(&["Port_Binding", "Multicast_Group"]);
         let mut related_changed = all;
@@ -232,13 +229,11 @@ impl ViewParts {
             let ports = ports_part(replica, chassis, facts, &self.datapaths);
             related_changed |= ports.related_names != self.ports.related_names;
             self.ports = Arc::new(ports);
-            self.rebuilds += 1;
         }
         // Port groups are filtered to the related ports: only a change of those, or of the
         // groups themselves, changes them.
         if related_changed || stale(&["Port_Group"]) {
             self.port_groups = Arc::new(port_groups_part(replica, &self.ports.related_names));
-            self.rebuilds += 1;
         }
         if stale(&["Address_Set"]) {
             self.address_sets = Arc::new(
@@ -246,7 +241,6 @@ impl ViewParts {
                     .map(|(_, a)| (a.name.clone(), a.addresses.iter().cloned().collect()))
                     .collect(),
             );
-            self.rebuilds += 1;
         }
         if facts_changed {
             self.local_datapaths = Arc::new(facts.local_datapaths.clone());

@@ -389,14 +389,9 @@ pub fn pseudo_header6(src: Ipv6Addr, dst: Ipv6Addr, next_header: u8, len: u16) -
 
 /// The Internet checksum of the concatenated `parts` (each but the last of even length).
 pub fn checksum(parts: &[&[u8]]) -> u16 {
-    let mut sum: u32 = 0;
-    for part in parts {
-        for c in part.chunks(2) {
-            sum += u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]));
-        }
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
+    super::csum::fold(
+        parts
+            .iter()
+            .fold(0, |sum, part| super::csum::sum16(part, sum)),
+    )
 }

@@ -7,8 +7,6 @@
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
-use openflow::action::Action;
-use openflow::oxm::{FieldId, MatchField};
 use openflow::wire::PacketOut;
 
 use super::packet::{self, Mac};
@@ -19,7 +17,6 @@ const ARP_OP_RARP: u16 = 3;
 /// Announcement gaps double from one second until they reach this many seconds.
 const MAX_BACKOFF_S: u64 = 16;
 const FIRST_DELAY_MS: u64 = 1000;
-const OFPP_CONTROLLER16: u16 = 0xfffd;
 
 /// One address to announce, and where it enters the logical pipeline.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -131,26 +128,13 @@ pub fn frame(a: &Announce) -> Vec<u8> {
 /// The packet-out that sends `a` into the ingress pipeline of its port's switch, as if the
 /// port had sent it.
 pub fn packet_out(a: &Announce, ingress_table: u8) -> PacketOut {
-    super::handlers::from_controller(
-        vec![
-            Action::SetField(MatchField::new(
-                FieldId::METADATA,
-                u64::from(a.datapath).to_be_bytes().to_vec(),
-                None,
-            )),
-            Action::SetField(MatchField::new(
-                FieldId::reg(14),
-                a.port.to_be_bytes().to_vec(),
-                None,
-            )),
-            Action::Resubmit {
-                in_port: OFPP_CONTROLLER16,
-                table: ingress_table,
-                ct: false,
-            },
-        ],
-        frame(a),
-    )
+    let at = super::handlers::Entry {
+        datapath: a.datapath,
+        inport: Some(a.port),
+        table: ingress_table,
+        ..Default::default()
+    };
+    super::handlers::into_pipeline(at, frame(a))
 }
 
 #[cfg(test)]

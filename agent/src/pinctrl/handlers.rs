@@ -280,6 +280,52 @@ pub fn from_controller(actions: Vec<Action>, data: Vec<u8>) -> PacketOut {
     }
 }
 
+/// `MLF_LOCAL_ONLY` in the logical flags (reg10): the packet stays on this chassis.
+pub const MLF_LOCAL_ONLY: u32 = 1 << 4;
+
+/// Where a generated packet enters the logical pipeline: its datapath, the logical inport
+/// (reg14) and outport (reg15) when set, whether it stays on this chassis, and the table.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Entry {
+    pub datapath: u32,
+    pub inport: Option<u32>,
+    pub outport: Option<u32>,
+    pub local_only: bool,
+    pub table: u8,
+}
+
+/// A packet-out of `data` into the pipeline at `at`, from the controller.
+pub fn into_pipeline(at: Entry, data: Vec<u8>) -> PacketOut {
+    let mut actions = vec![Action::SetField(MatchField::new(
+        FieldId::METADATA,
+        u64::from(at.datapath).to_be_bytes().to_vec(),
+        None,
+    ))];
+    for (reg, value) in [(14, at.inport), (15, at.outport)] {
+        if let Some(v) = value {
+            actions.push(Action::SetField(MatchField::new(
+                FieldId::reg(reg),
+                v.to_be_bytes().to_vec(),
+                None,
+            )));
+        }
+    }
+    if at.local_only {
+        let flag = MLF_LOCAL_ONLY.to_be_bytes().to_vec();
+        actions.push(Action::SetField(MatchField::new(
+            FieldId::reg(10),
+            flag.clone(),
+            Some(flag),
+        )));
+    }
+    actions.push(Action::Resubmit {
+        in_port: OFPP_CONTROLLER16,
+        table: at.table,
+        ct: false,
+    });
+    from_controller(actions, data)
+}
+
 /// The packet-out of a generated packet: the registers restored, then the nested actions
 /// of the userdata (OpenFlow 1.5 wire format).
 fn nested(p: &PacketIn<'_>, data: Vec<u8>) -> Result<Effect, Skip> {

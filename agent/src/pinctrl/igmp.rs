@@ -15,8 +15,6 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use openflow::action::Action;
-use openflow::oxm::{FieldId, MatchField};
 use openflow::wire::PacketOut;
 use sbclient::ovn_sb::{DatapathBinding, IgmpGroup, IpMulticast, PortBinding};
 use sbclient::transaction::by_uuid;
@@ -40,7 +38,6 @@ const MIN_QUERY_INTERVAL_S: u32 = 1;
 const DEFAULT_QUERY_MAX_RESP_S: u32 = 1;
 /// `MCAST_MROUTER_PORT_IDLE_TIME`.
 pub const MROUTER_IDLE_S: i64 = 180;
-const OFPP_CONTROLLER16: u16 = 0xfffd;
 
 const IGMP_QUERY: u8 = 0x11;
 const IGMPV1_REPORT: u8 = 0x12;
@@ -114,19 +111,7 @@ pub enum IgmpError {
     BadMld,
 }
 
-fn sum16(data: &[u8], mut sum: u32) -> u32 {
-    for c in data.chunks(2) {
-        sum += u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]));
-    }
-    sum
-}
-
-fn fold(mut sum: u32) -> u16 {
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
+use super::csum::{fold, sum16};
 
 fn be16(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
@@ -843,31 +828,14 @@ impl Snooping {
 /// The packet-out that sends a report (or query) on to `key`'s multicast group, as if
 /// it had come in on `port` (`pinctrl_forward_pkt`).
 pub fn forward(dp: u32, port: u32, key: u32, packet: Vec<u8>, output_entry: u8) -> PacketOut {
-    super::handlers::from_controller(
-        vec![
-            Action::SetField(MatchField::new(
-                FieldId::METADATA,
-                u64::from(dp).to_be_bytes().to_vec(),
-                None,
-            )),
-            Action::SetField(MatchField::new(
-                FieldId::reg(14),
-                port.to_be_bytes().to_vec(),
-                None,
-            )),
-            Action::SetField(MatchField::new(
-                FieldId::reg(15),
-                key.to_be_bytes().to_vec(),
-                None,
-            )),
-            Action::Resubmit {
-                in_port: OFPP_CONTROLLER16,
-                table: output_entry,
-                ct: false,
-            },
-        ],
-        packet,
-    )
+    let at = super::handlers::Entry {
+        datapath: dp,
+        inport: Some(port),
+        outport: Some(key),
+        local_only: false,
+        table: output_entry,
+    };
+    super::handlers::into_pipeline(at, packet)
 }
 
 // ---------------------------------------------------------------------------------------

@@ -12,15 +12,11 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use openflow::action::Action;
-use openflow::oxm::{FieldId, MatchField};
 use openflow::wire::PacketOut;
 
 use super::igmp::FLOOD_KEY;
 use super::packet::Mac;
 
-const OFPP_CONTROLLER16: u16 = 0xfffd;
-const MLF_LOCAL_ONLY: u32 = 1 << 4;
 const IGMP_ALL_HOSTS_MAC: Mac = [0x01, 0x00, 0x5e, 0, 0, 1];
 const MLD_ALL_HOSTS_MAC: Mac = [0x33, 0x33, 0, 0, 0, 1];
 const IP_DF: u16 = 0x4000;
@@ -120,29 +116,12 @@ pub fn mld_query(eth_src: Mac, src: Ipv6Addr, max_resp_s: u32) -> Vec<u8> {
 /// The packet-out of a query: datapath `dp`, outport the flood group, local only, into
 /// the local output stage.
 pub fn packet_out(dp: u32, frame: Vec<u8>, local_output: u8) -> PacketOut {
-    super::handlers::from_controller(
-        vec![
-            Action::SetField(MatchField::new(
-                FieldId::METADATA,
-                u64::from(dp).to_be_bytes().to_vec(),
-                None,
-            )),
-            Action::SetField(MatchField::new(
-                FieldId::reg(15),
-                FLOOD_KEY.to_be_bytes().to_vec(),
-                None,
-            )),
-            Action::SetField(MatchField::new(
-                FieldId::reg(10),
-                MLF_LOCAL_ONLY.to_be_bytes().to_vec(),
-                Some(MLF_LOCAL_ONLY.to_be_bytes().to_vec()),
-            )),
-            Action::Resubmit {
-                in_port: OFPP_CONTROLLER16,
-                table: local_output,
-                ct: false,
-            },
-        ],
-        frame,
-    )
+    let at = super::handlers::Entry {
+        datapath: dp,
+        outport: Some(FLOOD_KEY),
+        local_only: true,
+        table: local_output,
+        ..Default::default()
+    };
+    super::handlers::into_pipeline(at, frame)
 }

@@ -9,6 +9,7 @@ use proptest::prelude::*;
 use super::*;
 use crate::pinctrl::igmp_query::{igmp_query, mld_query};
 use crate::pinctrl::packet;
+use openflow::oxm::FieldId;
 
 fn unhex(s: &str) -> Vec<u8> {
     let s: String = s.chars().filter(char::is_ascii_hexdigit).collect();

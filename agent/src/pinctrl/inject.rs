@@ -144,20 +144,10 @@ fn mac(v: u128) -> [u8; 6] {
     [b[2], b[3], b[4], b[5], b[6], b[7]]
 }
 
-/// The one's-complement sum of `data` folded, not inverted.
-fn sum16(mut acc: u32, data: &[u8]) -> u32 {
-    for pair in data.chunks(2) {
-        let hi = u32::from(pair[0]) << 8;
-        acc += hi | pair.get(1).map_or(0, |b| u32::from(*b));
-    }
-    while acc > 0xffff {
-        acc = (acc & 0xffff) + (acc >> 16);
-    }
-    acc
-}
+use super::csum::sum16;
 
 fn checksum(acc: u32, data: &[u8]) -> u16 {
-    !(sum16(acc, data) as u16)
+    super::csum::fold(super::csum::sum16(data, acc))
 }
 
 /// A frame that OVS's flow extraction parses as `m`, as `flow_compose()` builds it.
@@ -200,7 +190,7 @@ pub fn compose(m: &FlowMatch) -> Vec<u8> {
             let csum = checksum(0, &out[l3..l4]);
             out[l3 + 10..l3 + 12].copy_from_slice(&csum.to_be_bytes());
             let l4_len = (out.len() - l4) as u32;
-            let pseudo = sum16(sum16(u32::from(proto) + l4_len, &src), &dst);
+            let pseudo = sum16(&dst, sum16(&src, u32::from(proto) + l4_len));
             l4_checksums(proto, frag, pseudo, &mut out[l4..]);
         }
         ETH_TYPE_IPV6 => {
@@ -217,7 +207,7 @@ pub fn compose(m: &FlowMatch) -> Vec<u8> {
             compose_l4(m, proto, frag, &mut out);
             let l4_len = out.len() - l4;
             out[l3 + 4..l3 + 6].copy_from_slice(&(l4_len as u16).to_be_bytes());
-            let pseudo = sum16(sum16(u32::from(proto) + l4_len as u32, &src), &dst);
+            let pseudo = sum16(&dst, sum16(&src, u32::from(proto) + l4_len as u32));
             l4_checksums(proto, frag, pseudo, &mut out[l4..]);
         }
         ETH_TYPE_ARP | ETH_TYPE_RARP => {

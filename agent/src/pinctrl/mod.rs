@@ -20,6 +20,7 @@
 pub mod acl_log;
 pub mod announce;
 pub mod buffer;
+pub mod csum;
 pub mod dhcp;
 pub mod dhcpv6;
 pub mod dns;

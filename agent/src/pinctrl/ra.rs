@@ -12,8 +12,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasher;
 use std::net::Ipv6Addr;
 
-use openflow::action::Action;
-use openflow::oxm::{FieldId, MatchField};
 use openflow::wire::{PacketInProp, PacketOut};
 use sbclient::ovn_sb::PortBinding;
 use sbclient::{OvsMap, Replica, Uuid};
@@ -40,9 +38,6 @@ const PREFIX_ON_LINK: u8 = 0x80;
 const PREFIX_AUTONOMOUS: u8 = 0x40;
 const ROUTER_LIFETIME: u16 = 0xffff;
 const INFINITE: [u8; 4] = [0xff; 4];
-/// `MLF_LOCAL_ONLY`: a periodic RA reaches this chassis's ports only.
-const FLAG_LOCAL_ONLY: u32 = 1 << 4;
-const OFPP_CONTROLLER: u32 = 0xffff_fffd;
 /// RFC 4861 6.2.1 defaults (`ND_RA_MAX_INTERVAL_DEFAULT`).
 const MAX_INTERVAL_DEFAULT: i64 = 600;
 /// The all-nodes group and its Ethernet address.
@@ -363,31 +358,14 @@ impl PeriodicRa {
     /// The packet-out: the RA enters the switch's ingress pipeline from the peer port,
     /// for this chassis's ports only.
     pub fn packet_out(&self, ingress_table: u8) -> PacketOut {
-        super::handlers::from_controller(
-            vec![
-                Action::SetField(MatchField::new(
-                    FieldId::METADATA,
-                    u64::from(self.datapath).to_be_bytes().to_vec(),
-                    None,
-                )),
-                Action::SetField(MatchField::new(
-                    FieldId::reg(14),
-                    self.port.to_be_bytes().to_vec(),
-                    None,
-                )),
-                Action::SetField(MatchField::new(
-                    FieldId::reg(10),
-                    FLAG_LOCAL_ONLY.to_be_bytes().to_vec(),
-                    Some(FLAG_LOCAL_ONLY.to_be_bytes().to_vec()),
-                )),
-                Action::Resubmit {
-                    in_port: OFPP_CONTROLLER as u16,
-                    table: ingress_table,
-                    ct: false,
-                },
-            ],
-            self.config.packet(),
-        )
+        let at = super::handlers::Entry {
+            datapath: self.datapath,
+            inport: Some(self.port),
+            local_only: true,
+            table: ingress_table,
+            ..Default::default()
+        };
+        super::handlers::into_pipeline(at, self.config.packet())
     }
 }
 

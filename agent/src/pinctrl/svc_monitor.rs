@@ -15,8 +15,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, Ipv6Addr};
 use std::time::{Duration, Instant};
 
-use openflow::action::Action;
-use openflow::oxm::{FieldId, MatchField};
 use openflow::wire::PacketOut;
 use sbclient::ovn_sb::{PortBinding, ServiceMonitor};
 use sbclient::transaction::by_uuid;
@@ -26,10 +24,6 @@ use super::handlers::{PacketIn, Skip};
 use super::packet::{self, Headers, Mac, L3};
 use super::view::parse_mac;
 
-const OFPP_CONTROLLER16: u16 = 0xfffd;
-/// `MLF_LOCAL_ONLY` in the logical flags register (reg10): the probe must not leave
-/// the chassis.
-const MLF_LOCAL_ONLY: u32 = 1 << 4;
 const TCP_SYN: u16 = 0x02;
 const TCP_RST: u16 = 0x04;
 const TCP_ACK: u16 = 0x10;
@@ -540,46 +534,17 @@ impl Monitors {
 }
 
 fn packet_out(row: &MonitorRow, data: Vec<u8>, local_output: u8) -> PacketOut {
-    super::handlers::from_controller(
-        vec![
-            Action::SetField(MatchField::new(
-                FieldId::METADATA,
-                u64::from(row.datapath).to_be_bytes().to_vec(),
-                None,
-            )),
-            Action::SetField(MatchField::new(
-                FieldId::reg(15),
-                row.port_key.to_be_bytes().to_vec(),
-                None,
-            )),
-            Action::SetField(MatchField::new(
-                FieldId::reg(10),
-                MLF_LOCAL_ONLY.to_be_bytes().to_vec(),
-                Some(MLF_LOCAL_ONLY.to_be_bytes().to_vec()),
-            )),
-            Action::Resubmit {
-                in_port: OFPP_CONTROLLER16,
-                table: local_output,
-                ct: false,
-            },
-        ],
-        data,
-    )
+    let at = super::handlers::Entry {
+        datapath: row.datapath,
+        outport: Some(row.port_key),
+        local_only: true,
+        table: local_output,
+        ..Default::default()
+    };
+    super::handlers::into_pipeline(at, data)
 }
 
-fn sum16(data: &[u8], mut sum: u32) -> u32 {
-    for c in data.chunks(2) {
-        sum += u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]));
-    }
-    sum
-}
-
-fn fold(mut sum: u32) -> u16 {
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
+use super::csum::{fold, sum16};
 
 /// Ethernet and IP headers of a probe carrying `l4_len` transport bytes, and the
 /// pseudo-header sum for the transport checksum.
