@@ -548,11 +548,27 @@ pub fn compile_lflows(cx: &Context<'_>, threads: usize) -> Vec<(Owner, Compiled)
         .map(|t| t.iter().collect())
         .unwrap_or_default();
     lflows.sort_unstable_by_key(|(u, _)| **u);
+    compile_lflow_list(cx, &lflows, threads)
+}
+
+/// The flows of `lflows`, in their order, compiled on up to `threads` threads (one for a
+/// short list: starting threads would cost more).
+pub fn compile_lflow_list(
+    cx: &Context<'_>,
+    lflows: &[(&Uuid, &LogicalFlow)],
+    threads: usize,
+) -> Vec<(Owner, Compiled)> {
+    const CHUNK: usize = 64;
+    let threads = threads.clamp(1, lflows.len().div_ceil(CHUNK).max(1));
+    if threads == 1 {
+        return lflows
+            .iter()
+            .map(|(u, lf)| (Owner::Lflow(**u), compile_logical_flow(u, lf, cx)))
+            .collect();
+    }
     // Threads take chunks from a shared cursor (the costly lflows are not evenly spread),
     // then the results are put back in uuid order.
-    let threads = threads.max(1);
     let next = std::sync::atomic::AtomicUsize::new(0);
-    const CHUNK: usize = 64;
     let mut parts: Vec<(usize, Vec<(Owner, Compiled)>)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|_| {

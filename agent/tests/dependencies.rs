@@ -9,11 +9,12 @@ use std::collections::BTreeMap;
 
 use agent::compile::{compile_owners, Context, Owner};
 use agent::engine::deps::{affected_lflows, Deps};
+use agent::engine::lflow_index::LflowIndex;
 use agent::lflow::flows::MatchCache;
 use agent::lflow::layout::TableLayout;
 use agent::southbound::Southbound;
 use agent::view::{Ids, LocalFacts, SbView};
-use sbclient::ovn_sb::{DatapathBinding, PortBinding};
+use sbclient::ovn_sb::{DatapathBinding, LogicalFlow, PortBinding};
 use sbclient::Uuid;
 
 const CHASSIS: &str = "hv1";
@@ -54,8 +55,9 @@ fn check(sb: &Southbound, what: &str, before: &LocalFacts, after: &LocalFacts) -
         SbView::with_facts(sb, CHASSIS, &ids, after),
     );
     let changed = Deps::of(&old_view).changes(&Deps::of(&new_view));
-    let affected = affected_lflows(&new_view, &changed)
-        .unwrap_or_else(|| panic!("{what}: a one-port change falls back to a full recompute"));
+    let mut index = LflowIndex::default();
+    index.rebuild(sb.replica.table::<LogicalFlow>().expect("Logical_Flow"));
+    let affected = affected_lflows(&new_view, &changed, &index);
     let differing: std::collections::BTreeSet<&Uuid> = new
         .keys()
         .chain(old.keys())

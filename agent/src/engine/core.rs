@@ -27,13 +27,13 @@ use super::binding::{self, LocalIfaces, Me};
 use super::conditions::{conditions, Interest};
 use super::config::{ChassisConfig, ConfigError};
 use super::deps::{
-    affected_lflows, changed_names, changed_rows, lflows_matching, lflows_on, port_group_needles,
-    Deps,
+    affected_lflows, changed_names, changed_rows, lflows_on, port_group_names, Deps,
 };
+use super::lflow_index::LflowIndex;
 use super::ovs_config::{self, BridgeKeys};
 use super::zones::Zones;
 use crate::compile::{
-    compile_logical_flow, compile_other_owners, compile_owners, compile_port_security, Compiled,
+    compile_lflow_list, compile_other_owners, compile_owners, compile_port_security, Compiled,
     Context, Owner,
 };
 use crate::lflow::flows::{IdUse, MatchCache};
@@ -242,6 +242,8 @@ pub struct Engine {
     // What needs doing.
     need_full: Option<String>,
     dirty_lflows: BTreeSet<Uuid>,
+    /// What each lflow names (ports, address sets, port groups) and where it sits.
+    lflow_index: LflowIndex,
     deleted_lflows: BTreeSet<Uuid>,
     /// A change the engine cannot yet attribute (first run, reconnect): recompute all.
     runtime_changed: bool,
@@ -331,6 +333,7 @@ impl Engine {
             cond_unnumbered: 0,
             need_full: Some("start".into()),
             dirty_lflows: BTreeSet::new(),
+            lflow_index: LflowIndex::default(),
             deleted_lflows: BTreeSet::new(),
             runtime_changed: true,
             deps_dirty: false,
@@ -409,6 +412,12 @@ impl Engine {
     pub fn sb_changed(&mut self) {
         let changed = self.sb.replica.changed_tables();
         self.view_stale.extend(changed.iter().copied());
+        // First, so that the lookups below see this change's lflows.
+        if let Some(tab) = self.sb.replica.table::<LogicalFlow>() {
+            if changed.contains(&"Logical_Flow") {
+                self.lflow_index.apply(tab);
+            }
+        }
         for t in changed {
             let feeds_runtime = match t {
                 "Port_Binding" => !self.only_up_changed(),
@@ -444,28 +453,31 @@ impl Engine {
                 }
                 "Address_Set" => {
                     if let Some(tab) = self.sb.replica.table::<AddressSet>() {
-                        let needles: Vec<String> = changed_names(tab, |a| &a.name)
-                            .iter()
-                            .map(|n| format!("${n}"))
-                            .collect();
-                        let lflows = lflows_matching(&self.sb.replica, &needles);
-                        self.dirty_lflows.extend(lflows);
+                        for n in changed_names(tab, |a| &a.name) {
+                            let lflows = self.lflow_index.naming_address_set(&n);
+                            self.dirty_lflows.extend(lflows);
+                        }
                     }
                 }
                 "Port_Group" => {
                     if let Some(tab) = self.sb.replica.table::<PortGroup>() {
-                        let needles: Vec<String> = changed_names(tab, |g| &g.name)
-                            .iter()
-                            .flat_map(|n| port_group_needles(n))
-                            .collect();
-                        let lflows = lflows_matching(&self.sb.replica, &needles);
-                        self.dirty_lflows.extend(lflows);
+                        for n in changed_names(tab, |g| &g.name) {
+                            for name in port_group_names(&n) {
+                                let lflows = self.lflow_index.naming_port_group(name);
+                                self.dirty_lflows.extend(lflows);
+                            }
+                        }
                     }
                 }
                 "Logical_DP_Group" => {
                     if let Some(tab) = self.sb.replica.table::<LogicalDpGroup>() {
                         let groups = changed_rows(tab);
-                        let lflows = lflows_on(&self.sb.replica, &BTreeSet::new(), &groups);
+                        let lflows = lflows_on(
+                            &self.sb.replica,
+                            &self.lflow_index,
+                            &BTreeSet::new(),
+                            &groups,
+                        );
                         self.dirty_lflows.extend(lflows);
                     }
                     // Load balancers name datapath groups too.
@@ -475,7 +487,8 @@ impl Engine {
                 "Datapath_Binding" => {
                     if let Some(tab) = self.sb.replica.table::<DatapathBinding>() {
                         let dps = changed_rows(tab);
-                        let lflows = lflows_on(&self.sb.replica, &dps, &BTreeSet::new());
+                        let lflows =
+                            lflows_on(&self.sb.replica, &self.lflow_index, &dps, &BTreeSet::new());
                         self.dirty_lflows.extend(lflows);
                     }
                     self.deps_dirty = true;
@@ -828,8 +841,11 @@ impl Engine {
             sb_dirty |= self.update_runtime(&cfg, chassis_uuid, now, &mut sb_txn, &mut actions);
             self.ovs_sync_dirty = true;
         }
-        // Flows.
-        self.recompute_flows(&cfg);
+        // Flows. Before the first put, only once the view is complete: flows compiled from a
+        // partial view (conditions still widening) would be compiled again at once.
+        if self.initial_sync_done || self.initial_view_settled(now, actions.conditions.is_empty()) {
+            self.recompute_flows(&cfg);
+        }
         // nb_cfg and ports whose flows are in.
         if let Some((n, due)) = self.nb_cfg_due {
             if now >= due {
@@ -1192,15 +1208,13 @@ impl Engine {
             if full.is_none() {
                 match self.deps.as_ref().map(|old| old.changes(&deps)) {
                     None => full = Some("first view".to_owned()),
-                    Some(changed) => match affected_lflows(&view, &changed) {
-                        Some(lflows) => {
-                            lb_dirty |= !changed.datapaths.is_empty();
-                            self.stats.dependency_runs += 1;
-                            self.stats.dependency_lflows += lflows.len() as u64;
-                            self.dirty_lflows.extend(lflows);
-                        }
-                        None => full = Some("many ports changed".to_owned()),
-                    },
+                    Some(changed) => {
+                        let lflows = affected_lflows(&view, &changed, &self.lflow_index);
+                        lb_dirty |= !changed.datapaths.is_empty();
+                        self.stats.dependency_runs += 1;
+                        self.stats.dependency_lflows += lflows.len() as u64;
+                        self.dirty_lflows.extend(lflows);
+                    }
                 }
             }
             self.deps = Some(deps);
@@ -1221,7 +1235,7 @@ impl Engine {
         } else {
             self.opts.threads
         };
-        let mut results: Vec<(Owner, Compiled)> = Vec::new();
+        let mut results: Vec<(Owner, Compiled)>;
         let mut gone: Vec<Owner> = Vec::new();
         let mut physical_computed = false;
         let nodes = &mut self.stats.nodes;
@@ -1266,13 +1280,15 @@ impl Engine {
                     .filter(|o| !keep.contains(o)),
             );
         } else {
-            let lflows = self.sb.replica.table::<LogicalFlow>();
-            for u in std::mem::take(&mut self.dirty_lflows) {
-                if let Some(lf) = lflows.and_then(|t| t.get(&u)) {
-                    results.push((Owner::Lflow(u), compile_logical_flow(&u, lf, &cx)));
-                    self.stats.incremental_lflows += 1;
-                }
-            }
+            let dirty = std::mem::take(&mut self.dirty_lflows);
+            let lflows: Vec<(&Uuid, &LogicalFlow)> = self
+                .sb
+                .replica
+                .table::<LogicalFlow>()
+                .map(|t| dirty.iter().filter_map(|u| Some((u, t.get(u)?))).collect())
+                .unwrap_or_default();
+            self.stats.incremental_lflows += lflows.len() as u64;
+            results = compile_lflow_list(&cx, &lflows, threads);
             gone.extend(
                 std::mem::take(&mut self.deleted_lflows)
                     .into_iter()
@@ -1377,20 +1393,25 @@ impl Engine {
 
     // ---- the switch ------------------------------------------------------------------
 
+    /// Whether the first put may go: the chassis is known and no condition change is
+    /// pending (the replica holds every row the flows need), or the wait for that has gone
+    /// on too long.
+    fn initial_view_settled(&self, now: Instant, conditions_stable: bool) -> bool {
+        let settled =
+            self.runtime.chassis.is_some() && conditions_stable && !self.conditions_pending();
+        settled
+            || self
+                .sb_connected_at
+                .is_some_and(|t| now.duration_since(t) >= INITIAL_SETTLE)
+    }
+
     fn build_put(&mut self, now: Instant, conditions_stable: bool) -> Option<Put> {
         let session = self.of_session?;
         if self.in_flight.is_some() {
             return None;
         }
-        if !self.initial_sync_done {
-            let settled =
-                self.runtime.chassis.is_some() && conditions_stable && !self.conditions_pending();
-            let waited = self
-                .sb_connected_at
-                .is_some_and(|t| now.duration_since(t) >= INITIAL_SETTLE);
-            if !(settled || waited) {
-                return None;
-            }
+        if !self.initial_sync_done && !self.initial_view_settled(now, conditions_stable) {
+            return None;
         }
         let sb_nb_cfg = self
             .sb

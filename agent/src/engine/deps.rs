@@ -11,11 +11,8 @@ use std::sync::Arc;
 use sbclient::ovn_sb::{LogicalDpGroup, LogicalFlow};
 use sbclient::{Replica, Row, Table, Uuid};
 
+use super::lflow_index::LflowIndex;
 use crate::view::{DepParts, SbView};
-
-/// More changed names than this recompile everything (scanning every lflow for each name
-/// would cost more than compiling).
-const MAX_CHANGED_NAMES: usize = 256;
 
 /// How one port (or multicast group) name of a datapath looks to the compiler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,41 +108,18 @@ impl Deps {
 
 /// The logical flows whose compiled flows may differ after `changed`: those on a datapath
 /// that became local or stopped being local, and those on a local datapath whose match,
-/// actions or `in_out_port` tag name a changed port (as a quoted string, as northd writes
-/// port names) or a changed port group (`@name`). `None` when the change is too large to be
-/// worth the scan, or names a port that could be written otherwise (escaped characters).
-pub fn affected_lflows(view: &SbView<'_>, changed: &Changed) -> Option<Vec<Uuid>> {
-    if changed.names.len() > MAX_CHANGED_NAMES
-        || changed
-            .names
-            .iter()
-            .any(|n| n.contains(['"', '\\']) || n.is_empty())
-    {
-        return None;
-    }
-    let quoted: Vec<String> = changed.names.iter().map(|n| format!("\"{n}\"")).collect();
-    let groups: Vec<String> = changed
-        .port_groups
-        .iter()
-        .flat_map(|n| port_group_needles(n))
-        .collect();
-    let mentions = |lf: &LogicalFlow| {
-        quoted
-            .iter()
-            .any(|q| lf.match_.contains(q.as_str()) || lf.actions.contains(q.as_str()))
-            || groups.iter().any(|g| lf.match_.contains(g.as_str()))
-            || lf
-                .tags
-                .get("in_out_port")
-                .is_some_and(|p| changed.names.contains(p))
+/// actions or `in_out_port` tag name a changed port or a changed port group (`@name`).
+/// Found through the reverse index: the cost follows the number of names, not of lflows.
+pub fn affected_lflows(view: &SbView<'_>, changed: &Changed, index: &LflowIndex) -> Vec<Uuid> {
+    let replica = view.replica();
+    let Some(lflows) = replica.table::<LogicalFlow>() else {
+        return Vec::new();
     };
-    let lflows = view.replica().table::<LogicalFlow>()?;
-    if quoted.is_empty() && groups.is_empty() && changed.datapaths.is_empty() {
-        return Some(Vec::new());
+    if changed.is_empty() {
+        return Vec::new();
     }
     // Per datapath group, once: whether it holds a changed datapath, and a local one.
-    let group_touches: HashMap<Uuid, (bool, bool)> = view
-        .replica()
+    let group_touches: HashMap<Uuid, (bool, bool)> = replica
         .table::<LogicalDpGroup>()
         .map(|t| {
             t.iter()
@@ -157,31 +131,46 @@ pub fn affected_lflows(view: &SbView<'_>, changed: &Changed) -> Option<Vec<Uuid>
                 .collect()
         })
         .unwrap_or_default();
-    let mut out = Vec::new();
-    for (u, lf) in lflows.iter() {
-        let (moved, local) = match (lf.logical_datapath, lf.logical_dp_group) {
-            (Some(d), _) => (
-                changed.datapaths.contains(&d),
-                view.local_datapaths.contains(&d),
-            ),
-            (None, Some(g)) => group_touches.get(&g).copied().unwrap_or_default(),
-            (None, None) => (false, false),
-        };
-        if moved || (local && mentions(lf)) {
-            out.push(*u);
+    let mut out: HashSet<Uuid> = HashSet::new();
+    for d in &changed.datapaths {
+        out.extend(index.on_datapath(d));
+    }
+    for (g, (moved, _)) in &group_touches {
+        if *moved {
+            out.extend(index.on_dp_group(g));
         }
     }
-    Some(out)
+    let is_local = |lf: &LogicalFlow| match (lf.logical_datapath, lf.logical_dp_group) {
+        (Some(d), _) => view.local_datapaths.contains(&d),
+        (None, Some(g)) => group_touches.get(&g).is_some_and(|t| t.1),
+        (None, None) => false,
+    };
+    let mut consider = |u: &Uuid| {
+        if !out.contains(u) && lflows.get(u).is_some_and(is_local) {
+            out.insert(*u);
+        }
+    };
+    for name in &changed.names {
+        index.naming_port(name).for_each(&mut consider);
+    }
+    for pg in &changed.port_groups {
+        for needle in port_group_names(pg) {
+            index.naming_port_group(needle).for_each(&mut consider);
+        }
+    }
+    let mut out: Vec<Uuid> = out.into_iter().collect();
+    out.sort_unstable();
+    out
 }
 
-/// How a match names port group `name`: `@name`, and without the datapath key northd puts
+/// How a match names port group `name`: as it is, and without the datapath key northd puts
 /// in front of the Southbound copy's name ("<dp key>_<name>"), as matches keep the name they
 /// were written with.
-pub fn port_group_needles(name: &str) -> Vec<String> {
-    let mut out = vec![format!("@{name}")];
+pub fn port_group_names(name: &str) -> Vec<&str> {
+    let mut out = vec![name];
     if let Some((key, rest)) = name.split_once('_') {
         if !rest.is_empty() && key.bytes().all(|b| b.is_ascii_digit()) {
-            out.push(format!("@{rest}"));
+            out.push(rest);
         }
     }
     out
@@ -215,41 +204,29 @@ pub fn changed_rows<T: Row>(table: &Table<T>) -> BTreeSet<Uuid> {
         .collect()
 }
 
-/// The logical flows whose match contains one of `needles` (`$set`, `@group`).
-pub fn lflows_matching(replica: &Replica, needles: &[String]) -> Vec<Uuid> {
-    let Some(lflows) = replica.table::<LogicalFlow>() else {
-        return Vec::new();
-    };
-    lflows
-        .iter()
-        .filter(|(_, lf)| needles.iter().any(|n| lf.match_.contains(n.as_str())))
-        .map(|(u, _)| *u)
-        .collect()
-}
-
 /// The logical flows in one of `groups`, or on one of `datapaths` directly or through their
 /// datapath group.
 pub fn lflows_on(
     replica: &Replica,
+    index: &LflowIndex,
     datapaths: &BTreeSet<Uuid>,
     groups: &BTreeSet<Uuid>,
 ) -> Vec<Uuid> {
-    let Some(lflows) = replica.table::<LogicalFlow>() else {
-        return Vec::new();
-    };
-    let dp_groups = replica.table::<LogicalDpGroup>();
-    let in_group = |g: &Uuid| {
-        groups.contains(g)
-            || dp_groups
-                .and_then(|t| t.get(g))
-                .is_some_and(|g| g.datapaths.iter().any(|d| datapaths.contains(d)))
-    };
-    lflows
-        .iter()
-        .filter(|(_, lf)| {
-            lf.logical_datapath.is_some_and(|d| datapaths.contains(&d))
-                || lf.logical_dp_group.as_ref().is_some_and(in_group)
-        })
-        .map(|(u, _)| *u)
-        .collect()
+    let mut out: BTreeSet<Uuid> = BTreeSet::new();
+    for d in datapaths {
+        out.extend(index.on_datapath(d));
+    }
+    for g in groups {
+        out.extend(index.on_dp_group(g));
+    }
+    if !datapaths.is_empty() {
+        if let Some(t) = replica.table::<LogicalDpGroup>() {
+            for (g, grp) in t.iter() {
+                if grp.datapaths.iter().any(|d| datapaths.contains(d)) {
+                    out.extend(index.on_dp_group(g));
+                }
+            }
+        }
+    }
+    out.into_iter().collect()
 }
