@@ -83,12 +83,14 @@ fn orig_dst(m: &mut OfMatch, vip: &Endpoint, proto: u8) {
 /// Tables 68 (hairpin detection, learning the reply flow into 69) and 70 (SNAT to the VIP).
 pub fn hairpin_flows(lb: &HairpinLb, l: &TableLayout) -> Vec<OfFlow> {
     let mut out = Vec::new();
-    let flow = |table: u8, priority: u16, m: OfMatch, actions: Vec<OfAction>| OfFlow {
+    // Action lists are shared: the learn actions of a VIP's backends are the same, and the SNAT action is the same on every local datapath (thousands of
+    // flows per load balancer group otherwise each hold a copy).
+    let flow = |table: u8, priority: u16, m: OfMatch, actions: &Arc<Vec<OfAction>>| OfFlow {
         table,
         priority,
         cookie: lb.cookie,
         m,
-        actions: Arc::new(actions),
+        actions: Arc::clone(actions),
     };
     for (vip, backends) in &lb.vips {
         let snat = match vip.ip {
@@ -96,6 +98,8 @@ pub fn hairpin_flows(lb: &HairpinLb, l: &TableLayout) -> Vec<OfFlow> {
             IpAddr::V6(_) => lb.snat_v6.map(IpAddr::V6),
         };
         let reply_dst = snat.unwrap_or(vip.ip);
+        // The learn action depends on whether the backend has a port, not on which.
+        let mut learn_by_port: Vec<(bool, Arc<Vec<OfAction>>)> = Vec::new();
         for be in backends
             .iter()
             .filter(|b| b.ip.is_ipv4() == vip.ip.is_ipv4())
@@ -143,9 +147,17 @@ pub fn hairpin_flows(lb: &HairpinLb, l: &TableLayout) -> Vec<OfFlow> {
                 // Without a port the reply only has to carry the same protocol.
                 learn = learn.match_same(FieldId::NW_PROTO);
             }
-            let learn = learn.load_value(sub(FieldId::reg(10), 7, 1), 1).build();
-            let set_flag = set_field(FieldId::reg(10), 0x80, 0x80);
-            out.push(flow(l.chk_lb_hairpin, 100, m, vec![set_flag, learn]));
+            let actions = match learn_by_port.iter().find(|(p, _)| *p == be.port.is_some()) {
+                Some((_, a)) => Arc::clone(a),
+                None => {
+                    let learn = learn.load_value(sub(FieldId::reg(10), 7, 1), 1).build();
+                    let set_flag = set_field(FieldId::reg(10), 0x80, 0x80);
+                    let a = Arc::new(vec![set_flag, learn]);
+                    learn_by_port.push((be.port.is_some(), Arc::clone(&a)));
+                    a
+                }
+            };
+            out.push(flow(l.chk_lb_hairpin, 100, m, &actions));
         }
         let ct = |src: IpAddr| {
             ct(CtSpec {
@@ -164,12 +176,18 @@ pub fn hairpin_flows(lb: &HairpinLb, l: &TableLayout) -> Vec<OfFlow> {
         let mut m = OfMatch::new();
         orig_dst(&mut m, vip, lb.proto);
         match snat {
-            None => out.push(flow(l.ct_snat_hairpin, base, m, vec![ct(vip.ip)])),
+            None => out.push(flow(
+                l.ct_snat_hairpin,
+                base,
+                m,
+                &Arc::new(vec![ct(vip.ip)]),
+            )),
             Some(ip) => {
+                let actions = Arc::new(vec![ct(ip)]);
                 for dp in &lb.local_dp_keys {
                     let mut dm = m.clone();
                     dm.add(FieldId::METADATA, u128::from(*dp), u128::from(u64::MAX));
-                    out.push(flow(l.ct_snat_hairpin, base + 100, dm, vec![ct(ip)]));
+                    out.push(flow(l.ct_snat_hairpin, base + 100, dm, &actions));
                 }
             }
         }

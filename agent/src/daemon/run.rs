@@ -454,6 +454,9 @@ fn log_slow_run(
     threshold: Duration,
     reasons_before: &BTreeMap<String, u64>,
 ) {
+    if took >= Duration::from_millis(10) {
+        tracing::debug!(target: "main", "engine run took {} us: {}", took.as_micros(), engine.stats.last_phases);
+    }
     if took < threshold {
         return;
     }

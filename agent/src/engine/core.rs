@@ -94,9 +94,36 @@ pub struct EngineOptions {
 }
 
 /// Counters shown by the control socket.
+/// The time of each step of one engine run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunPhases {
+    pub runtime: Duration,
+    pub view: Duration,
+    pub compile: Duration,
+    pub apply: Duration,
+    pub put: Duration,
+}
+
+impl std::fmt::Display for RunPhases {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let us = |d: Duration| d.as_micros();
+        write!(
+            f,
+            "runtime {} us, view {} us, compile {} us, flow table {} us, put {} us",
+            us(self.runtime),
+            us(self.view),
+            us(self.compile),
+            us(self.apply),
+            us(self.put)
+        )
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct EngineStats {
     pub runs: u64,
+    /// Where the last run's time went (debug logs of slow runs).
+    pub last_phases: RunPhases,
     pub full_recomputes: u64,
     /// Why full recomputes happened (the change not handled incrementally).
     pub recompute_reasons: BTreeMap<String, u64>,
@@ -753,6 +780,7 @@ impl Engine {
     /// Computes what to do now.
     pub fn run(&mut self, now: Instant) -> Actions {
         self.stats.runs += 1;
+        self.stats.last_phases = RunPhases::default();
         let (sb_was_busy, ovs_was_busy) = self.busy_before;
         self.busy_before = (self.sb_busy, self.ovs_busy);
         self.runtime_inputs_dirty |= sb_was_busy && !self.sb_busy;
@@ -838,7 +866,9 @@ impl Engine {
             || self.runtime_changed
             || self.need_full.is_some()
         {
+            let t = std::time::Instant::now();
             sb_dirty |= self.update_runtime(&cfg, chassis_uuid, now, &mut sb_txn, &mut actions);
+            self.stats.last_phases.runtime = t.elapsed();
             self.ovs_sync_dirty = true;
         }
         // Flows. Before the first put, only once the view is complete: flows compiled from a
@@ -888,7 +918,9 @@ impl Engine {
             actions.ovs_txn = Some(ovs_txn);
         }
         // The switch.
+        let t = std::time::Instant::now();
         actions.put = self.build_put(now, actions.conditions.is_empty());
+        self.stats.last_phases.put = t.elapsed();
         actions
     }
 
@@ -1199,6 +1231,7 @@ impl Engine {
             // A full recompute rebuilds every part (the rows may have been replaced).
             self.view_parts = ViewParts::default();
         }
+        let view_started = std::time::Instant::now();
         let stale = std::mem::take(&mut self.view_stale);
         self.view_parts
             .refresh(&self.sb, &cfg.system_id, &facts, &stale);
@@ -1219,6 +1252,8 @@ impl Engine {
             }
             self.deps = Some(deps);
         }
+        self.stats.last_phases.view = view_started.elapsed();
+        let compile_started = std::time::Instant::now();
         // Parsed matches depend on address sets, port groups and port keys; a change to
         // any of them recomputes, so the cache lives for one run only (and its memory is
         // not kept between runs).
@@ -1350,6 +1385,8 @@ impl Engine {
             }
         }
         drop(view);
+        self.stats.last_phases.compile = compile_started.elapsed();
+        let apply_started = std::time::Instant::now();
         if physical_computed {
             self.physical_done();
         }
@@ -1365,6 +1402,10 @@ impl Engine {
             }
             self.failures.remove(&o);
         }
+        // A full compile knows how many keys the table will hold: room for them at once
+        // (growth by doubling would leave up to half of the entries' memory unused).
+        self.flows
+            .reserve_total(results.iter().map(|(_, c)| c.flows.len()).sum());
         for (o, mut c) in results {
             let flows = std::mem::take(&mut c.flows);
             self.flows.replace(o, flows);
@@ -1389,6 +1430,7 @@ impl Engine {
                 }
             }
         }
+        self.stats.last_phases.apply = apply_started.elapsed();
     }
 
     // ---- the switch ------------------------------------------------------------------

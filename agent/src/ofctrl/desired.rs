@@ -324,7 +324,6 @@ impl FlowTable {
         }
     }
 
-    /// Replaces everything `owner` wants with `flows`.
     /// Makes room for `additional` more keys (a full compile knows its count: growing by
     /// doubling would leave up to half the entries' memory unused).
     pub fn reserve(&mut self, additional: usize) {
@@ -337,6 +336,15 @@ impl FlowTable {
         });
     }
 
+    /// Makes room for `keys` keys in all (nothing when there is room already).
+    pub fn reserve_total(&mut self, keys: usize) {
+        let have = self.entries.len() - self.free.len();
+        if keys > self.entries.capacity() {
+            self.reserve(keys.saturating_sub(have));
+        }
+    }
+
+    /// Replaces everything `owner` wants with `flows`.
     pub fn replace(&mut self, owner: Owner, flows: Vec<Flow>) {
         // Recomputed owners mostly want what they wanted: then nothing is touched (no
         // rehash, no pending flow_mod to check).
