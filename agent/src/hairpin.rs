@@ -147,15 +147,16 @@ pub fn hairpin_flows(lb: &HairpinLb, l: &TableLayout) -> Vec<OfFlow> {
                 // Without a port the reply only has to carry the same protocol.
                 learn = learn.match_same(FieldId::NW_PROTO);
             }
-            let actions = match learn_by_port.iter().find(|(p, _)| *p == be.port.is_some()) {
-                Some((_, a)) => Arc::clone(a),
-                None => {
-                    let learn = learn.load_value(sub(FieldId::reg(10), 7, 1), 1).build();
-                    let set_flag = set_field(FieldId::reg(10), 0x80, 0x80);
-                    let a = Arc::new(vec![set_flag, learn]);
-                    learn_by_port.push((be.port.is_some(), Arc::clone(&a)));
-                    a
-                }
+            let has_port = be.port.is_some();
+            let shared = learn_by_port.iter().find(|(p, _)| *p == has_port);
+            let actions = if let Some((_, a)) = shared {
+                Arc::clone(a)
+            } else {
+                let learn = learn.load_value(sub(FieldId::reg(10), 7, 1), 1).build();
+                let set_flag = set_field(FieldId::reg(10), 0x80, 0x80);
+                let a = Arc::new(vec![set_flag, learn]);
+                learn_by_port.push((has_port, Arc::clone(&a)));
+                a
             };
             out.push(flow(l.chk_lb_hairpin, 100, m, &actions));
         }

@@ -84,23 +84,23 @@ impl LflowIndex {
 
     fn remove(&mut self, u: Uuid, lf: &LogicalFlow) {
         self.indexed = self.indexed.saturating_sub(1);
-        fn take<K: std::hash::Hash + Eq>(map: &mut Map<K>, k: K, u: &Uuid) {
-            if let Some(set) = map.get_mut(&k) {
+        fn take<K: std::hash::Hash + Eq>(map: &mut Map<K>, k: &K, u: &Uuid) {
+            if let Some(set) = map.get_mut(k) {
                 set.remove(u);
                 if set.is_empty() {
-                    map.remove(&k);
+                    map.remove(k);
                 }
             }
         }
         if let Some(d) = lf.logical_datapath {
-            take(&mut self.by_datapath, d, &u);
+            take(&mut self.by_datapath, &d, &u);
         }
         if let Some(g) = lf.logical_dp_group {
-            take(&mut self.by_dp_group, g, &u);
+            take(&mut self.by_dp_group, &g, &u);
         }
         self.unparsed.remove(&u);
         for n in names_of(lf).unwrap_or_default() {
-            take(&mut self.by_name, n, &u);
+            take(&mut self.by_name, &n, &u);
         }
     }
 
@@ -169,7 +169,7 @@ mod tests {
     use sbclient::Replica;
     use serde_json::json;
 
-    fn apply(r: &mut Replica, updates: serde_json::Value) {
+    fn apply(r: &mut Replica, updates: &serde_json::Value) {
         let raw = serde_json::value::RawValue::from_string(updates.to_string()).unwrap();
         r.apply_update(&raw).unwrap();
     }
@@ -194,7 +194,7 @@ mod tests {
         let id = |n: u128| Uuid::from_u128(n).to_string();
         apply(
             &mut r,
-            json!({"Logical_Flow": {
+            &json!({"Logical_Flow": {
                 id(a): lflow(r#"inport == "p1" && ip4.src == $as1"#, "next;"),
                 id(b): lflow(r#"outport == @pg1 && inport == "p10""#, r#"outport = "p2"; output;"#),
                 id(c): lflow("ip4.dst == $as10", "drop;"),
@@ -226,7 +226,7 @@ mod tests {
         // A modification moves the lflow to its new names; a deletion forgets it.
         apply(
             &mut r,
-            json!({"Logical_Flow": {
+            &json!({"Logical_Flow": {
                 id(a): {"modify": {"match": r#"inport == "p3""#}},
                 id(bad): {"delete": null},
             }}),
