@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use openflow::wire::{Group, MeterMod};
 use sbclient::ovn_sb::{
     AddressSet, Chassis, ChassisTemplateVar, DatapathBinding, DhcpOptions, Dhcpv6Options, Meter,
-    MeterBand, MulticastGroup, PortBinding, PortGroup,
+    MeterBand, PortBinding,
 };
 use sbclient::{Replica, Uuid};
 
@@ -16,6 +16,11 @@ use crate::ids::{ConjIds, IdTable};
 use crate::lflow::flows::{conj_id_hash, ChassisView};
 use crate::lflow::hash::FxBuild;
 use crate::southbound::Southbound;
+
+mod ports;
+
+pub use ports::TouchedRows;
+use ports::{PortInputs, PortsPart};
 
 /// A datapath as the compiler needs it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -159,7 +164,7 @@ pub struct SbView<'a> {
     // Fx-hashed: looked up for every flow.
     datapaths: Arc<HashMap<Uuid, DatapathInfo, FxBuild>>,
     ports: Arc<PortsPart>,
-    port_groups: Arc<HashMap<String, Vec<String>, FxBuild>>,
+    port_groups: Arc<ports::PortGroups>,
     address_sets: Arc<HashMap<String, Vec<String>, FxBuild>>,
     pub local_datapaths: Arc<BTreeSet<Uuid>>,
     vars: Arc<HashMap<String, String>>,
@@ -167,25 +172,25 @@ pub struct SbView<'a> {
     dhcpv6_options: Arc<Option<HashSet<String>>>,
 }
 
-/// Port keys and which ports are resident or related here.
+/// What a [`ViewParts::refresh`] changed in what logical flows depend on besides their own
+/// rows: datapaths that became or stopped being local, port and multicast group names whose
+/// key, residence or relatedness changed, port groups whose filtered members changed.
 #[derive(Debug, Default)]
-pub(crate) struct PortsPart {
-    /// Datapath to port (and multicast group) name to tunnel key.
-    pub(crate) ports: HashMap<Uuid, HashMap<String, u32, FxBuild>, FxBuild>,
-    pub(crate) resident: HashSet<String, FxBuild>,
-    pub(crate) related: HashSet<(u32, u32), FxBuild>,
-    /// Names of the related ports (what port groups are filtered to).
-    related_names: HashSet<String, FxBuild>,
+pub struct ViewChanges {
+    /// Every part was built anew (first refresh, or another chassis): no difference known.
+    pub rebuilt: bool,
+    pub datapaths: HashSet<Uuid>,
+    pub names: HashSet<String>,
+    pub port_groups: HashSet<String>,
 }
 
-/// The parts of a view that logical flows depend on besides their own rows, shared (not
-/// copied) with the view: [`crate::engine::deps::Deps`] compares two of them.
-#[derive(Clone, Default)]
-pub(crate) struct DepParts {
-    pub(crate) datapaths: Arc<HashMap<Uuid, DatapathInfo, FxBuild>>,
-    pub(crate) ports: Arc<PortsPart>,
-    pub(crate) port_groups: Arc<HashMap<String, Vec<String>, FxBuild>>,
-    pub(crate) local_datapaths: Arc<BTreeSet<Uuid>>,
+impl ViewChanges {
+    pub fn is_empty(&self) -> bool {
+        !self.rebuilt
+            && self.datapaths.is_empty()
+            && self.names.is_empty()
+            && self.port_groups.is_empty()
+    }
 }
 
 /// The parts of a [`SbView`], kept between runs: [`ViewParts::refresh`] rebuilds a part
@@ -198,52 +203,114 @@ pub struct ViewParts {
     facts: LocalFacts,
     datapaths: Arc<HashMap<Uuid, DatapathInfo, FxBuild>>,
     ports: Arc<PortsPart>,
-    port_groups: Arc<HashMap<String, Vec<String>, FxBuild>>,
+    port_groups: Arc<ports::PortGroups>,
     address_sets: Arc<HashMap<String, Vec<String>, FxBuild>>,
     local_datapaths: Arc<BTreeSet<Uuid>>,
     vars: Arc<HashMap<String, String>>,
     dhcp_options: Arc<Option<HashSet<String>>>,
     dhcpv6_options: Arc<Option<HashSet<String>>>,
+    changes: ViewChanges,
 }
 
 impl ViewParts {
     /// Brings the parts up to date with `sb` and `facts`; `changed` names the Southbound
     /// tables changed since the last refresh.
+    ///
+    /// `touched` names the Port_Binding and Multicast_Group rows changed since then (`None`:
+    /// not known, so the ports part is built anew when those tables changed); with it, and
+    /// the local facts' differences, the ports part and the port groups change entry by
+    /// entry. What changed accumulates until [`Self::take_changes`].
     pub fn refresh(
         &mut self,
         sb: &Southbound,
         chassis: &str,
         facts: &LocalFacts,
         changed: &BTreeSet<&str>,
+        touched: Option<&TouchedRows>,
     ) {
         let replica = &sb.replica;
         let all = !self.built || self.chassis != chassis;
         let facts_changed = all || self.facts != *facts;
         let stale = |tables: &[&str]| all || tables.iter().any(|t| changed.contains(t));
-        if stale(&["Datapath_Binding"]) {
+        let datapaths_stale = stale(&["Datapath_Binding"]);
+        if datapaths_stale {
             self.datapaths = Arc::new(datapaths_part(replica));
         }
-        let ports_stale = facts_changed || stale(&["Port_Binding", "Multicast_Group"]);
-        let mut related_changed = all;
-        if ports_stale {
-            let ports = ports_part(replica, chassis, facts, &self.datapaths);
-            related_changed |= ports.related_names != self.ports.related_names;
+        let inputs = PortInputs {
+            replica,
+            chassis,
+            facts,
+            datapaths: &self.datapaths,
+        };
+        let rebuild_ports = datapaths_stale
+            || (touched.is_none()
+                && (facts_changed || stale(&["Port_Binding", "Multicast_Group"])));
+        let mut flips = HashSet::new();
+        if rebuild_ports {
+            let ports = PortsPart::build(&inputs);
+            if !all {
+                self.changes.names.extend(self.ports.changed_names(&ports));
+                flips.extend(
+                    ports
+                        .related_names
+                        .symmetric_difference(&self.ports.related_names)
+                        .cloned(),
+                );
+            }
             self.ports = Arc::new(ports);
+        } else {
+            let mut rows = TouchedRows::default();
+            if let Some(t) = touched {
+                rows.port_bindings.extend(t.port_bindings.iter().copied());
+                rows.multicast_groups
+                    .extend(t.multicast_groups.iter().copied());
+            }
+            if facts_changed {
+                rows.port_bindings
+                    .extend(self.facts.port_differences(facts));
+            }
+            if !rows.is_empty() {
+                Arc::make_mut(&mut self.ports).update(
+                    &inputs,
+                    &rows,
+                    &mut self.changes,
+                    &mut flips,
+                );
+            }
         }
-        // Port groups are filtered to the related ports: only a change of those, or of the
-        // groups themselves, changes them.
-        if related_changed || stale(&["Port_Group"]) {
-            self.port_groups = Arc::new(port_groups_part(replica, &self.ports.related_names));
+        if stale(&["Port_Group"]) {
+            let groups = ports::port_groups(replica, &self.ports.related_names);
+            if !all {
+                let changed = ports::changed_groups(&self.port_groups, &groups);
+                self.changes.port_groups.extend(changed);
+            }
+            self.port_groups = Arc::new(groups);
+        } else if !flips.is_empty() {
+            ports::update_port_groups(
+                Arc::make_mut(&mut self.port_groups),
+                replica,
+                &self.ports.related_names,
+                &flips,
+                &mut self.changes,
+            );
         }
+        if facts_changed && (all || self.facts.local_datapaths != facts.local_datapaths) {
+            if !all {
+                let moved = self
+                    .local_datapaths
+                    .symmetric_difference(&facts.local_datapaths)
+                    .copied();
+                self.changes.datapaths.extend(moved);
+            }
+            self.local_datapaths = Arc::new(facts.local_datapaths.clone());
+        }
+        self.changes.rebuilt |= all;
         if stale(&["Address_Set"]) {
             self.address_sets = Arc::new(
                 rows::<AddressSet>(replica)
                     .map(|(_, a)| (a.name.clone(), a.addresses.iter().cloned().collect()))
                     .collect(),
             );
-        }
-        if facts_changed {
-            self.local_datapaths = Arc::new(facts.local_datapaths.clone());
         }
         if stale(&["Chassis_Template_Var"]) {
             self.vars = Arc::new(
@@ -278,6 +345,11 @@ impl ViewParts {
         chassis.clone_into(&mut self.chassis);
         self.built = true;
     }
+
+    /// What the refreshes since the last call changed.
+    pub fn take_changes(&mut self) -> ViewChanges {
+        std::mem::take(&mut self.changes)
+    }
 }
 
 fn datapaths_part(replica: &Replica) -> HashMap<Uuid, DatapathInfo, FxBuild> {
@@ -293,74 +365,6 @@ fn datapaths_part(replica: &Replica) -> HashMap<Uuid, DatapathInfo, FxBuild> {
             )
         })
         .collect()
-}
-
-fn ports_part(
-    replica: &Replica,
-    chassis: &str,
-    facts: &LocalFacts,
-    datapaths: &HashMap<Uuid, DatapathInfo, FxBuild>,
-) -> PortsPart {
-    let mut part = PortsPart::default();
-    for (_, m) in rows::<MulticastGroup>(replica) {
-        part.ports
-            .entry(m.datapath)
-            .or_default()
-            .insert(m.name.clone(), key_u32(m.tunnel_key));
-    }
-    for (u, p) in rows::<PortBinding>(replica) {
-        let key = key_u32(p.tunnel_key);
-        part.ports
-            .entry(p.datapath)
-            .or_default()
-            .insert(p.logical_port.clone(), key);
-        if facts.bound.contains(u) || facts.active_ha.contains(u) {
-            part.resident.insert(p.logical_port.clone());
-        }
-        if is_related_port(u, p, chassis, facts) {
-            if let Some(d) = datapaths.get(&p.datapath) {
-                part.related.insert((d.key, key));
-            }
-            part.related_names.insert(p.logical_port.clone());
-        }
-    }
-    part
-}
-
-fn port_groups_part(
-    replica: &Replica,
-    related_names: &HashSet<String, FxBuild>,
-) -> HashMap<String, Vec<String>, FxBuild> {
-    rows::<PortGroup>(replica)
-        .map(|(_, g)| {
-            (
-                g.name.clone(),
-                g.ports
-                    .iter()
-                    .filter(|p| related_names.contains(*p))
-                    .cloned()
-                    .collect(),
-            )
-        })
-        .collect()
-}
-
-/// Types of port bindings that are related to every chassis that has their datapath.
-const ALWAYS_RELATED: [&str; 3] = ["patch", "localnet", "vtep"];
-
-/// Whether `p` is related to chassis `chassis` (its `in_out_port` flows are installed here):
-/// bound or active here, a localport with an interface here, a member of an HA group naming
-/// this chassis, a port of a type related everywhere, or an l2gateway / l3gateway port whose
-/// option names this chassis (as ovn-controller's binding decides).
-fn is_related_port(u: &Uuid, p: &PortBinding, chassis: &str, facts: &LocalFacts) -> bool {
-    let gateway_here = |option: &str| p.options.get(option).is_some_and(|c| c == chassis);
-    facts.bound.contains(u)
-        || facts.localports.contains(u)
-        || facts.active_ha.contains(u)
-        || facts.ha_members.contains(u)
-        || ALWAYS_RELATED.contains(&p.type_.as_str())
-        || (p.type_ == "l2gateway" && gateway_here("l2gateway-chassis"))
-        || (p.type_ == "l3gateway" && gateway_here("l3gateway-chassis"))
 }
 
 /// Every row of table `T` (none if the replica lacks the table).
@@ -392,6 +396,19 @@ pub struct LocalFacts {
 }
 
 impl LocalFacts {
+    /// The port bindings whose place in the facts differs between `self` and `other`.
+    fn port_differences<'s>(&'s self, other: &'s Self) -> impl Iterator<Item = Uuid> + 's {
+        let pairs = [
+            (&self.bound, &other.bound),
+            (&self.localports, &other.localports),
+            (&self.active_ha, &other.active_ha),
+            (&self.ha_members, &other.ha_members),
+        ];
+        pairs
+            .into_iter()
+            .flat_map(|(a, b)| a.symmetric_difference(b).copied())
+    }
+
     /// The facts the Southbound rows tell: ports whose `chassis` is us, HA groups as the
     /// binding code decides them, and the local datapaths they reach.
     pub fn from_southbound(replica: &Replica, chassis: &str) -> Self {
@@ -454,7 +471,7 @@ impl<'a> SbView<'a> {
     /// The view with what this chassis holds given by the caller, every part built anew.
     pub fn with_facts(sb: &'a Southbound, chassis: &str, ids: &'a Ids, facts: &LocalFacts) -> Self {
         let mut parts = ViewParts::default();
-        parts.refresh(sb, chassis, facts, &BTreeSet::new());
+        parts.refresh(sb, chassis, facts, &BTreeSet::new(), None);
         Self::from_parts(sb, ids, &parts)
     }
 
@@ -472,15 +489,6 @@ impl<'a> SbView<'a> {
             vars: Arc::clone(&parts.vars),
             dhcp_options: Arc::clone(&parts.dhcp_options),
             dhcpv6_options: Arc::clone(&parts.dhcpv6_options),
-        }
-    }
-
-    pub(crate) fn dep_parts(&self) -> DepParts {
-        DepParts {
-            datapaths: Arc::clone(&self.datapaths),
-            ports: Arc::clone(&self.ports),
-            port_groups: Arc::clone(&self.port_groups),
-            local_datapaths: Arc::clone(&self.local_datapaths),
         }
     }
 

@@ -8,12 +8,12 @@ mod common;
 use std::collections::BTreeMap;
 
 use agent::compile::{compile_owners, Context, Owner};
-use agent::engine::deps::{affected_lflows, Deps};
+use agent::engine::deps::affected_lflows;
 use agent::engine::lflow_index::LflowIndex;
 use agent::lflow::flows::MatchCache;
 use agent::lflow::layout::TableLayout;
 use agent::southbound::Southbound;
-use agent::view::{Ids, LocalFacts, SbView};
+use agent::view::{Ids, LocalFacts, SbView, TouchedRows, ViewParts};
 use sbclient::ovn_sb::{DatapathBinding, LogicalFlow, PortBinding};
 use sbclient::Uuid;
 
@@ -50,11 +50,19 @@ fn check(sb: &Southbound, what: &str, before: &LocalFacts, after: &LocalFacts) -
     let ids = Ids::default();
     let old = lflow_flows(sb, &ids, before);
     let new = lflow_flows(sb, &ids, after);
-    let (old_view, new_view) = (
-        SbView::with_facts(sb, CHASSIS, &ids, before),
-        SbView::with_facts(sb, CHASSIS, &ids, after),
+    // The view's parts as the engine keeps them: built for `before`, then brought up to
+    // date with `after` entry by entry.
+    let mut parts = ViewParts::default();
+    let none = std::collections::BTreeSet::new();
+    parts.refresh(sb, CHASSIS, before, &none, None);
+    assert!(parts.take_changes().rebuilt);
+    parts.refresh(sb, CHASSIS, after, &none, Some(&TouchedRows::default()));
+    let changed = parts.take_changes();
+    assert!(
+        !changed.rebuilt,
+        "{what}: a change of facts rebuilt the view"
     );
-    let changed = Deps::of(&old_view).changes(&Deps::of(&new_view));
+    let new_view = SbView::from_parts(sb, &ids, &parts);
     let mut index = LflowIndex::default();
     index.rebuild(sb.replica.table::<LogicalFlow>().expect("Logical_Flow"));
     let affected = affected_lflows(&new_view, &changed, &index);

@@ -26,9 +26,7 @@ use sbclient::{Condition, Replica, Transaction, Uuid};
 use super::binding::{self, LocalIfaces, Me};
 use super::conditions::{conditions, Interest};
 use super::config::{ChassisConfig, ConfigError};
-use super::deps::{
-    affected_lflows, changed_names, changed_rows, lflows_on, port_group_names, Deps,
-};
+use super::deps::{affected_lflows, changed_names, changed_rows, lflows_on, port_group_names};
 use super::lflow_index::LflowIndex;
 use super::ovs_config::{self, BridgeKeys};
 use super::zones::Zones;
@@ -42,7 +40,7 @@ use crate::ofctrl::conn::{Dump, Put, PutError};
 use crate::ofctrl::{FlowBatch, FlowTable, ForeignFlow};
 use crate::runtime::{BindingKind, EncapType, Runtime, Tunnel};
 use crate::southbound::Southbound;
-use crate::view::{Ids, LocalFacts, SbView, ViewParts};
+use crate::view::{Ids, LocalFacts, SbView, TouchedRows, ViewParts};
 
 /// Southbound tables the runtime (bindings, local datapaths, tunnels, zones, conditions)
 /// is not computed from: their changes leave it as it is.
@@ -275,15 +273,13 @@ pub struct Engine {
     /// A change the engine cannot yet attribute (first run, reconnect): recompute all.
     runtime_changed: bool,
     /// Ports, multicast groups or local state changed: recompile the logical flows that
-    /// depend on what changed ([`Deps`]), and every other and physical owner.
+    /// depend on what changed ([`crate::view::ViewChanges`]), and every other and physical owner.
     deps_dirty: bool,
     /// Rows of the non-lflow logical owners changed (MAC bindings, FDB, load balancers).
     others_dirty: bool,
     /// What load-balancer hairpin flows depend on changed (load balancers, datapath groups,
     /// datapaths, which datapaths are local).
     lb_dirty: bool,
-    /// What the last view built showed of ports and local datapaths.
-    deps: Option<Deps>,
     /// What the runtime is computed from (OVS, the Southbound tables that feed bindings,
     /// local datapaths, tunnels and zones) changed since it was last computed.
     runtime_inputs_dirty: bool,
@@ -300,6 +296,8 @@ pub struct Engine {
     /// were refreshed.
     view_parts: ViewParts,
     view_stale: BTreeSet<&'static str>,
+    /// The Port_Binding and Multicast_Group rows changed since the view was refreshed.
+    view_touched: TouchedRows,
     /// Since the physical and port-security flows were last computed: the Port_Bindings
     /// changed (uuids, and the names and datapaths they had), the datapaths whose
     /// multicast groups changed, and whether something chassis-wide did (then all again).
@@ -366,7 +364,6 @@ impl Engine {
             deps_dirty: false,
             others_dirty: false,
             lb_dirty: false,
-            deps: None,
             runtime_inputs_dirty: true,
             runtime_due: None,
             ovs_sync_dirty: true,
@@ -374,6 +371,7 @@ impl Engine {
             busy_before: (false, false),
             view_parts: ViewParts::default(),
             view_stale: BTreeSet::new(),
+            view_touched: TouchedRows::default(),
             phys_pbs: BTreeSet::new(),
             phys_names: BTreeSet::new(),
             phys_dps: BTreeSet::new(),
@@ -439,6 +437,7 @@ impl Engine {
     pub fn sb_changed(&mut self) {
         let changed = self.sb.replica.changed_tables();
         self.view_stale.extend(changed.iter().copied());
+        self.note_view_rows(&changed);
         // First, so that the lookups below see this change's lflows.
         if let Some(tab) = self.sb.replica.table::<LogicalFlow>() {
             if changed.contains(&"Logical_Flow") {
@@ -534,6 +533,22 @@ impl Engine {
             }
         }
         self.sb.replica.clear_changes();
+    }
+
+    /// Records the Port_Binding and Multicast_Group rows of this change for the view.
+    fn note_view_rows(&mut self, changed: &[&str]) {
+        fn touched<T: sbclient::Row>(table: Option<&sbclient::Table<T>>) -> BTreeSet<Uuid> {
+            table.map(changed_rows).unwrap_or_default()
+        }
+        let replica = &self.sb.replica;
+        if changed.contains(&"Port_Binding") {
+            let rows = touched(replica.table::<PortBinding>());
+            self.view_touched.port_bindings.extend(rows);
+        }
+        if changed.contains(&"Multicast_Group") {
+            let rows = touched(replica.table::<MulticastGroup>());
+            self.view_touched.multicast_groups.extend(rows);
+        }
     }
 
     /// Records what a change to `table` means for the physical flows ([`Self::physical_scope`]).
@@ -1233,24 +1248,19 @@ impl Engine {
         }
         let view_started = std::time::Instant::now();
         let stale = std::mem::take(&mut self.view_stale);
+        let touched = std::mem::take(&mut self.view_touched);
         self.view_parts
-            .refresh(&self.sb, &cfg.system_id, &facts, &stale);
+            .refresh(&self.sb, &cfg.system_id, &facts, &stale, Some(&touched));
+        let changed = self.view_parts.take_changes();
         let view = SbView::from_parts(&self.sb, &self.ids, &self.view_parts);
-        if full.is_some() || deps_dirty || self.deps.is_none() {
-            let deps = Deps::of(&view);
-            if full.is_none() {
-                match self.deps.as_ref().map(|old| old.changes(&deps)) {
-                    None => full = Some("first view".to_owned()),
-                    Some(changed) => {
-                        let lflows = affected_lflows(&view, &changed, &self.lflow_index);
-                        lb_dirty |= !changed.datapaths.is_empty();
-                        self.stats.dependency_runs += 1;
-                        self.stats.dependency_lflows += lflows.len() as u64;
-                        self.dirty_lflows.extend(lflows);
-                    }
-                }
-            }
-            self.deps = Some(deps);
+        if full.is_none() && changed.rebuilt {
+            full = Some("first view".to_owned());
+        } else if full.is_none() && !changed.is_empty() {
+            let lflows = affected_lflows(&view, &changed, &self.lflow_index);
+            lb_dirty |= !changed.datapaths.is_empty();
+            self.stats.dependency_runs += 1;
+            self.stats.dependency_lflows += lflows.len() as u64;
+            self.dirty_lflows.extend(lflows);
         }
         self.stats.last_phases.view = view_started.elapsed();
         let compile_started = std::time::Instant::now();
