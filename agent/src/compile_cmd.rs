@@ -239,6 +239,18 @@ pub fn run(args: &CompileArgs) -> Result<i32, CompileCmdError> {
             rss_after_load.map_or(0, |k| k / 1024)
         );
     }
+    if args.stats {
+        let m = report.desired.memory();
+        eprintln!(
+            "flow table: entries {} MiB, matches {} MiB, action lists {} ({} distinct contents, {} references) {} MiB",
+            m.entries_bytes >> 20,
+            m.match_bytes >> 20,
+            m.action_lists,
+            m.distinct_action_contents,
+            m.action_refs,
+            m.action_bytes >> 20
+        );
+    }
     let lflow_failures = report
         .failures
         .iter()

@@ -560,3 +560,77 @@ async fn a_large_bundle_whose_every_add_fails_does_not_deadlock() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A bundle in parts: refused adds are named by their index across the parts, and when the
+/// parts stop before the last one the bundle is discarded, never committed.
+#[tokio::test]
+async fn bundle_parts_count_indexes_across_parts_and_discard_when_cut_short() {
+    use openflow::conn::BundlePart;
+    let (_dir, target, mut seen) = setup(Rules {
+        reject_add_of_table: Some(9),
+        ..Rules::default()
+    });
+    let (handle, sid) = connected(&target).await;
+    let part = |tables: &[u8]| {
+        let mut b = BundleBuilder::new(OFPBF_ATOMIC);
+        for t in tables {
+            b.push_message(&flow_mod(&format!("table={t},priority=1 actions=drop")))
+                .unwrap();
+        }
+        b
+    };
+    // Three parts (2 + 2 + 1 messages), all accepted: committed once.
+    let (tx, rx) = mpsc::channel(1);
+    let sender = tokio::spawn({
+        let (a, b) = (part(&[1, 2]), part(&[3]));
+        async move {
+            tx.send(BundlePart { bundle: a, last: false }).await.unwrap();
+            tx.send(BundlePart { bundle: b, last: true }).await.unwrap();
+        }
+    });
+    handle
+        .commit_bundle_parts(sid, part(&[1, 1]), Some(rx))
+        .await
+        .unwrap();
+    sender.await.unwrap();
+    let k = kinds(&mut seen);
+    assert_eq!(k.iter().filter(|k| *k == "BundleAddMessage").count(), 5);
+    assert_eq!(k.iter().filter(|k| *k == "BundleControl").count(), 2);
+    // A refused add in the third part is index 4.
+    let (tx, rx) = mpsc::channel(1);
+    let sender = tokio::spawn({
+        let (a, b) = (part(&[1, 1]), part(&[9]));
+        async move {
+            tx.send(BundlePart { bundle: a, last: false }).await.unwrap();
+            tx.send(BundlePart { bundle: b, last: true }).await.unwrap();
+        }
+    });
+    match handle.commit_bundle_parts(sid, part(&[1, 1]), Some(rx)).await {
+        Err(ConnError::BundleFailed { rejected, .. }) => {
+            assert_eq!(rejected.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [4]);
+        }
+        other => panic!("{other:?}"),
+    }
+    sender.await.unwrap();
+    let _ = kinds(&mut seen);
+    // The parts stop (sender dropped) before the last: discarded.
+    let (tx, rx) = mpsc::channel(1);
+    tx.send(BundlePart {
+        bundle: part(&[1]),
+        last: false,
+    })
+    .await
+    .unwrap();
+    drop(tx);
+    match handle.commit_bundle_parts(sid, part(&[1]), Some(rx)).await {
+        Err(ConnError::BundleIncomplete) => {}
+        other => panic!("{other:?}"),
+    }
+    let mut ctrl = Vec::new();
+    while let Ok(m) = seen.try_recv() {
+        if let Message::BundleControl(c) = m.body {
+            ctrl.push(c.ctrl_type);
+        }
+    }
+    assert_eq!(ctrl, [OFPBCT_OPEN_REQUEST, OFPBCT_DISCARD_REQUEST]);
+}

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use sbclient::{spawn as spawn_db, Client, ClientConfig, Condition, Event, Remote, Transaction};
+use openflow::conn::BundlePart;
 use tokio::sync::mpsc;
 
 use super::commands;
@@ -332,10 +333,7 @@ pub async fn run(
             control.compute_log_timeout.unwrap_or(SLOW_RUN),
             &reasons_before,
         );
-        if let Some(m) = metrics.as_mut() {
-            let put = actions.put.as_ref().map(Into::into);
-            m.after_run(&engine, put, now, &control.stopwatches);
-        }
+        let mut put_sent: Option<crate::metrics::PutSent> = actions.put.as_ref().map(Into::into);
         if let (Some(txn), false, Some(s)) = (actions.sb_txn, sb_busy, sb.as_ref()) {
             tracing::debug!(target: "main", "southbound transaction sent (run took {} us)", took.as_micros());
             sb_busy = true;
@@ -414,13 +412,39 @@ pub async fn run(
                 spawn_condition(s.client.clone(), table, cond, done_tx.clone());
             }
         }
-        if let (Some(put), Some((_, c))) = (actions.put, of.as_ref()) {
-            tracing::debug!(target: "ofctrl", "put {}: {} bundle messages, computed in {} us", put.seq, put.bundle.len(), took.as_micros());
+        if let (Some(mut put), Some((_, c))) = (actions.put, of.as_ref()) {
+            let seq = put.seq;
+            let parts = (!put.complete).then(|| {
+                let (tx, rx) = mpsc::channel(1);
+                put.rest = Some(rx);
+                tx
+            });
             if c.puts.send(put).await.is_err() {
                 engine.of_disconnected();
             } else {
                 put_sent_at = Some(Instant::now());
+                // A large put goes out part by part as it is encoded (the switch reads one
+                // part while the next is made); nothing else runs until the last is sent.
+                if let Some(tx) = parts {
+                    while let Some((bundle, last)) =
+                        tokio::task::block_in_place(|| engine.next_put_part())
+                    {
+                        if let Some(p) = put_sent.as_mut() {
+                            p.messages += bundle.len();
+                            p.bytes += bundle.encoded_len();
+                        }
+                        if tx.send(BundlePart { bundle, last }).await.is_err() || last {
+                            break;
+                        }
+                    }
+                }
             }
+            if let Some(p) = &put_sent {
+                tracing::debug!(target: "ofctrl", "put {seq}: {} bundle messages, {} bytes, computed in {} us, sent in {} us", p.messages, p.bytes, took.as_micros(), now.elapsed().as_micros() - took.as_micros());
+            }
+        }
+        if let Some(m) = metrics.as_mut() {
+            m.after_run(&engine, put_sent.take(), now, &control.stopwatches);
         }
     }
     service_manager.stopping();

@@ -31,8 +31,7 @@ use super::lflow_index::LflowIndex;
 use super::ovs_config::{self, BridgeKeys};
 use super::zones::Zones;
 use crate::compile::{
-    compile_lflow_list, compile_other_owners, compile_owners, compile_port_security, Compiled,
-    Context, Owner,
+    compile_lflow_list, compile_other_owners, compile_port_security, Compiled, Context, Owner,
 };
 use crate::lflow::flows::{IdUse, MatchCache};
 use crate::lflow::hash::FxBuild;
@@ -74,6 +73,10 @@ type OvsSyncInputs = (BTreeSet<Uuid>, BTreeMap<String, u16>, Option<(i64, i64)>)
 
 /// `OFPBF_ATOMIC | OFPBF_ORDERED`.
 const BUNDLE_FLAGS: u16 = 0x3;
+/// Flow mods per part of a put: a large put (the first one, a recompute) is encoded and
+/// sent part by part, so that its encoded form never sits in memory whole (a full table is
+/// some 150 MB of flow_mods).
+const PUT_PART_MESSAGES: usize = 16 * 1024;
 /// How long the first put waits for the Southbound view to settle (conditions acked and
 /// stable) before it goes anyway.
 const INITIAL_SETTLE: Duration = Duration::from_secs(10);
@@ -203,6 +206,10 @@ struct InFlight {
     groups_deleted: Vec<u32>,
     meters_added: Vec<u32>,
     meters_deleted: Vec<u32>,
+    /// Where the next part of the put resumes in `batch`.
+    next_op: usize,
+    /// Every part is encoded (the group deletes, which come last, included).
+    encoded: bool,
 }
 
 /// The chassis state.
@@ -1305,10 +1312,26 @@ impl Engine {
         if let Some(reason) = full {
             self.stats.full_recomputes += 1;
             *self.stats.recompute_reasons.entry(reason).or_default() += 1;
-            let (owners, _) = compile_owners(&cx, threads);
-            results = owners;
             self.dirty_lflows.clear();
             self.deleted_lflows.clear();
+            // The logical flows in batches, each put in the table as soon as it is compiled:
+            // the compiled form of the whole table never exists at once beside the table.
+            let mut keep: HashSet<Owner, FxBuild> = HashSet::default();
+            let lflows = lflows_in_order(&self.sb.replica);
+            for batch in lflows.chunks(FULL_COMPILE_BATCH) {
+                let compiled = compile_lflow_list(&cx, batch, threads);
+                keep.extend(compiled.iter().map(|(o, _)| *o));
+                self.stats.bad_rows += apply_compiled(
+                    &mut self.flows,
+                    &mut self.uses,
+                    &mut self.failures,
+                    &self.ids,
+                    compiled,
+                );
+            }
+            results = Vec::new();
+            compile_other_owners(&cx, &mut results, true);
+            compile_port_security(&cx, &mut results, None);
             results.extend(physical_owners(
                 &self.sb.replica,
                 &self.runtime,
@@ -1317,7 +1340,7 @@ impl Engine {
             ));
             physical_computed = true;
             // Every owner not produced again is gone.
-            let keep: HashSet<Owner, FxBuild> = results.iter().map(|(o, _)| *o).collect();
+            keep.extend(results.iter().map(|(o, _)| *o));
             gone.extend(
                 self.flows
                     .owners_all()
@@ -1395,16 +1418,13 @@ impl Engine {
             }
         }
         drop(view);
+        // Parsed matches and actions are not needed once compiled.
+        drop(cache);
         self.stats.last_phases.compile = compile_started.elapsed();
         let apply_started = std::time::Instant::now();
         if physical_computed {
             self.physical_done();
         }
-        let lflows_compiled = results
-            .iter()
-            .filter(|(o, _)| matches!(o, Owner::Lflow(_)))
-            .count();
-        crate::coverage::CONSIDER_LOGICAL_FLOW.add(lflows_compiled as u64);
         for o in gone {
             self.flows.remove(o);
             if let Some(u) = self.uses.remove(&o) {
@@ -1412,34 +1432,13 @@ impl Engine {
             }
             self.failures.remove(&o);
         }
-        // A full compile knows how many keys the table will hold: room for them at once
-        // (growth by doubling would leave up to half of the entries' memory unused).
-        self.flows
-            .reserve_total(results.iter().map(|(_, c)| c.flows.len()).sum());
-        for (o, mut c) in results {
-            let flows = std::mem::take(&mut c.flows);
-            self.flows.replace(o, flows);
-            let old = self.uses.insert(o, std::mem::take(&mut c.uses));
-            if let Some(u) = old {
-                self.ids.release(&u);
-            }
-            match c.failure {
-                Some(f) => {
-                    if self
-                        .failures
-                        .get(&o)
-                        .is_none_or(|old| *old != f.to_string())
-                    {
-                        crate::vlog_rl!(WARN, &crate::vlog::limits::BAD_ROW, target: "lflow", "{f}");
-                        self.stats.bad_rows += 1;
-                    }
-                    self.failures.insert(o, f.to_string());
-                }
-                None => {
-                    self.failures.remove(&o);
-                }
-            }
-        }
+        self.stats.bad_rows += apply_compiled(
+            &mut self.flows,
+            &mut self.uses,
+            &mut self.failures,
+            &self.ids,
+            results,
+        );
         self.stats.last_phases.apply = apply_started.elapsed();
     }
 
@@ -1565,45 +1564,6 @@ impl Engine {
                 entries.push(None);
             }
         }
-        for op in self.flows.pending() {
-            let r = bundle.try_push_raw(14, |out| {
-                openflow::flow::encode_flow_mod_body(
-                    out,
-                    op.command,
-                    op.table,
-                    op.priority,
-                    op.cookie,
-                    op.m,
-                    op.actions,
-                )
-            });
-            match r {
-                Ok(_) => {
-                    entries.push(Some(op.entry));
-                    self.stats.flow_mods += 1;
-                    crate::coverage::OFCTRL_FLOW_MOD.inc();
-                }
-                Err(e) => {
-                    crate::vlog_rl!(WARN, &crate::vlog::limits::REFUSED_FLOW, target: "ofctrl", "flow not encodable ({e}): table={} priority={} {}", op.table, op.priority, op.m);
-                    self.stats.rejected_flows += 1;
-                }
-            }
-        }
-        for id in &groups_del {
-            if bundle
-                .push_message(&Message::GroupMod(GroupMod {
-                    command: OFPGC_DELETE,
-                    command_bucket_id: 0xffff_ffff,
-                    group: Group {
-                        group_id: *id,
-                        ..Group::default()
-                    },
-                }))
-                .is_ok()
-            {
-                entries.push(None);
-            }
-        }
         self.put_seq += 1;
         let seq = self.put_seq;
         self.stats.puts += 1;
@@ -1638,15 +1598,101 @@ impl Engine {
             groups_deleted: groups_del,
             meters_added: meters_add.iter().map(|(id, _)| *id).collect(),
             meters_deleted: meters_del.clone(),
+            next_op: 0,
+            encoded: false,
         });
+        let complete = self.encode_put_part(&mut bundle);
         Some(Put {
             session,
             seq,
             flush_zones: flush,
             meters_add: meters_add.iter().map(|(id, _)| meter_mod(*id, 0)).collect(),
             bundle,
+            complete,
+            rest: None,
             meters_del: meters_del.into_iter().map(|id| meter_mod(id, 2)).collect(),
         })
+    }
+
+    /// The next part of the put whose first part [`Actions::put`] carried (when it was not
+    /// `complete`), and whether it is the last; `None` when no put is being encoded. Call
+    /// it until the last part before the next [`Engine::run`]: the parts are computed from
+    /// the flow table as it was when the put was made.
+    pub fn next_put_part(&mut self) -> Option<(BundleBuilder, bool)> {
+        if self.in_flight.as_ref().is_none_or(|f| f.encoded) {
+            return None;
+        }
+        let mut bundle = BundleBuilder::new(BUNDLE_FLAGS);
+        let last = self.encode_put_part(&mut bundle);
+        Some((bundle, last))
+    }
+
+    /// Encodes up to [`PUT_PART_MESSAGES`] flow mods of the put in flight into `bundle`,
+    /// then, once no flow mod remains, its group deletes; true when nothing remains.
+    fn encode_put_part(&mut self, bundle: &mut BundleBuilder) -> bool {
+        let Some(InFlight {
+            batch,
+            entries,
+            groups_deleted,
+            next_op,
+            encoded,
+            ..
+        }) = self.in_flight.as_mut()
+        else {
+            return true;
+        };
+        let mut n = 0;
+        let mut more = false;
+        for (after, op) in self.flows.batch_ops(batch, *next_op) {
+            if n == PUT_PART_MESSAGES {
+                more = true;
+                break;
+            }
+            *next_op = after;
+            n += 1;
+            let r = bundle.try_push_raw(14, |out| {
+                openflow::flow::encode_flow_mod_body(
+                    out,
+                    op.command,
+                    op.table,
+                    op.priority,
+                    op.cookie,
+                    op.m,
+                    op.actions,
+                )
+            });
+            match r {
+                Ok(_) => {
+                    entries.push(Some(op.entry));
+                    self.stats.flow_mods += 1;
+                    crate::coverage::OFCTRL_FLOW_MOD.inc();
+                }
+                Err(e) => {
+                    crate::vlog_rl!(WARN, &crate::vlog::limits::REFUSED_FLOW, target: "ofctrl", "flow not encodable ({e}): table={} priority={} {}", op.table, op.priority, op.m);
+                    self.stats.rejected_flows += 1;
+                }
+            }
+        }
+        if more {
+            return false;
+        }
+        for id in groups_deleted.iter() {
+            if bundle
+                .push_message(&Message::GroupMod(GroupMod {
+                    command: OFPGC_DELETE,
+                    command_bucket_id: 0xffff_ffff,
+                    group: Group {
+                        group_id: *id,
+                        ..Group::default()
+                    },
+                }))
+                .is_ok()
+            {
+                entries.push(None);
+            }
+        }
+        *encoded = true;
+        true
     }
 
     /// A put finished.
@@ -1801,6 +1847,58 @@ impl Engine {
 /// The physical flows by owner.
 /// Whether the current change set of table `T` only modifies rows, and only in what
 /// `ignore` copies from the new row into the old one.
+/// Logical flows per batch of a full compile (a batch's compiled flows go into the table
+/// before the next batch is compiled).
+const FULL_COMPILE_BATCH: usize = 4096;
+
+/// Every logical flow in uuid order (the compile's results must not depend on hash order).
+fn lflows_in_order(replica: &Replica) -> Vec<(&Uuid, &LogicalFlow)> {
+    let mut lflows: Vec<(&Uuid, &LogicalFlow)> = replica
+        .table::<LogicalFlow>()
+        .map(|t| t.iter().collect())
+        .unwrap_or_default();
+    lflows.sort_unstable_by_key(|(u, _)| **u);
+    lflows
+}
+
+/// Puts compiled owners in the flow table: each owner's flows replace what it wanted, its
+/// id uses replace its old ones (which are released), and its failure is kept (and logged
+/// when it is new). Returns how many new failures were logged.
+fn apply_compiled(
+    flows: &mut FlowTable,
+    uses: &mut HashMap<Owner, Vec<IdUse>, FxBuild>,
+    failures: &mut BTreeMap<Owner, String>,
+    ids: &Ids,
+    compiled: Vec<(Owner, Compiled)>,
+) -> u64 {
+    let lflows = compiled
+        .iter()
+        .filter(|(o, _)| matches!(o, Owner::Lflow(_)))
+        .count();
+    crate::coverage::CONSIDER_LOGICAL_FLOW.add(lflows as u64);
+    let mut logged = 0;
+    for (o, mut c) in compiled {
+        flows.replace(o, std::mem::take(&mut c.flows));
+        if let Some(old) = uses.insert(o, std::mem::take(&mut c.uses)) {
+            ids.release(&old);
+        }
+        match c.failure {
+            Some(f) => {
+                let text = f.to_string();
+                if failures.get(&o) != Some(&text) {
+                    crate::vlog_rl!(WARN, &crate::vlog::limits::BAD_ROW, target: "lflow", "{f}");
+                    logged += 1;
+                }
+                failures.insert(o, text);
+            }
+            None => {
+                failures.remove(&o);
+            }
+        }
+    }
+    logged
+}
+
 fn only_modified<T: sbclient::Row + Clone + PartialEq>(
     replica: &Replica,
     ignore: impl Fn(&mut T, &T),

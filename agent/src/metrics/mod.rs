@@ -22,7 +22,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
-pub use observe::Observer;
+pub use observe::{Observer, PutSent};
 pub use server::{MetricsError, MetricsServer, ServerLimits};
 
 /// The content type of [`Metrics::encode`]'s text (what Prometheus asks for first).

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use openflow::action::Action;
-use openflow::conn::{connect, ConnError, Handle, SessionId};
+use openflow::conn::{connect, BundlePart, ConnError, Handle, SessionId};
 use openflow::oxm::Match;
 use openflow::wire::bundle::BundleBuilder;
 use openflow::wire::multipart::{
@@ -91,8 +91,14 @@ pub struct Put {
     pub seq: u64,
     pub flush_zones: Vec<u16>,
     pub meters_add: Vec<MeterMod>,
-    /// Group adds, flow mods, group deletes.
+    /// Group adds, flow mods, group deletes: all of them, or the first part when not
+    /// `complete`.
     pub bundle: BundleBuilder,
+    /// Whether `bundle` holds the whole bundle. When not, the engine encodes the other
+    /// parts after this one (`Engine::next_put_part`) and the daemon sends them on `rest`;
+    /// the bundle is committed after the last.
+    pub complete: bool,
+    pub rest: Option<mpsc::Receiver<BundlePart>>,
     pub meters_del: Vec<MeterMod>,
 }
 
@@ -327,9 +333,15 @@ async fn carry_out(h: &Handle, put: Put) -> Result<(), PutError> {
     if !pre.is_empty() {
         h.send(s, &pre).await.map_err(conn)?;
     }
-    let bundle_sent = !put.bundle.is_empty();
+    if !put.complete && put.rest.is_none() {
+        // Committing the first part alone would leave the switch with part of a table.
+        return Err(PutError::Connection(
+            "put has more parts but nothing delivers them: not sent".into(),
+        ));
+    }
+    let bundle_sent = !put.bundle.is_empty() || put.rest.is_some();
     if bundle_sent {
-        match h.commit_bundle(s, put.bundle).await {
+        match h.commit_bundle_parts(s, put.bundle, put.rest).await {
             Ok(()) => {}
             Err(ConnError::BundleFailed { rejected, commit }) => {
                 return Err(rejection(rejected, commit));

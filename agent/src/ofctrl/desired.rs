@@ -216,6 +216,23 @@ pub struct FlowTable {
     wanted_by_table: Vec<usize>,
 }
 
+/// The flow table's memory, by part ([`FlowTable::memory`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowTableMemory {
+    /// Entries, the key index and the by-owner lists.
+    pub entries_bytes: usize,
+    /// The matches' bytes.
+    pub match_bytes: usize,
+    /// References to action lists (contributions, merged and installed lists).
+    pub action_refs: usize,
+    /// Distinct action list allocations, and their bytes.
+    pub action_lists: usize,
+    pub action_bytes: usize,
+    /// Distinct action list contents (fewer than `action_lists` when equal lists are
+    /// allocated apart).
+    pub distinct_action_contents: usize,
+}
+
 /// The desired-flow side is what most callers use.
 pub type DesiredFlows = FlowTable;
 
@@ -472,6 +489,49 @@ impl FlowTable {
         self.entries.iter().flatten().filter_map(Entry::effective)
     }
 
+    /// What the table holds in memory (estimates from capacities; an action's own heap
+    /// parts, such as a learn spec list, are not counted).
+    pub fn memory(&self) -> FlowTableMemory {
+        let mut m = FlowTableMemory {
+            entries_bytes: self.entries.capacity() * std::mem::size_of::<Option<Entry>>()
+                + self.index.capacity() * std::mem::size_of::<u32>()
+                + self.by_owner.capacity()
+                    * (std::mem::size_of::<Owner>() + std::mem::size_of::<Vec<u32>>())
+                + self.by_owner.values().map(|v| v.capacity() * 4).sum::<usize>(),
+            ..FlowTableMemory::default()
+        };
+        let mut seen: std::collections::HashSet<*const Vec<Action>, FxBuild> =
+            std::collections::HashSet::default();
+        // Content hashes (a collision only makes the count a little low).
+        let mut contents: std::collections::HashSet<u64, FxBuild> =
+            std::collections::HashSet::default();
+        let mut count = |a: &Arc<Vec<Action>>, m: &mut FlowTableMemory| {
+            m.action_refs += 1;
+            if seen.insert(Arc::as_ptr(a)) {
+                m.action_lists += 1;
+                m.action_bytes += 16 + a.capacity() * std::mem::size_of::<Action>();
+                contents.insert(self.hasher.hash_one(a.as_slice()));
+            }
+        };
+        for e in self.entries.iter().flatten() {
+            m.match_bytes += e.m.heap_bytes();
+            if e.contribs.spilled() {
+                m.entries_bytes += e.contribs.capacity() * std::mem::size_of::<Contribution>();
+            }
+            for c in &e.contribs {
+                count(&c.actions, &mut m);
+            }
+            if let Some(a) = &e.merged {
+                count(a, &mut m);
+            }
+            if let Some(i) = &e.installed {
+                count(&i.actions, &mut m);
+            }
+        }
+        m.distinct_action_contents = contents.len();
+        m
+    }
+
     /// The flows `owner` contributed (as it asked for them).
     pub fn flows_of(&self, owner: Owner) -> Vec<Flow> {
         let Some(ids) = self.by_owner.get(&owner) else {
@@ -535,6 +595,23 @@ impl FlowTable {
                 .and_then(Option::as_ref)
                 .and_then(|e| e.op(id))
         })
+    }
+
+    /// The flow_mods of `batch` from its item `from` on, with the index of the item after
+    /// each (where the next part of a put resumes). The table must not change between
+    /// [`Self::take_batch`] and the last call (the ops are computed from it).
+    pub fn batch_ops<'a>(
+        &'a self,
+        batch: &'a FlowBatch,
+        from: usize,
+    ) -> impl Iterator<Item = (usize, FlowOp<'a>)> + 'a {
+        batch.items[from.min(batch.items.len())..]
+            .iter()
+            .enumerate()
+            .filter_map(move |(i, (id, _))| {
+                let e = self.entries.get(*id as usize)?.as_ref()?;
+                Some((from + i + 1, e.op(*id)?))
+            })
     }
 
     /// Marks every pending entry as sent (the flow_mods from [`Self::pending`] went out in

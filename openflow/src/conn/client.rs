@@ -101,6 +101,19 @@ pub enum ConnError {
     NoReply(MessageKind),
     #[error("bad target `{0}` (want unix:PATH or tcp:HOST:PORT)")]
     BadTarget(String),
+    /// The parts of a streamed bundle stopped before the one marked last; the bundle was
+    /// discarded, not committed.
+    #[error("bundle parts ended before the last one")]
+    BundleIncomplete,
+}
+
+/// One part of a bundle sent as it is encoded ([`Handle::commit_bundle_parts`]): the
+/// messages in it go out at once; the part marked `last` ends the bundle, which is then
+/// committed.
+#[derive(Debug)]
+pub struct BundlePart {
+    pub bundle: BundleBuilder,
+    pub last: bool,
 }
 
 fn fmt_bundle_errors(rejected: &[(usize, ErrorMsg)], commit: Option<&ErrorMsg>) -> String {
@@ -372,8 +385,22 @@ impl Handle {
         session: SessionId,
         bundle: BundleBuilder,
     ) -> Result<(), ConnError> {
+        self.commit_bundle_parts(session, bundle, None).await
+    }
+
+    /// [`Handle::commit_bundle`] for a bundle too large to hold encoded at once: `first`
+    /// goes out, then each part from `rest` as it arrives, and the bundle is committed after
+    /// the part marked last. If `rest` closes before that, the bundle is discarded
+    /// ([`ConnError::BundleIncomplete`]): a partial table is never committed. Refused
+    /// messages are named by their index across all parts.
+    pub async fn commit_bundle_parts(
+        &self,
+        session: SessionId,
+        first: BundleBuilder,
+        rest: Option<mpsc::Receiver<BundlePart>>,
+    ) -> Result<(), ConnError> {
         let bundle_id = self.next_bundle.fetch_add(1, Ordering::Relaxed);
-        let flags = bundle.flags();
+        let flags = first.flags();
         let ctrl = |ctrl_type| {
             Message::BundleControl(BundleControl {
                 bundle_id,
@@ -388,7 +415,7 @@ impl Handle {
             .start_request(session, &ctrl(OFPBCT_OPEN_REQUEST))
             .await?;
         let result = self
-            .add_and_commit(session, bundle, bundle_id, &ctrl, open)
+            .add_and_commit(session, first, rest, bundle_id, &ctrl, open)
             .await;
         if let Err(e) = &result {
             let gone = matches!(
@@ -409,13 +436,26 @@ impl Handle {
     async fn add_and_commit(
         &self,
         session: SessionId,
-        bundle: BundleBuilder,
+        first: BundleBuilder,
+        rest: Option<mpsc::Receiver<BundlePart>>,
         bundle_id: u32,
         ctrl: &impl Fn(u16) -> Message,
         open: oneshot::Receiver<Result<Vec<OfpMessage>, ConnError>>,
     ) -> Result<(), ConnError> {
-        let (frames, _) = bundle.into_frames(bundle_id);
-        let xids = self.send_frames(session, frames).await?;
+        let (frames, _) = first.into_frames(bundle_id);
+        let mut xids = self.send_frames(session, frames).await?;
+        if let Some(mut rest) = rest {
+            loop {
+                let part = rest.recv().await.ok_or(ConnError::BundleIncomplete)?;
+                if !part.bundle.is_empty() {
+                    let (frames, _) = part.bundle.into_frames(bundle_id);
+                    xids.extend(self.send_frames(session, frames).await?);
+                }
+                if part.last {
+                    break;
+                }
+            }
+        }
         let errors = self.barrier(session).await?;
         // The open's reply (or error) came before the barrier's.
         expect_bundle_reply(

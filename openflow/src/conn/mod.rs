@@ -3,5 +3,5 @@
 pub mod client;
 pub mod session;
 
-pub use client::{connect, ConnError, Connection, Handle, SessionId};
+pub use client::{connect, BundlePart, ConnError, Connection, Handle, SessionId};
 pub use session::{Config, Event, Session, SessionError};

@@ -284,6 +284,13 @@ fn memory_show(engine: &Engine) -> String {
         ("conj-ids".to_owned(), conj),
         ("failing-owners".to_owned(), engine.failures.len()),
     ];
+    let m = engine.flows.memory();
+    items.extend([
+        ("flow-table-entries-bytes".to_owned(), m.entries_bytes),
+        ("flow-table-match-bytes".to_owned(), m.match_bytes),
+        ("flow-table-action-lists".to_owned(), m.action_lists),
+        ("flow-table-action-bytes".to_owned(), m.action_bytes),
+    ]);
     if let Some(kib) = crate::compile_cmd::peak_rss_kib() {
         items.push((
             "peak-rss-KB".to_owned(),
