@@ -584,8 +584,18 @@ async fn bundle_parts_count_indexes_across_parts_and_discard_when_cut_short() {
     let sender = tokio::spawn({
         let (a, b) = (part(&[1, 2]), part(&[3]));
         async move {
-            tx.send(BundlePart { bundle: a, last: false }).await.unwrap();
-            tx.send(BundlePart { bundle: b, last: true }).await.unwrap();
+            tx.send(BundlePart {
+                bundle: a,
+                last: false,
+            })
+            .await
+            .unwrap();
+            tx.send(BundlePart {
+                bundle: b,
+                last: true,
+            })
+            .await
+            .unwrap();
         }
     });
     handle
@@ -601,11 +611,24 @@ async fn bundle_parts_count_indexes_across_parts_and_discard_when_cut_short() {
     let sender = tokio::spawn({
         let (a, b) = (part(&[1, 1]), part(&[9]));
         async move {
-            tx.send(BundlePart { bundle: a, last: false }).await.unwrap();
-            tx.send(BundlePart { bundle: b, last: true }).await.unwrap();
+            tx.send(BundlePart {
+                bundle: a,
+                last: false,
+            })
+            .await
+            .unwrap();
+            tx.send(BundlePart {
+                bundle: b,
+                last: true,
+            })
+            .await
+            .unwrap();
         }
     });
-    match handle.commit_bundle_parts(sid, part(&[1, 1]), Some(rx)).await {
+    match handle
+        .commit_bundle_parts(sid, part(&[1, 1]), Some(rx))
+        .await
+    {
         Err(ConnError::BundleFailed { rejected, .. }) => {
             assert_eq!(rejected.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [4]);
         }

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use sbclient::{spawn as spawn_db, Client, ClientConfig, Condition, Event, Remote, Transaction};
 use openflow::conn::BundlePart;
+use sbclient::{spawn as spawn_db, Client, ClientConfig, Condition, Event, Remote, Transaction};
 use tokio::sync::mpsc;
 
 use super::commands;

@@ -747,7 +747,7 @@ impl Engine {
     }
 
     /// The OVS replica changed. Flows depend on the local OVS only through the runtime,
-    /// which every run derives from the replica again and compares (`same_runtime`): an OVS
+    /// which every run derives from the replica again and compares (`same_runtime_but_zones`): an OVS
     /// change that leaves it the same (our own `ovn-installed`, `ovn-nb-cfg` and
     /// `ct-zone-*` writes, a new interface nobody has bound yet) recomputes nothing.
     pub fn ovs_changed(&mut self) {
@@ -809,12 +809,8 @@ impl Engine {
         self.ovs_sync_dirty |= ovs_was_busy && !self.ovs_busy;
         let mut actions = Actions::default();
         let host = self.opts.hostname.clone();
-        let ovs_row = self
-            .ovs
-            .table::<OpenVswitch>()
-            .and_then(|t| t.iter().next().map(|(_, r)| r.clone()));
         match ChassisConfig::from_ovs(
-            ovs_row.as_ref(),
+            open_vswitch_row(&self.ovs),
             self.opts.chassis.as_deref(),
             self.opts.table_layout.as_deref(),
             &host,
@@ -848,15 +844,10 @@ impl Engine {
         }
         self.restore_zones(&cfg);
         // The local OVS configuration (bridge first: nothing else works without it).
-        let bridge = binding::bridge(&self.ovs, &cfg.bridge).map(|(u, b)| (*u, b.clone()));
-        let datapath_type = bridge
-            .as_ref()
-            .map_or("system", |(_, b)| b.datapath_type.as_str())
-            .to_owned();
-        let datapath_type = if datapath_type.is_empty() {
-            "system".to_owned()
-        } else {
-            datapath_type
+        let bridge = binding::bridge(&self.ovs, &cfg.bridge).map(|(_, b)| b);
+        let datapath_type = match bridge.map(|b| b.datapath_type.as_str()) {
+            None | Some("") => "system".to_owned(),
+            Some(t) => t.to_owned(),
         };
         if !self.sb_connected {
             if bridge.is_none() {
@@ -871,7 +862,7 @@ impl Engine {
         }
         // Chassis registration.
         let mut sb_txn = Transaction::new(ovn_sb::DATABASE);
-        let other = super::chassis::other_config(&cfg, ovs_row.as_ref(), &datapath_type);
+        let other = super::chassis::other_config(&cfg, open_vswitch_row(&self.ovs), &datapath_type);
         let mut sb_dirty = super::chassis::sync(&self.sb.replica, &cfg, &other, &mut sb_txn);
         let chassis_uuid =
             super::chassis::find_chassis(&self.sb.replica, &cfg.system_id).map(|(u, _)| *u);
@@ -914,17 +905,23 @@ impl Engine {
         // Local OVS.
         let installed_ifaces: BTreeSet<Uuid> = self.installed_iface_uuids();
         let keys = BridgeKeys {
-            ct_zones: self.zones.by_name.clone(),
+            ct_zones: &self.zones.by_name,
             nb_cfg: self.nb_cfg_acked,
         };
         let mut ovs_txn = Transaction::new(sbclient::vswitch::DATABASE);
-        // BFD only once the rest is in (the tunnels it configures must exist).
-        let inputs = (installed_ifaces.clone(), keys.ct_zones.clone(), keys.nb_cfg);
-        self.ovs_sync_dirty |= self.ovs_sync_inputs.as_ref() != Some(&inputs);
+        // BFD only once the rest is in (the tunnels it configures must exist). The inputs
+        // are compared in place and copied only when they changed (this runs every run).
+        let inputs_changed = self.ovs_sync_inputs.as_ref().is_none_or(|(i, z, n)| {
+            *i != installed_ifaces || z != keys.ct_zones || *n != keys.nb_cfg
+        });
+        self.ovs_sync_dirty |= inputs_changed;
         let compare = !self.ovs_busy && self.ovs_sync_dirty;
         if compare {
             self.ovs_sync_dirty = false;
-            self.ovs_sync_inputs = Some(inputs);
+            if inputs_changed {
+                self.ovs_sync_inputs =
+                    Some((installed_ifaces.clone(), keys.ct_zones.clone(), keys.nb_cfg));
+            }
         }
         let ovs_dirty = compare
             && (ovs_config::sync(
@@ -995,7 +992,16 @@ impl Engine {
         }
         let ha_members = plan.ha_member.clone();
         // Runtime: what is bound where, local datapaths, tunnels, patch ports, zones.
-        let mut rt = self.runtime.clone();
+        // Every part below is recomputed: only what is not is carried over (cloning the
+        // whole runtime on every run cost more than some of the parts).
+        let mut rt = Runtime {
+            chassis_name: self.runtime.chassis_name.clone(),
+            chassis: self.runtime.chassis,
+            geneve_field: self.runtime.geneve_field,
+            mark_field: self.runtime.mark_field,
+            drop_sampling: self.runtime.drop_sampling,
+            ..Runtime::default()
+        };
         rt.bound.clone_from(&plan.bound);
         rt.localports.clone_from(&plan.localports);
         rt.active_ha = plan.active_ha.iter().copied().collect();
@@ -1020,10 +1026,15 @@ impl Engine {
         let wanted_zones = wanted_zones(&self.sb.replica, &rt);
         // Zones are released only once the view is complete (after the first put).
         self.zones.update(&wanted_zones, self.initial_sync_done);
-        rt.ct_zones.clone_from(&self.zones.by_name);
+        let zones_same = self.runtime.ct_zones == self.zones.by_name;
+        rt.ct_zones = if zones_same {
+            std::mem::take(&mut self.runtime.ct_zones)
+        } else {
+            self.zones.by_name.clone()
+        };
         if rt.chassis != self.runtime.chassis || rt.geneve_field != self.runtime.geneve_field {
             self.runtime_changed = true;
-        } else if !same_runtime(&rt, &self.runtime) {
+        } else if !zones_same || !same_runtime_but_zones(&rt, &self.runtime) {
             self.deps_dirty = true;
         }
         self.runtime = rt;
@@ -1641,15 +1652,13 @@ impl Engine {
         else {
             return true;
         };
-        let mut n = 0;
         let mut more = false;
-        for (after, op) in self.flows.batch_ops(batch, *next_op) {
+        for (n, (after, op)) in self.flows.batch_ops(batch, *next_op).enumerate() {
             if n == PUT_PART_MESSAGES {
                 more = true;
                 break;
             }
             *next_op = after;
-            n += 1;
             let r = bundle.try_push_raw(14, |out| {
                 openflow::flow::encode_flow_mod_body(
                     out,
@@ -1844,9 +1853,12 @@ impl Engine {
     }
 }
 
-/// The physical flows by owner.
-/// Whether the current change set of table `T` only modifies rows, and only in what
-/// `ignore` copies from the new row into the old one.
+/// The local `Open_vSwitch` row, once the OVS replica has it.
+fn open_vswitch_row(ovs: &Replica) -> Option<&OpenVswitch> {
+    ovs.table::<OpenVswitch>()
+        .and_then(|t| t.iter().next().map(|(_, r)| r))
+}
+
 /// Logical flows per batch of a full compile (a batch's compiled flows go into the table
 /// before the next batch is compiled).
 const FULL_COMPILE_BATCH: usize = 4096;
@@ -2067,15 +2079,14 @@ fn wanted_zones(sb: &Replica, rt: &Runtime) -> BTreeMap<String, Option<u16>> {
     out
 }
 
-/// Whether two runtimes give the same flows.
-fn same_runtime(a: &Runtime, b: &Runtime) -> bool {
+/// Whether two runtimes are the same, their conntrack zones left out (compared apart).
+fn same_runtime_but_zones(a: &Runtime, b: &Runtime) -> bool {
     a.chassis == b.chassis
         && a.bound == b.bound
         && a.localports == b.localports
         && a.local_datapaths == b.local_datapaths
         && a.patch_ofports == b.patch_ofports
         && a.tunnels == b.tunnels
-        && a.ct_zones == b.ct_zones
         && a.active_ha == b.active_ha
         && a.ha_members == b.ha_members
         && a.geneve_field == b.geneve_field

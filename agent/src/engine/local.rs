@@ -42,17 +42,22 @@ pub fn local_datapaths(
             is_switch: !row.external_ids.contains_key("logical-router"),
             ..LocalDatapath::default()
         };
-        let mut of_dp = ports.of_datapath(dp);
-        of_dp.sort_by(|a, b| a.1.logical_port.cmp(&b.1.logical_port));
-        for (u, p) in of_dp {
+        // The ports in any order, with the results ordered by port name afterwards: sorting
+        // every port of every local datapath on each run cost more than the rest.
+        let mut localnet: Option<(&str, Uuid)> = None;
+        let mut multichassis: Vec<(&str, Uuid)> = Vec::new();
+        let mut peers: Vec<(&str, (Uuid, Uuid))> = Vec::new();
+        for (u, p) in ports.of_datapath(dp) {
+            let name = p.logical_port.as_str();
             if p.type_.is_empty() && p.parent_port.is_none() && !p.additional_chassis.is_empty() {
-                local.multichassis_ports.push(*u);
+                multichassis.push((name, *u));
             }
             match p.type_.as_str() {
                 "localnet" => {
+                    // The first mapped one by name.
                     let net = p.options.get("network_name").map_or("", String::as_str);
-                    if local.localnet.is_none() && mapped(net) {
-                        local.localnet = Some(*u);
+                    if localnet.is_none_or(|(n, _)| name < n) && mapped(net) {
+                        localnet = Some((name, *u));
                     }
                 }
                 "patch" | "l3gateway" => {
@@ -70,12 +75,23 @@ pub fn local_datapaths(
                     if !pulls_peer(p, &ports, ha_member) {
                         continue;
                     }
-                    local.peers.push((*u, *peer_uuid));
-                    queue.push_back((peer.datapath, depth + 1));
+                    peers.push((name, (*u, *peer_uuid)));
                 }
                 _ => {}
             }
         }
+        // The traversal order follows the ports' names too (it decides the depth at which
+        // a datapath is first reached).
+        peers.sort_unstable_by(|a, b| a.0.cmp(b.0).then(a.1.cmp(&b.1)));
+        multichassis.sort_unstable_by(|a, b| a.0.cmp(b.0).then(a.1.cmp(&b.1)));
+        for (_, (u, peer_uuid)) in peers {
+            if let Some(peer) = pbs.get(&peer_uuid) {
+                queue.push_back((peer.datapath, depth + 1));
+            }
+            local.peers.push((u, peer_uuid));
+        }
+        local.localnet = localnet.map(|(_, u)| u);
+        local.multichassis_ports = multichassis.into_iter().map(|(_, u)| u).collect();
         out.insert(dp, local);
     }
     out
@@ -131,10 +147,10 @@ impl<'a> Ports<'a> {
         }
     }
 
-    fn of_datapath(&self, dp: Uuid) -> Vec<(&'a Uuid, &'a PortBinding)> {
+    fn of_datapath(&self, dp: Uuid) -> Box<dyn Iterator<Item = (&'a Uuid, &'a PortBinding)> + '_> {
         match self {
-            Self::Indexed(t) => t.find("datapath", &Atom::Uuid(dp)).collect(),
-            Self::Mapped { by_dp, .. } => by_dp.get(&dp).cloned().unwrap_or_default(),
+            Self::Indexed(t) => Box::new(t.find("datapath", &Atom::Uuid(dp))),
+            Self::Mapped { by_dp, .. } => Box::new(by_dp.get(&dp).into_iter().flatten().copied()),
         }
     }
 }

@@ -114,9 +114,9 @@ fn tunnel_name(chassis: &str, taken: &BTreeSet<String>) -> String {
 }
 
 /// What the bridge's external_ids should hold for zones and nb_cfg.
-#[derive(Clone, Debug, Default)]
-pub struct BridgeKeys {
-    pub ct_zones: BTreeMap<String, u16>,
+#[derive(Clone, Debug)]
+pub struct BridgeKeys<'a> {
+    pub ct_zones: &'a BTreeMap<String, u16>,
     /// `(nb_cfg, timestamp ms)` last acknowledged.
     pub nb_cfg: Option<(i64, i64)>,
 }
@@ -191,7 +191,7 @@ pub fn sync(
     cfg: &ChassisConfig,
     rt: &Runtime,
     installed: &BTreeSet<Uuid>,
-    keys: &BridgeKeys,
+    keys: &BridgeKeys<'_>,
     txn: &mut Transaction,
 ) -> bool {
     let Some((br_uuid, br)) = bridge(ovs, &cfg.bridge) else {
@@ -484,7 +484,7 @@ pub fn sync(
             }
         }
     }
-    for (name, z) in &keys.ct_zones {
+    for (name, z) in keys.ct_zones {
         let k = format!("ct-zone-{name}");
         if br.external_ids.get(&k).map(String::as_str) != Some(z.to_string().as_str()) {
             set.insert(k, z.to_string());

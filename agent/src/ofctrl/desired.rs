@@ -497,7 +497,11 @@ impl FlowTable {
                 + self.index.capacity() * std::mem::size_of::<u32>()
                 + self.by_owner.capacity()
                     * (std::mem::size_of::<Owner>() + std::mem::size_of::<Vec<u32>>())
-                + self.by_owner.values().map(|v| v.capacity() * 4).sum::<usize>(),
+                + self
+                    .by_owner
+                    .values()
+                    .map(|v| v.capacity() * 4)
+                    .sum::<usize>(),
             ..FlowTableMemory::default()
         };
         let mut seen: std::collections::HashSet<*const Vec<Action>, FxBuild> =
