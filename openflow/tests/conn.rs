@@ -579,18 +579,24 @@ async fn bundle_parts_count_indexes_across_parts_and_discard_when_cut_short() {
         }
         b
     };
-    // Three parts (2 + 2 + 1 messages), all accepted: committed once.
+    // Three parts (2 + 2 + 1 messages), all accepted: committed once. The second part's
+    // `before` message goes out on its own between the first and second parts' adds.
     let (tx, rx) = mpsc::channel(1);
     let sender = tokio::spawn({
         let (a, b) = (part(&[1, 2]), part(&[3]));
         async move {
             tx.send(BundlePart {
+                before: vec![Message::MeterMod(MeterMod {
+                    meter_id: 7,
+                    ..MeterMod::default()
+                })],
                 bundle: a,
                 last: false,
             })
             .await
             .unwrap();
             tx.send(BundlePart {
+                before: Vec::new(),
                 bundle: b,
                 last: true,
             })
@@ -605,6 +611,9 @@ async fn bundle_parts_count_indexes_across_parts_and_discard_when_cut_short() {
     sender.await.unwrap();
     let k = kinds(&mut seen);
     assert_eq!(k.iter().filter(|k| *k == "BundleAddMessage").count(), 5);
+    let echo = k.iter().position(|k| k == "MeterMod").expect("before message sent");
+    let adds_before_echo = k[..echo].iter().filter(|k| *k == "BundleAddMessage").count();
+    assert_eq!(adds_before_echo, 2, "{k:?}");
     assert_eq!(k.iter().filter(|k| *k == "BundleControl").count(), 2);
     // A refused add in the third part is index 4.
     let (tx, rx) = mpsc::channel(1);
@@ -612,12 +621,14 @@ async fn bundle_parts_count_indexes_across_parts_and_discard_when_cut_short() {
         let (a, b) = (part(&[1, 1]), part(&[9]));
         async move {
             tx.send(BundlePart {
+                before: Vec::new(),
                 bundle: a,
                 last: false,
             })
             .await
             .unwrap();
             tx.send(BundlePart {
+                before: Vec::new(),
                 bundle: b,
                 last: true,
             })
@@ -639,6 +650,7 @@ async fn bundle_parts_count_indexes_across_parts_and_discard_when_cut_short() {
     // The parts stop (sender dropped) before the last: discarded.
     let (tx, rx) = mpsc::channel(1);
     tx.send(BundlePart {
+        before: Vec::new(),
         bundle: part(&[1]),
         last: false,
     })

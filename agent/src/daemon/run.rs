@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use openflow::conn::BundlePart;
 use sbclient::{spawn as spawn_db, Client, ClientConfig, Condition, Event, Remote, Transaction};
 use tokio::sync::mpsc;
 
@@ -426,14 +425,14 @@ pub async fn run(
                 // A large put goes out part by part as it is encoded (the switch reads one
                 // part while the next is made); nothing else runs until the last is sent.
                 if let Some(tx) = parts {
-                    while let Some((bundle, last)) =
-                        tokio::task::block_in_place(|| engine.next_put_part())
+                    while let Some(part) = tokio::task::block_in_place(|| engine.next_put_part())
                     {
                         if let Some(p) = put_sent.as_mut() {
-                            p.messages += bundle.len();
-                            p.bytes += bundle.encoded_len();
+                            p.messages += part.bundle.len();
+                            p.bytes += part.bundle.encoded_len();
                         }
-                        if tx.send(BundlePart { bundle, last }).await.is_err() || last {
+                        let last = part.last;
+                        if tx.send(part).await.is_err() || last {
                             break;
                         }
                     }

@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use openflow::conn::SessionId;
+use openflow::conn::{BundlePart, SessionId};
 use openflow::wire::bundle::BundleBuilder;
 use openflow::wire::group_mod::{OFPGC_ADD, OFPGC_DELETE};
 use openflow::wire::meter_mod::OFPMF_STATS;
@@ -212,6 +212,18 @@ struct InFlight {
     encoded: bool,
 }
 
+/// A full compile in progress: its logical flows in uuid order, compiled a batch at a time
+/// into the flow table while the put that carries them is sent ([`Engine::next_put_part`]).
+struct StreamedCompile {
+    lflows: Vec<Uuid>,
+    next: usize,
+    layout: crate::lflow::layout::TableLayout,
+    threads: usize,
+    /// Parsed matches, shared by the batches as in a compile at once.
+    cache: MatchCache,
+    spent: Duration,
+}
+
 /// The chassis state.
 pub struct Engine {
     pub opts: EngineOptions,
@@ -247,6 +259,10 @@ pub struct Engine {
     installed_meters: BTreeSet<u32>,
     put_seq: u64,
     in_flight: Option<InFlight>,
+    /// The logical flows of a full compile still to compile, each batch as the put in
+    /// flight needs more flows to send (the switch installs one part while the next is
+    /// compiled).
+    streamed: Option<StreamedCompile>,
     acked_seq: u64,
     pub initial_sync_done: bool,
     sb_connected_at: Option<Instant>,
@@ -349,6 +365,7 @@ impl Engine {
             installed_meters: BTreeSet::new(),
             put_seq: 0,
             in_flight: None,
+            streamed: None,
             acked_seq: 0,
             initial_sync_done: false,
             sb_connected_at: None,
@@ -763,6 +780,7 @@ impl Engine {
         fields: crate::ofctrl::conn::GeneveFields,
         dump: Dump,
     ) {
+        self.finish_streamed_compile();
         self.of_session = Some(session);
         self.in_flight = None;
         if self.runtime.geneve_field != fields.ovn || self.runtime.mark_field != fields.pkt_mark {
@@ -793,6 +811,7 @@ impl Engine {
     }
 
     pub fn of_disconnected(&mut self) {
+        self.finish_streamed_compile();
         self.of_session = None;
         self.in_flight = None;
     }
@@ -803,6 +822,8 @@ impl Engine {
     pub fn run(&mut self, now: Instant) -> Actions {
         self.stats.runs += 1;
         self.stats.last_phases = RunPhases::default();
+        // A put cut short leaves its compile unfinished: the table is made whole first.
+        self.finish_streamed_compile();
         let (sb_was_busy, ovs_was_busy) = self.busy_before;
         self.busy_before = (self.sb_busy, self.ovs_busy);
         self.runtime_inputs_dirty |= sb_was_busy && !self.sb_busy;
@@ -939,6 +960,11 @@ impl Engine {
         // The switch.
         let t = std::time::Instant::now();
         actions.put = self.build_put(now, actions.conditions.is_empty());
+        if actions.put.is_none() && self.streamed.is_some() {
+            // No put to carry the compile's flows: they go in at once.
+            self.finish_streamed_compile();
+            actions.put = self.build_put(now, actions.conditions.is_empty());
+        }
         self.stats.last_phases.put = t.elapsed();
         actions
     }
@@ -1329,16 +1355,30 @@ impl Engine {
             // the compiled form of the whole table never exists at once beside the table.
             let mut keep: HashSet<Owner, FxBuild> = HashSet::default();
             let lflows = lflows_in_order(&self.sb.replica);
-            for batch in lflows.chunks(FULL_COMPILE_BATCH) {
-                let compiled = compile_lflow_list(&cx, batch, threads);
-                keep.extend(compiled.iter().map(|(o, _)| *o));
-                self.stats.bad_rows += apply_compiled(
-                    &mut self.flows,
-                    &mut self.uses,
-                    &mut self.failures,
-                    &self.ids,
-                    compiled,
-                );
+            // With a switch to send to and no put in flight, the put this run makes carries
+            // the logical flows as they are compiled (the switch installs while we compile).
+            if self.of_session.is_some() && self.in_flight.is_none() {
+                keep.extend(lflows.iter().map(|(u, _)| Owner::Lflow(**u)));
+                self.streamed = Some(StreamedCompile {
+                    lflows: lflows.iter().map(|(u, _)| **u).collect(),
+                    next: 0,
+                    layout,
+                    threads,
+                    cache: MatchCache::default(),
+                    spent: Duration::ZERO,
+                });
+            } else {
+                for batch in lflows.chunks(FULL_COMPILE_BATCH) {
+                    let compiled = compile_lflow_list(&cx, batch, threads);
+                    keep.extend(compiled.iter().map(|(o, _)| *o));
+                    self.stats.bad_rows += apply_compiled(
+                        &mut self.flows,
+                        &mut self.uses,
+                        &mut self.failures,
+                        &self.ids,
+                        compiled,
+                    );
+                }
             }
             results = Vec::new();
             compile_other_owners(&cx, &mut results, true);
@@ -1499,10 +1539,13 @@ impl Engine {
                 }
             }
         }
+        // While a compile is streamed, what it will want is not known yet: unwanted groups
+        // and meters go in the next put.
+        let streamed = self.streamed.is_some();
         let groups_del: Vec<u32> = self
             .installed_groups
             .keys()
-            .filter(|id| !groups_wanted.contains(id))
+            .filter(|id| !streamed && !groups_wanted.contains(id))
             .copied()
             .collect();
         let mut meters_add: Vec<(u32, MeterMod)> = Vec::new();
@@ -1518,7 +1561,7 @@ impl Engine {
         let meters_del: Vec<u32> = self
             .installed_meters
             .iter()
-            .filter(|id| !meters_wanted.contains(id))
+            .filter(|id| !streamed && !meters_wanted.contains(id))
             .copied()
             .collect();
         let flush: Vec<u16> = self.zones.to_flush.iter().copied().collect();
@@ -1531,6 +1574,7 @@ impl Engine {
             || !self.foreign.is_empty()
             || !self.initial_sync_done
             || nb_cfg_pending
+            || streamed
             || !self.waiting_install.is_empty();
         if !work {
             return None;
@@ -1538,30 +1582,8 @@ impl Engine {
         let mut bundle = BundleBuilder::new(BUNDLE_FLAGS);
         let mut entries: Vec<Option<u32>> = Vec::new();
         for (id, _, g) in &groups_add {
-            let mut g = g.clone();
-            g.group_id = *id;
-            // A group id whose content changed is replaced: delete, then add.
-            if self.installed_groups.contains_key(id) {
-                let _ = bundle.push_message(&Message::GroupMod(GroupMod {
-                    command: OFPGC_DELETE,
-                    command_bucket_id: 0xffff_ffff,
-                    group: Group {
-                        group_id: *id,
-                        ..Group::default()
-                    },
-                }));
-                entries.push(None);
-            }
-            match bundle.push_message(&Message::GroupMod(GroupMod {
-                command: OFPGC_ADD,
-                command_bucket_id: 0xffff_ffff,
-                group: g,
-            })) {
-                Ok(_) => entries.push(None),
-                Err(e) => {
-                    crate::vlog_rl!(WARN, &crate::vlog::limits::REFUSED_FLOW, target: "ofctrl", "group {id} not encodable: {e}");
-                }
-            }
+            let replace = self.installed_groups.contains_key(id);
+            push_group_add(&mut bundle, &mut entries, *id, g, replace);
         }
         for f in std::mem::take(&mut self.foreign) {
             let fm = openflow::wire::FlowMod {
@@ -1580,22 +1602,6 @@ impl Engine {
         self.stats.puts += 1;
         crate::coverage::OFCTRL_PUT.inc();
         self.zones.to_flush.clear();
-        let meter_mod = |id: u32, command: u16| {
-            let mut m = meters_add
-                .iter()
-                .find(|(i, _)| *i == id)
-                .map(|(_, m)| m.clone())
-                .unwrap_or_default();
-            m.command = command;
-            m.meter_id = id;
-            if command == 2 {
-                m.bands.clear();
-                m.flags = 0;
-            } else {
-                m.flags |= OFPMF_STATS;
-            }
-            m
-        };
         let batch = self.flows.take_batch();
         self.in_flight = Some(InFlight {
             seq,
@@ -1612,16 +1618,27 @@ impl Engine {
             next_op: 0,
             encoded: false,
         });
-        let complete = self.encode_put_part(&mut bundle);
+        let mut meter_mods: Vec<MeterMod> = meters_add
+            .iter()
+            .map(|(id, m)| meter_add_mod(*id, m))
+            .collect();
+        let complete = self.encode_put_part(&mut bundle, &mut meter_mods);
         Some(Put {
             session,
             seq,
             flush_zones: flush,
-            meters_add: meters_add.iter().map(|(id, _)| meter_mod(*id, 0)).collect(),
+            meters_add: meter_mods,
             bundle,
             complete,
             rest: None,
-            meters_del: meters_del.into_iter().map(|id| meter_mod(id, 2)).collect(),
+            meters_del: meters_del
+                .into_iter()
+                .map(|id| MeterMod {
+                    command: 2,
+                    meter_id: id,
+                    ..MeterMod::default()
+                })
+                .collect(),
         })
     }
 
@@ -1629,35 +1646,83 @@ impl Engine {
     /// `complete`), and whether it is the last; `None` when no put is being encoded. Call
     /// it until the last part before the next [`Engine::run`]: the parts are computed from
     /// the flow table as it was when the put was made.
-    pub fn next_put_part(&mut self) -> Option<(BundleBuilder, bool)> {
+    pub fn next_put_part(&mut self) -> Option<BundlePart> {
         if self.in_flight.as_ref().is_none_or(|f| f.encoded) {
             return None;
         }
         let mut bundle = BundleBuilder::new(BUNDLE_FLAGS);
-        let last = self.encode_put_part(&mut bundle);
-        Some((bundle, last))
+        let mut meters = Vec::new();
+        let last = self.encode_put_part(&mut bundle, &mut meters);
+        Some(BundlePart {
+            before: meters.into_iter().map(Message::MeterMod).collect(),
+            bundle,
+            last,
+        })
     }
 
-    /// Encodes up to [`PUT_PART_MESSAGES`] flow mods of the put in flight into `bundle`,
-    /// then, once no flow mod remains, its group deletes; true when nothing remains.
-    fn encode_put_part(&mut self, bundle: &mut BundleBuilder) -> bool {
+    /// Encodes up to [`PUT_PART_MESSAGES`] flow mods of the put in flight into `bundle`
+    /// (compiling more of a streamed compile when they run out, with the meters its flows
+    /// need added to `meters`), then, once no flow mod remains, its group deletes; true
+    /// when nothing remains.
+    fn encode_put_part(&mut self, bundle: &mut BundleBuilder, meters: &mut Vec<MeterMod>) -> bool {
+        let mut room = PUT_PART_MESSAGES;
+        loop {
+            if !self.encode_flow_mods(bundle, &mut room) {
+                return false;
+            }
+            if self.streamed.is_none() {
+                break;
+            }
+            self.compile_streamed_batch();
+            self.take_streamed_changes(bundle, meters);
+        }
         let Some(InFlight {
-            batch,
             entries,
             groups_deleted,
-            next_op,
             encoded,
             ..
         }) = self.in_flight.as_mut()
         else {
             return true;
         };
+        for id in groups_deleted.iter() {
+            if bundle
+                .push_message(&Message::GroupMod(GroupMod {
+                    command: OFPGC_DELETE,
+                    command_bucket_id: 0xffff_ffff,
+                    group: Group {
+                        group_id: *id,
+                        ..Group::default()
+                    },
+                }))
+                .is_ok()
+            {
+                entries.push(None);
+            }
+        }
+        *encoded = true;
+        true
+    }
+
+    /// Encodes the put's pending flow mods into `bundle`, at most `room` of them (less
+    /// what it encodes); false when the room ran out first.
+    fn encode_flow_mods(&mut self, bundle: &mut BundleBuilder, room: &mut usize) -> bool {
+        let Some(InFlight {
+            batch,
+            entries,
+            next_op,
+            ..
+        }) = self.in_flight.as_mut()
+        else {
+            return true;
+        };
         let mut more = false;
-        for (n, (after, op)) in self.flows.batch_ops(batch, *next_op).enumerate() {
-            if n == PUT_PART_MESSAGES {
+        for (after, op) in self.flows.batch_ops(batch, *next_op) {
+            if *room == 0 {
                 more = true;
                 break;
             }
+            *room -= 1;
             *next_op = after;
             let r = bundle.try_push_raw(14, |out| {
                 openflow::flow::encode_flow_mod_body(
@@ -1682,30 +1747,90 @@ impl Engine {
                 }
             }
         }
-        if more {
-            return false;
+        !more
+    }
+
+    /// Compiles the next batch of a streamed compile into the flow table.
+    fn compile_streamed_batch(&mut self) {
+        let Some(mut sc) = self.streamed.take() else {
+            return;
+        };
+        let started = Instant::now();
+        let end = (sc.next + FULL_COMPILE_BATCH).min(sc.lflows.len());
+        let table = self.sb.replica.table::<LogicalFlow>();
+        let batch: Vec<(&Uuid, &LogicalFlow)> = sc.lflows[sc.next..end]
+            .iter()
+            .filter_map(|u| Some((u, table?.get(u)?)))
+            .collect();
+        let view = SbView::from_parts(&self.sb, &self.ids, &self.view_parts);
+        let cx = Context {
+            view: &view,
+            layout: &sc.layout,
+            cache: &sc.cache,
+            only_dp: None,
+            limit: crate::lflow::DEFAULT_FLOW_LIMIT,
+        };
+        let compiled = compile_lflow_list(&cx, &batch, sc.threads);
+        self.stats.bad_rows += apply_compiled(
+            &mut self.flows,
+            &mut self.uses,
+            &mut self.failures,
+            &self.ids,
+            compiled,
+        );
+        sc.next = end;
+        sc.spent += started.elapsed();
+        self.stats.last_phases.compile += started.elapsed();
+        if sc.next < sc.lflows.len() {
+            self.streamed = Some(sc);
+        } else {
+            tracing::debug!(target: "main", "streamed compile: {} logical flows compiled in {} us", sc.lflows.len(), sc.spent.as_micros());
         }
-        for id in groups_deleted.iter() {
-            if bundle
-                .push_message(&Message::GroupMod(GroupMod {
-                    command: OFPGC_DELETE,
-                    command_bucket_id: 0xffff_ffff,
-                    group: Group {
-                        group_id: *id,
-                        ..Group::default()
-                    },
-                }))
-                .is_ok()
-            {
-                entries.push(None);
+    }
+
+    /// Compiles what is left of a streamed compile at once (its put will not carry it).
+    fn finish_streamed_compile(&mut self) {
+        while self.streamed.is_some() {
+            self.compile_streamed_batch();
+        }
+    }
+
+    /// Adds what the last streamed batch changed to the put in flight, with the groups and
+    /// meters its flows use that the switch does not have yet (groups go in the bundle
+    /// before the flows; meters, which a bundle cannot hold, are sent ahead of the part).
+    fn take_streamed_changes(&mut self, bundle: &mut BundleBuilder, meters: &mut Vec<MeterMod>) {
+        let Some(f) = self.in_flight.as_mut() else {
+            return;
+        };
+        self.flows.take_more(&mut f.batch);
+        let added: HashSet<u32> = f.groups_added.iter().map(|(id, _)| *id).collect();
+        if let Ok(t) = self.ids.groups.lock() {
+            for (id, k, g) in t.iter() {
+                let installed = self.installed_groups.get(&id);
+                if added.contains(&id) || installed == Some(k) {
+                    continue;
+                }
+                push_group_add(bundle, &mut f.entries, id, g, installed.is_some());
+                f.groups_added.push((id, k.clone()));
             }
         }
-        *encoded = true;
-        true
+        if let Ok(t) = self.ids.meters.lock() {
+            for (id, _, m) in t.iter() {
+                if self.installed_meters.contains(&id)
+                    || f.meters_added.contains(&id)
+                    || m.bands.is_empty()
+                {
+                    continue;
+                }
+                meters.push(meter_add_mod(id, m));
+                f.meters_added.push(id);
+            }
+        }
     }
 
     /// A put finished.
     pub fn put_done(&mut self, seq: u64, result: Result<(), PutError>) {
+        self.finish_streamed_compile();
         let Some(f) = self.in_flight.take() else {
             return;
         };
@@ -1850,6 +1975,50 @@ impl Engine {
         } else {
             "not connected"
         }
+    }
+}
+
+/// Adds a group to a put's bundle (replacing the switch's group of that id when `replace`:
+/// delete, then add).
+fn push_group_add(
+    bundle: &mut BundleBuilder,
+    entries: &mut Vec<Option<u32>>,
+    id: u32,
+    g: &Group,
+    replace: bool,
+) {
+    if replace {
+        let _ = bundle.push_message(&Message::GroupMod(GroupMod {
+            command: OFPGC_DELETE,
+            command_bucket_id: 0xffff_ffff,
+            group: Group {
+                group_id: id,
+                ..Group::default()
+            },
+        }));
+        entries.push(None);
+    }
+    let mut g = g.clone();
+    g.group_id = id;
+    match bundle.push_message(&Message::GroupMod(GroupMod {
+        command: OFPGC_ADD,
+        command_bucket_id: 0xffff_ffff,
+        group: g,
+    })) {
+        Ok(_) => entries.push(None),
+        Err(e) => {
+            crate::vlog_rl!(WARN, &crate::vlog::limits::REFUSED_FLOW, target: "ofctrl", "group {id} not encodable: {e}");
+        }
+    }
+}
+
+/// The meter mod that adds meter `id` (with statistics, as ovn-controller asks).
+fn meter_add_mod(id: u32, m: &MeterMod) -> MeterMod {
+    MeterMod {
+        command: 0,
+        meter_id: id,
+        flags: m.flags | OFPMF_STATS,
+        bands: m.bands.clone(),
     }
 }
 

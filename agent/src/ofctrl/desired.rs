@@ -14,7 +14,7 @@
 //! installed flows may differ are marked dirty; [`FlowTable::pending`] turns them into
 //! flow_mods and [`FlowTable::commit`] records that the switch took them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
@@ -149,6 +149,24 @@ impl Entry {
         };
     }
 
+    /// The flow_mod that makes the switch match the desired flow whatever it has for the
+    /// key: a full add, or a strict delete when nothing is wanted.
+    fn overwrite_op(&self, entry: u32) -> FlowOp<'_> {
+        let (command, cookie, actions) = match self.effective() {
+            Some(w) => (FlowModCommand::Add, w.cookie, w.actions.as_slice()),
+            None => (FlowModCommand::DeleteStrict, 0, &[][..]),
+        };
+        FlowOp {
+            command,
+            table: self.table,
+            priority: self.priority,
+            m: &self.m,
+            cookie,
+            actions,
+            entry,
+        }
+    }
+
     /// The flow_mod that makes the switch match the desired flow, if any.
     fn op(&self, entry: u32) -> Option<FlowOp<'_>> {
         fn make<'e>(
@@ -240,6 +258,11 @@ pub type DesiredFlows = FlowTable;
 #[derive(Debug, Default)]
 pub struct FlowBatch {
     items: Vec<(u32, Option<Installed>)>,
+    /// Items whose entry an earlier item of the same batch sent already (a put that takes
+    /// more as it goes, [`FlowTable::take_more`]): the switch state they start from is that
+    /// earlier message, not the installed flow, so they are sent as a full add (or a strict
+    /// delete), which is right whatever the switch has.
+    resent: HashSet<usize, FxBuild>,
 }
 
 impl FlowBatch {
@@ -614,7 +637,12 @@ impl FlowTable {
             .enumerate()
             .filter_map(move |(i, (id, _))| {
                 let e = self.entries.get(*id as usize)?.as_ref()?;
-                Some((from + i + 1, e.op(*id)?))
+                let op = if batch.resent.contains(&(from + i)) {
+                    e.overwrite_op(*id)
+                } else {
+                    e.op(*id)?
+                };
+                Some((from + i + 1, op))
             })
     }
 
@@ -622,22 +650,34 @@ impl FlowTable {
     /// one batch): changes made from now on are pending again. Finish the batch with
     /// [`Self::commit_batch`] or [`Self::fail_batch`].
     pub fn take_batch(&mut self) -> FlowBatch {
-        let mut items = Vec::with_capacity(self.dirty.len());
+        let mut batch = FlowBatch::default();
+        self.take_more(&mut batch);
+        batch
+    }
+
+    /// Adds the entries changed since `batch` was taken to it (a put whose table is still
+    /// being computed as its first parts go out). Their flow_mods follow the batch's earlier
+    /// ones in [`Self::batch_ops`].
+    pub fn take_more(&mut self, batch: &mut FlowBatch) {
+        batch.items.reserve(self.dirty.len());
         for id in std::mem::take(&mut self.dirty) {
             let Some(e) = self.entries[id as usize].as_mut() else {
                 continue;
             };
             e.dirty = false;
+            // Only one put is in flight: an entry in flight is in this batch already.
+            if e.in_flight {
+                batch.resent.insert(batch.items.len());
+            }
             e.in_flight = true;
             let sent = e.effective().map(|w| Installed {
                 cookie: w.cookie,
                 actions: w.actions.clone(),
                 dumped: false,
             });
-            items.push((id, sent));
+            batch.items.push((id, sent));
         }
         self.free.append(&mut self.freed_dirty);
-        FlowBatch { items }
     }
 
     /// The switch took the batch: what was sent is what it has.
@@ -858,6 +898,46 @@ mod tests {
             [(FlowModCommand::ModifyStrict, 1)],
             "a refused batch is pending again"
         );
+    }
+
+    /// A put that takes more entries as it goes (a streamed compile): an entry sent earlier
+    /// in the same batch is sent again as a full add, or a strict delete, since the switch
+    /// will hold that earlier message's result, not the installed flow; the commit records
+    /// the last message.
+    #[test]
+    fn entries_taken_again_into_the_same_batch_overwrite_what_the_batch_sent() {
+        let batch_ops = |d: &FlowTable, b: &FlowBatch, from: usize| -> Vec<(FlowModCommand, u64)> {
+            d.batch_ops(b, from)
+                .map(|(_, o)| (o.command, o.cookie))
+                .collect()
+        };
+        let mut d = FlowTable::new();
+        d.replace(lf(1), vec![flow(1, vec![resubmit(9)])]);
+        d.commit();
+        // Part 1 changes the installed flow; part 2 brings back what is installed: without
+        // a message the switch would keep part 1's actions.
+        d.replace(lf(1), vec![flow(1, vec![resubmit(10)])]);
+        let mut b = d.take_batch();
+        assert_eq!(batch_ops(&d, &b, 0), [(FlowModCommand::ModifyStrict, 1)]);
+        d.replace(lf(1), vec![flow(1, vec![resubmit(9)])]);
+        d.take_more(&mut b);
+        assert_eq!(batch_ops(&d, &b, 1), [(FlowModCommand::Add, 1)]);
+        // Part 3 removes it: a delete, though part 1 started from an installed flow.
+        d.remove(lf(1));
+        d.take_more(&mut b);
+        assert_eq!(batch_ops(&d, &b, 2), [(FlowModCommand::DeleteStrict, 0)]);
+        d.commit_batch(b);
+        assert_eq!(ops(&d), []);
+        assert!(d.is_empty(), "the last message (the delete) is what the switch has");
+        // A refused batch with repeated entries: pending once, against the installed state.
+        d.replace(lf(2), vec![flow(2, vec![resubmit(9)])]);
+        d.commit();
+        d.replace(lf(2), vec![flow(2, vec![resubmit(10)])]);
+        let mut b = d.take_batch();
+        d.replace(lf(2), vec![flow(2, vec![resubmit(11)])]);
+        d.take_more(&mut b);
+        d.fail_batch(b);
+        assert_eq!(ops(&d), [(FlowModCommand::ModifyStrict, 2)]);
     }
 
     /// An entry whose ADD is in flight must outlive its owners until the batch finishes:

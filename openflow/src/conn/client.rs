@@ -112,6 +112,9 @@ pub enum ConnError {
 /// committed.
 #[derive(Debug)]
 pub struct BundlePart {
+    /// Messages sent outside the bundle just before the part's adds: what OpenFlow does
+    /// not allow in a bundle (meter mods) but its flows need. Their errors are logged.
+    pub before: Vec<Message>,
     pub bundle: BundleBuilder,
     pub last: bool,
 }
@@ -447,6 +450,9 @@ impl Handle {
         if let Some(mut rest) = rest {
             loop {
                 let part = rest.recv().await.ok_or(ConnError::BundleIncomplete)?;
+                if !part.before.is_empty() {
+                    self.send(session, &part.before).await?;
+                }
                 if !part.bundle.is_empty() {
                     let (frames, _) = part.bundle.into_frames(bundle_id);
                     xids.extend(self.send_frames(session, frames).await?);
