@@ -1839,6 +1839,7 @@ impl Engine {
         }
         match result {
             Ok(()) => {
+                tracing::debug!(target: "ofctrl", "put {seq} in: {} flow-table entries, {} groups added, {} deleted, {} meters added, {} deleted", f.batch.len(), f.groups_added.len(), f.groups_deleted.len(), f.meters_added.len(), f.meters_deleted.len());
                 self.flows.commit_batch(f.batch);
                 for (id, k) in f.groups_added {
                     self.installed_groups.insert(id, k);
