@@ -160,6 +160,8 @@ async fn serve(
             table_layout: config.table_layout.map(|l| l.name().to_owned()),
             hostname: hostname(),
             threads: 0,
+            put_part_flows: config.put_part_flows,
+            compile_batch_lflows: config.compile_batch_lflows,
         },
         metrics,
     };

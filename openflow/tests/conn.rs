@@ -611,8 +611,14 @@ async fn bundle_parts_count_indexes_across_parts_and_discard_when_cut_short() {
     sender.await.unwrap();
     let k = kinds(&mut seen);
     assert_eq!(k.iter().filter(|k| *k == "BundleAddMessage").count(), 5);
-    let echo = k.iter().position(|k| k == "MeterMod").expect("before message sent");
-    let adds_before_echo = k[..echo].iter().filter(|k| *k == "BundleAddMessage").count();
+    let echo = k
+        .iter()
+        .position(|k| k == "MeterMod")
+        .expect("before message sent");
+    let adds_before_echo = k[..echo]
+        .iter()
+        .filter(|k| *k == "BundleAddMessage")
+        .count();
     assert_eq!(adds_before_echo, 2, "{k:?}");
     assert_eq!(k.iter().filter(|k| *k == "BundleControl").count(), 2);
     // A refused add in the third part is index 4.

@@ -146,6 +146,13 @@ pub struct DaemonArgs {
     #[arg(long, value_name = "ADDR:PORT", value_parser = parse_metrics_address, allow_hyphen_values = true)]
     pub metrics: Option<SocketAddr>,
 
+    /// Flow mods per part of a large put (testing: many small parts).
+    #[arg(long, value_name = "N", hide = true)]
+    pub put_part_flows: Option<usize>,
+    /// Logical flows per batch of a full compile (testing: many small batches).
+    #[arg(long, value_name = "N", hide = true)]
+    pub compile_batch_lflows: Option<usize>,
+
     /// Print the version and exit.
     #[arg(short = 'V', long = "version")]
     pub version: bool,
@@ -286,6 +293,9 @@ pub struct DaemonConfig {
     pub table_layout: Option<TableLayout>,
     /// `--metrics`: where to serve Prometheus metrics.
     pub metrics: Option<SocketAddr>,
+    /// `--put-part-flows`, `--compile-batch-lflows` (0: the built-in sizes).
+    pub put_part_flows: usize,
+    pub compile_batch_lflows: usize,
 }
 
 impl DaemonConfig {
@@ -347,6 +357,8 @@ impl DaemonConfig {
             enable_dummy_vif_plug: args.enable_dummy_vif_plug,
             table_layout: args.table_layout.as_deref().and_then(TableLayout::by_name),
             metrics: args.metrics,
+            put_part_flows: args.put_part_flows.unwrap_or(0),
+            compile_batch_lflows: args.compile_batch_lflows.unwrap_or(0),
         }
     }
 

@@ -425,8 +425,7 @@ pub async fn run(
                 // A large put goes out part by part as it is encoded (the switch reads one
                 // part while the next is made); nothing else runs until the last is sent.
                 if let Some(tx) = parts {
-                    while let Some(part) = tokio::task::block_in_place(|| engine.next_put_part())
-                    {
+                    while let Some(part) = tokio::task::block_in_place(|| engine.next_put_part()) {
                         if let Some(p) = put_sent.as_mut() {
                             p.messages += part.bundle.len();
                             p.bytes += part.bundle.encoded_len();

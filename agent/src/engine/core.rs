@@ -92,6 +92,26 @@ pub struct EngineOptions {
     pub hostname: String,
     /// Compile threads (0: one per core).
     pub threads: usize,
+    /// Flow mods per part of a large put (0: [`PUT_PART_MESSAGES`]).
+    pub put_part_flows: usize,
+    /// Logical flows per batch of a full compile (0: [`FULL_COMPILE_BATCH`]).
+    pub compile_batch_lflows: usize,
+}
+
+impl EngineOptions {
+    fn put_part_flows(&self) -> usize {
+        match self.put_part_flows {
+            0 => PUT_PART_MESSAGES,
+            n => n,
+        }
+    }
+
+    fn compile_batch_lflows(&self) -> usize {
+        match self.compile_batch_lflows {
+            0 => FULL_COMPILE_BATCH,
+            n => n,
+        }
+    }
 }
 
 /// Counters shown by the control socket.
@@ -1368,7 +1388,7 @@ impl Engine {
                     spent: Duration::ZERO,
                 });
             } else {
-                for batch in lflows.chunks(FULL_COMPILE_BATCH) {
+                for batch in lflows.chunks(self.opts.compile_batch_lflows()) {
                     let compiled = compile_lflow_list(&cx, batch, threads);
                     keep.extend(compiled.iter().map(|(o, _)| *o));
                     self.stats.bad_rows += apply_compiled(
@@ -1602,7 +1622,8 @@ impl Engine {
         self.stats.puts += 1;
         crate::coverage::OFCTRL_PUT.inc();
         self.zones.to_flush.clear();
-        let batch = self.flows.take_batch();
+        let mut batch = FlowBatch::default();
+        self.flows.take_more(&mut batch, streamed);
         self.in_flight = Some(InFlight {
             seq,
             batch,
@@ -1660,12 +1681,12 @@ impl Engine {
         })
     }
 
-    /// Encodes up to [`PUT_PART_MESSAGES`] flow mods of the put in flight into `bundle`
+    /// Encodes up to a part's worth of flow mods ([`PUT_PART_MESSAGES`] unless set) of the put in flight into `bundle`
     /// (compiling more of a streamed compile when they run out, with the meters its flows
     /// need added to `meters`), then, once no flow mod remains, its group deletes; true
     /// when nothing remains.
     fn encode_put_part(&mut self, bundle: &mut BundleBuilder, meters: &mut Vec<MeterMod>) -> bool {
-        let mut room = PUT_PART_MESSAGES;
+        let mut room = self.opts.put_part_flows();
         loop {
             if !self.encode_flow_mods(bundle, &mut room) {
                 return false;
@@ -1756,7 +1777,7 @@ impl Engine {
             return;
         };
         let started = Instant::now();
-        let end = (sc.next + FULL_COMPILE_BATCH).min(sc.lflows.len());
+        let end = (sc.next + self.opts.compile_batch_lflows()).min(sc.lflows.len());
         let table = self.sb.replica.table::<LogicalFlow>();
         let batch: Vec<(&Uuid, &LogicalFlow)> = sc.lflows[sc.next..end]
             .iter()
@@ -1802,7 +1823,8 @@ impl Engine {
         let Some(f) = self.in_flight.as_mut() else {
             return;
         };
-        self.flows.take_more(&mut f.batch);
+        // Until the compile is complete only new flows go (see `FlowTable::take_more`).
+        self.flows.take_more(&mut f.batch, self.streamed.is_some());
         let added: HashSet<u32> = f.groups_added.iter().map(|(id, _)| *id).collect();
         if let Ok(t) = self.ids.groups.lock() {
             for (id, k, g) in t.iter() {

@@ -651,19 +651,27 @@ impl FlowTable {
     /// [`Self::commit_batch`] or [`Self::fail_batch`].
     pub fn take_batch(&mut self) -> FlowBatch {
         let mut batch = FlowBatch::default();
-        self.take_more(&mut batch);
+        self.take_more(&mut batch, false);
         batch
     }
 
     /// Adds the entries changed since `batch` was taken to it (a put whose table is still
     /// being computed as its first parts go out). Their flow_mods follow the batch's earlier
-    /// ones in [`Self::batch_ops`].
-    pub fn take_more(&mut self, batch: &mut FlowBatch) {
+    /// ones in [`Self::batch_ops`]. With `adds_only`, only wanted flows the switch does not
+    /// have are taken: the rest stays pending until the table is complete (a flow the
+    /// switch has may be wanted as it is once all is computed; it must not be deleted or
+    /// changed on the way).
+    pub fn take_more(&mut self, batch: &mut FlowBatch, adds_only: bool) {
         batch.items.reserve(self.dirty.len());
+        let mut held = Vec::new();
         for id in std::mem::take(&mut self.dirty) {
             let Some(e) = self.entries[id as usize].as_mut() else {
                 continue;
             };
+            if adds_only && (e.installed.is_some() || e.effective().is_none()) {
+                held.push(id);
+                continue;
+            }
             e.dirty = false;
             // Only one put is in flight: an entry in flight is in this batch already.
             if e.in_flight {
@@ -677,6 +685,8 @@ impl FlowTable {
             });
             batch.items.push((id, sent));
         }
+        // Freed entries left the list above (held ones are all live): reusable now.
+        self.dirty = held;
         self.free.append(&mut self.freed_dirty);
     }
 
@@ -920,24 +930,50 @@ mod tests {
         let mut b = d.take_batch();
         assert_eq!(batch_ops(&d, &b, 0), [(FlowModCommand::ModifyStrict, 1)]);
         d.replace(lf(1), vec![flow(1, vec![resubmit(9)])]);
-        d.take_more(&mut b);
+        d.take_more(&mut b, false);
         assert_eq!(batch_ops(&d, &b, 1), [(FlowModCommand::Add, 1)]);
         // Part 3 removes it: a delete, though part 1 started from an installed flow.
         d.remove(lf(1));
-        d.take_more(&mut b);
+        d.take_more(&mut b, false);
         assert_eq!(batch_ops(&d, &b, 2), [(FlowModCommand::DeleteStrict, 0)]);
         d.commit_batch(b);
         assert_eq!(ops(&d), []);
-        assert!(d.is_empty(), "the last message (the delete) is what the switch has");
+        assert!(
+            d.is_empty(),
+            "the last message (the delete) is what the switch has"
+        );
         // A refused batch with repeated entries: pending once, against the installed state.
         d.replace(lf(2), vec![flow(2, vec![resubmit(9)])]);
         d.commit();
         d.replace(lf(2), vec![flow(2, vec![resubmit(10)])]);
         let mut b = d.take_batch();
         d.replace(lf(2), vec![flow(2, vec![resubmit(11)])]);
-        d.take_more(&mut b);
+        d.take_more(&mut b, false);
         d.fail_batch(b);
         assert_eq!(ops(&d), [(FlowModCommand::ModifyStrict, 2)]);
+        // While the table is incomplete only new flows go: a change to an installed flow
+        // (which the rest of the compile may undo) waits for the last part.
+        let flow_in = |cookie, table| Flow {
+            table,
+            ..flow(cookie, vec![resubmit(9)])
+        };
+        let mut d = FlowTable::new();
+        d.replace(lf(1), vec![flow_in(1, 1)]);
+        d.commit();
+        d.remove(lf(1));
+        d.replace(lf(2), vec![flow_in(2, 2)]);
+        let mut b = FlowBatch::default();
+        d.take_more(&mut b, true);
+        assert_eq!(batch_ops(&d, &b, 0), [(FlowModCommand::Add, 2)]);
+        d.replace(lf(1), vec![flow_in(1, 1)]);
+        d.take_more(&mut b, false);
+        assert_eq!(
+            batch_ops(&d, &b, 1),
+            [],
+            "wanted as installed: no flow_mod at all"
+        );
+        d.commit_batch(b);
+        assert_eq!(ops(&d), []);
     }
 
     /// An entry whose ADD is in flight must outlive its owners until the batch finishes:
