@@ -131,6 +131,8 @@ pub async fn run(
     let pin_stats = std::sync::Arc::new(crate::pinctrl::Stats::default());
     let mut pin_writes: Vec<crate::pinctrl::buffer::SbWrite> = Vec::new();
     let mut pin_view_dirty = true;
+    // The input generation the announcements were planned at (they follow only inputs).
+    let mut announced_at: Option<u64> = None;
     // The snooping tables pinctrl reported last, and whether IGMP_Group may differ.
     let mut igmp_wanted: Option<crate::pinctrl::igmp::Snapshot> = None;
     let mut igmp_dirty = false;
@@ -339,9 +341,51 @@ pub async fn run(
             crate::coverage::SB_TXN.inc();
             spawn_txn(s.client.clone(), txn, done_tx.clone(), Done::SbTxn);
         }
+        // The switch and the local OVS first: pinctrl's part below does not hold them up.
+        if let (Some(txn), false) = (actions.ovs_txn, ovs_busy) {
+            ovs_busy = true;
+            crate::coverage::OVS_TXN.inc();
+            spawn_txn(ovs_client.clone(), txn, done_tx.clone(), Done::OvsTxn);
+        }
+        if let Some(s) = sb.as_ref() {
+            for (table, cond) in actions.conditions {
+                spawn_condition(s.client.clone(), table, cond, done_tx.clone());
+            }
+        }
+        if let (Some(mut put), Some((_, c))) = (actions.put, of.as_ref()) {
+            let seq = put.seq;
+            let parts = (!put.complete).then(|| {
+                let (tx, rx) = mpsc::channel(1);
+                put.rest = Some(rx);
+                tx
+            });
+            if c.puts.send(put).await.is_err() {
+                engine.of_disconnected();
+            } else {
+                put_sent_at = Some(Instant::now());
+                // A large put goes out part by part as it is encoded (the switch reads one
+                // part while the next is made); nothing else runs until the last is sent.
+                if let Some(tx) = parts {
+                    while let Some(part) = tokio::task::block_in_place(|| engine.next_put_part()) {
+                        if let Some(p) = put_sent.as_mut() {
+                            p.messages += part.bundle.len();
+                            p.bytes += part.bundle.encoded_len();
+                        }
+                        let last = part.last;
+                        if tx.send(part).await.is_err() || last {
+                            break;
+                        }
+                    }
+                }
+            }
+            if let Some(p) = &put_sent {
+                tracing::debug!(target: "ofctrl", "put {seq}: {} bundle messages, {} bytes, computed in {} us, sent in {} us", p.messages, p.bytes, took.as_micros(), now.elapsed().as_micros() - took.as_micros());
+            }
+        }
         // Gratuitous ARPs follow bindings, interfaces and HA activity: planned every run
         // (local ports and local switches only).
-        if pin.is_some() && engine.sb_connected {
+        if pin.is_some() && engine.sb_connected && announced_at != Some(engine.input_generation()) {
+            announced_at = Some(engine.input_generation());
             let planned =
                 crate::pinctrl::announce::plan(&engine.sb.replica, &engine.runtime, &engine.ifaces);
             let (changed, learn) = announcements.update(planned);
@@ -400,46 +444,6 @@ pub async fn run(
                 new
             });
             pin_view_dirty = false;
-        }
-        if let (Some(txn), false) = (actions.ovs_txn, ovs_busy) {
-            ovs_busy = true;
-            crate::coverage::OVS_TXN.inc();
-            spawn_txn(ovs_client.clone(), txn, done_tx.clone(), Done::OvsTxn);
-        }
-        if let Some(s) = sb.as_ref() {
-            for (table, cond) in actions.conditions {
-                spawn_condition(s.client.clone(), table, cond, done_tx.clone());
-            }
-        }
-        if let (Some(mut put), Some((_, c))) = (actions.put, of.as_ref()) {
-            let seq = put.seq;
-            let parts = (!put.complete).then(|| {
-                let (tx, rx) = mpsc::channel(1);
-                put.rest = Some(rx);
-                tx
-            });
-            if c.puts.send(put).await.is_err() {
-                engine.of_disconnected();
-            } else {
-                put_sent_at = Some(Instant::now());
-                // A large put goes out part by part as it is encoded (the switch reads one
-                // part while the next is made); nothing else runs until the last is sent.
-                if let Some(tx) = parts {
-                    while let Some(part) = tokio::task::block_in_place(|| engine.next_put_part()) {
-                        if let Some(p) = put_sent.as_mut() {
-                            p.messages += part.bundle.len();
-                            p.bytes += part.bundle.encoded_len();
-                        }
-                        let last = part.last;
-                        if tx.send(part).await.is_err() || last {
-                            break;
-                        }
-                    }
-                }
-            }
-            if let Some(p) = &put_sent {
-                tracing::debug!(target: "ofctrl", "put {seq}: {} bundle messages, {} bytes, computed in {} us, sent in {} us", p.messages, p.bytes, took.as_micros(), now.elapsed().as_micros() - took.as_micros());
-            }
         }
         if let Some(m) = metrics.as_mut() {
             m.after_run(&engine, put_sent.take(), now, &control.stopwatches);

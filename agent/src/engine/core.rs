@@ -283,6 +283,9 @@ pub struct Engine {
     /// flight needs more flows to send (the switch installs one part while the next is
     /// compiled).
     streamed: Option<StreamedCompile>,
+    /// Counts changes to the replicas and runtime recomputations: what is derived from
+    /// them outside the engine (pinctrl's announcements) is derived again only when it moved.
+    input_generation: u64,
     acked_seq: u64,
     pub initial_sync_done: bool,
     sb_connected_at: Option<Instant>,
@@ -386,6 +389,7 @@ impl Engine {
             put_seq: 0,
             in_flight: None,
             streamed: None,
+            input_generation: 0,
             acked_seq: 0,
             initial_sync_done: false,
             sb_connected_at: None,
@@ -479,6 +483,7 @@ impl Engine {
 
     /// The SB replica changed: note what needs recomputing, then forget the change sets.
     pub fn sb_changed(&mut self) {
+        self.input_generation += 1;
         let changed = self.sb.replica.changed_tables();
         self.view_stale.extend(changed.iter().copied());
         self.note_view_rows(&changed);
@@ -788,6 +793,7 @@ impl Engine {
     /// change that leaves it the same (our own `ovn-installed`, `ovn-nb-cfg` and
     /// `ct-zone-*` writes, a new interface nobody has bound yet) recomputes nothing.
     pub fn ovs_changed(&mut self) {
+        self.input_generation += 1;
         self.ovs.clear_changes();
         self.runtime_inputs_dirty = true;
         self.ovs_sync_dirty = true;
@@ -828,6 +834,11 @@ impl Engine {
             .collect();
         self.installed_meters = dump.meters.iter().map(|m| m.meter_id).collect();
         // Zones were flushed before; the switch's conntrack survives a reconnect.
+    }
+
+    /// See `input_generation`: equal values mean the same replicas and runtime.
+    pub fn input_generation(&self) -> u64 {
+        self.input_generation
     }
 
     pub fn of_disconnected(&mut self) {
@@ -921,6 +932,7 @@ impl Engine {
             || self.need_full.is_some()
         {
             let t = std::time::Instant::now();
+            self.input_generation += 1;
             sb_dirty |= self.update_runtime(&cfg, chassis_uuid, now, &mut sb_txn, &mut actions);
             self.stats.last_phases.runtime = t.elapsed();
             self.ovs_sync_dirty = true;
