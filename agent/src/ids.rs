@@ -81,6 +81,8 @@ pub struct IdTable<K, V> {
     range: RangeInclusive<u32>,
     by_key: HashMap<K, Slot<V>, FxBuild>,
     by_id: BTreeMap<u32, K>,
+    /// Moves whenever an id, its key or its value changes (what is installed must follow).
+    version: u64,
 }
 
 impl<K: StableKey, V: Clone> IdTable<K, V> {
@@ -90,7 +92,13 @@ impl<K: StableKey, V: Clone> IdTable<K, V> {
             range,
             by_key: HashMap::default(),
             by_id: BTreeMap::new(),
+            version: 0,
         }
+    }
+
+    /// See `version`: equal values mean the same ids, keys and values.
+    pub fn version(&self) -> u64 {
+        self.version
     }
 
     fn start(&self, key: &K) -> u32 {
@@ -105,6 +113,7 @@ impl<K: StableKey, V: Clone> IdTable<K, V> {
             if s.refs == 0 {
                 // A seeded id gets the content to install with its first user.
                 s.value = value();
+                self.version += 1;
             }
             s.refs += 1;
             return Some(s.id);
@@ -142,6 +151,7 @@ impl<K: StableKey, V: Clone> IdTable<K, V> {
     }
 
     fn insert(&mut self, key: K, id: u32, value: V, refs: u32, pinned: bool) {
+        self.version += 1;
         self.by_id.insert(id, key.clone());
         self.by_key.insert(
             key,
@@ -171,6 +181,7 @@ impl<K: StableKey, V: Clone> IdTable<K, V> {
             if s.refs == 0 && !s.pinned {
                 self.by_id.remove(&s.id);
                 e.remove();
+                self.version += 1;
             }
         }
     }

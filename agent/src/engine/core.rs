@@ -232,6 +232,16 @@ struct InFlight {
     encoded: bool,
 }
 
+/// What the local datapaths are computed from besides the Port_Binding and Datapath_Binding
+/// rows.
+#[derive(Debug, PartialEq, Eq)]
+struct LocalDatapathsKey {
+    seeds: Vec<Uuid>,
+    ha_members: Vec<Uuid>,
+    chassis: Option<Uuid>,
+    mapped_networks: Vec<String>,
+}
+
 /// A full compile in progress: its logical flows in uuid order, compiled a batch at a time
 /// into the flow table while the put that carries them is sent ([`Engine::next_put_part`]).
 struct StreamedCompile {
@@ -286,6 +296,14 @@ pub struct Engine {
     /// Counts changes to the replicas and runtime recomputations: what is derived from
     /// them outside the engine (pinctrl's announcements) is derived again only when it moved.
     input_generation: u64,
+    /// The local datapaths depend on Port_Binding and Datapath_Binding rows and on the
+    /// inputs in `local_dps_key`: with neither changed, the last ones are kept (walking
+    /// every port of every local datapath on each run was the largest cost of a run).
+    local_dps_stale: bool,
+    local_dps_key: Option<LocalDatapathsKey>,
+    /// The group and meter id versions at which the switch had every wanted group and
+    /// meter and nothing else (cleared whenever what the switch has may have moved).
+    ids_in_step: Option<(u64, u64)>,
     acked_seq: u64,
     pub initial_sync_done: bool,
     sb_connected_at: Option<Instant>,
@@ -390,6 +408,9 @@ impl Engine {
             in_flight: None,
             streamed: None,
             input_generation: 0,
+            local_dps_stale: true,
+            local_dps_key: None,
+            ids_in_step: None,
             acked_seq: 0,
             initial_sync_done: false,
             sb_connected_at: None,
@@ -440,6 +461,7 @@ impl Engine {
 
     /// The SB client connected (a new connection: its snapshot follows).
     pub fn sb_connected(&mut self, now: Instant) {
+        self.local_dps_stale = true;
         self.sb_connected = true;
         self.sb_connected_at = Some(now);
         // Conditions start over on a new connection.
@@ -495,7 +517,15 @@ impl Engine {
         }
         for t in changed {
             let feeds_runtime = match t {
-                "Port_Binding" => !self.only_up_changed(),
+                "Port_Binding" => {
+                    let only_up = self.only_up_changed();
+                    self.local_dps_stale |= !only_up;
+                    !only_up
+                }
+                "Datapath_Binding" => {
+                    self.local_dps_stale = true;
+                    true
+                }
                 "SB_Global" => !self.only_nb_cfg_changed(),
                 t => !NOT_RUNTIME_INPUTS.contains(&t),
             };
@@ -807,6 +837,7 @@ impl Engine {
         dump: Dump,
     ) {
         self.finish_streamed_compile();
+        self.ids_in_step = None;
         self.of_session = Some(session);
         self.in_flight = None;
         if self.runtime.geneve_field != fields.ovn || self.runtime.mark_field != fields.pkt_mark {
@@ -843,6 +874,7 @@ impl Engine {
 
     pub fn of_disconnected(&mut self) {
         self.finish_streamed_compile();
+        self.ids_in_step = None;
         self.of_session = None;
         self.in_flight = None;
     }
@@ -1070,13 +1102,34 @@ impl Engine {
             .chain(ha_members.iter())
             .copied()
             .collect();
-        rt.local_datapaths = super::local::local_datapaths(
-            &self.sb.replica,
-            seeds,
-            chassis_uuid,
-            &|u| ha_members.contains(u),
-            &|net| cfg.bridge_mappings.contains_key(net),
-        );
+        let key = LocalDatapathsKey {
+            seeds: {
+                let mut v = seeds.clone();
+                v.sort_unstable();
+                v.dedup();
+                v
+            },
+            ha_members: {
+                let mut v: Vec<Uuid> = ha_members.iter().copied().collect();
+                v.sort_unstable();
+                v
+            },
+            chassis: chassis_uuid,
+            mapped_networks: cfg.bridge_mappings.keys().cloned().collect(),
+        };
+        if !self.local_dps_stale && self.local_dps_key.as_ref() == Some(&key) {
+            rt.local_datapaths.clone_from(&self.runtime.local_datapaths);
+        } else {
+            rt.local_datapaths = super::local::local_datapaths(
+                &self.sb.replica,
+                seeds,
+                chassis_uuid,
+                &|u| ha_members.contains(u),
+                &|net| cfg.bridge_mappings.contains_key(net),
+            );
+            self.local_dps_stale = false;
+            self.local_dps_key = Some(key);
+        }
         rt.tunnels = tunnels_of(&self.ovs, &cfg.bridge);
         rt.active_tunnels = active_tunnels;
         rt.pkt_mark_peers = pkt_mark_peers(&self.sb.replica, cfg, rt.mark_field);
@@ -1560,10 +1613,17 @@ impl Engine {
         let nb_cfg_pending = sb_nb_cfg.is_some_and(|n| {
             self.nb_cfg_acked.map(|a| a.0) != Some(n) && self.nb_cfg_due.map(|d| d.0) != Some(n)
         });
-        // Only what differs from the switch is cloned (this runs on every engine run).
+        // Only what differs from the switch is cloned (this runs on every engine run), and
+        // nothing is compared while neither the ids nor the switch moved since a put found
+        // them in step.
+        let versions = (
+            self.ids.groups.lock().map_or(u64::MAX, |t| t.version()),
+            self.ids.meters.lock().map_or(u64::MAX, |t| t.version()),
+        );
+        let ids_in_step = self.ids_in_step == Some(versions) && self.streamed.is_none();
         let mut groups_add: Vec<(u32, crate::view::GroupKey, Group)> = Vec::new();
         let mut groups_wanted: HashSet<u32> = HashSet::new();
-        if let Ok(t) = self.ids.groups.lock() {
+        if let (false, Ok(t)) = (ids_in_step, self.ids.groups.lock()) {
             for (id, k, g) in t.iter() {
                 groups_wanted.insert(id);
                 if self.installed_groups.get(&id) != Some(k) {
@@ -1577,12 +1637,12 @@ impl Engine {
         let groups_del: Vec<u32> = self
             .installed_groups
             .keys()
-            .filter(|id| !streamed && !groups_wanted.contains(id))
+            .filter(|id| !ids_in_step && !streamed && !groups_wanted.contains(id))
             .copied()
             .collect();
         let mut meters_add: Vec<(u32, MeterMod)> = Vec::new();
         let mut meters_wanted: HashSet<u32> = HashSet::new();
-        if let Ok(t) = self.ids.meters.lock() {
+        if let (false, Ok(t)) = (ids_in_step, self.ids.meters.lock()) {
             for (id, _, m) in t.iter() {
                 meters_wanted.insert(id);
                 if !self.installed_meters.contains(&id) && !m.bands.is_empty() {
@@ -1593,9 +1653,15 @@ impl Engine {
         let meters_del: Vec<u32> = self
             .installed_meters
             .iter()
-            .filter(|id| !streamed && !meters_wanted.contains(id))
+            .filter(|id| !ids_in_step && !streamed && !meters_wanted.contains(id))
             .copied()
             .collect();
+        self.ids_in_step = (groups_add.is_empty()
+            && groups_del.is_empty()
+            && meters_add.is_empty()
+            && meters_del.is_empty()
+            && !streamed)
+            .then_some(versions);
         let flush: Vec<u16> = self.zones.to_flush.iter().copied().collect();
         let work = self.flows.has_pending()
             || !groups_add.is_empty()
@@ -1865,6 +1931,7 @@ impl Engine {
     /// A put finished.
     pub fn put_done(&mut self, seq: u64, result: Result<(), PutError>) {
         self.finish_streamed_compile();
+        self.ids_in_step = None;
         let Some(f) = self.in_flight.take() else {
             return;
         };
