@@ -1412,6 +1412,7 @@ impl Engine {
         let mut results: Vec<(Owner, Compiled)>;
         let mut gone: Vec<Owner> = Vec::new();
         let mut physical_computed = false;
+        let mut stream_lflows = false;
         let nodes = &mut self.stats.nodes;
         if full.is_some() {
             nodes.runtime_data.recompute += 1;
@@ -1441,30 +1442,18 @@ impl Engine {
             let mut keep: HashSet<Owner, FxBuild> = HashSet::default();
             let lflows = lflows_in_order(&self.sb.replica);
             // With a switch to send to and no put in flight, the put this run makes carries
-            // the logical flows as they are compiled (the switch installs while we compile).
-            if self.of_session.is_some() && self.in_flight.is_none() {
-                keep.extend(lflows.iter().map(|(u, _)| Owner::Lflow(**u)));
-                self.streamed = Some(StreamedCompile {
-                    lflows: lflows.iter().map(|(u, _)| **u).collect(),
-                    next: 0,
-                    layout,
-                    threads,
-                    cache: MatchCache::default(),
-                    spent: Duration::ZERO,
-                });
-            } else {
-                for batch in lflows.chunks(self.opts.compile_batch_lflows()) {
-                    let compiled = compile_lflow_list(&cx, batch, threads);
-                    keep.extend(compiled.iter().map(|(o, _)| *o));
-                    self.stats.bad_rows += apply_compiled(
-                        &mut self.flows,
-                        &mut self.uses,
-                        &mut self.failures,
-                        &self.ids,
-                        compiled,
-                    );
-                }
-            }
+            // the logical flows as they are compiled (the switch installs while we compile);
+            // otherwise they are compiled at the end of this function, batch by batch alike.
+            stream_lflows = self.of_session.is_some() && self.in_flight.is_none();
+            keep.extend(lflows.iter().map(|(u, _)| Owner::Lflow(**u)));
+            self.streamed = Some(StreamedCompile {
+                lflows: lflows.iter().map(|(u, _)| **u).collect(),
+                next: 0,
+                layout,
+                threads,
+                cache: MatchCache::default(),
+                spent: Duration::ZERO,
+            });
             results = Vec::new();
             compile_other_owners(&cx, &mut results, true);
             compile_port_security(&cx, &mut results, None);
@@ -1576,6 +1565,9 @@ impl Engine {
             results,
         );
         self.stats.last_phases.apply = apply_started.elapsed();
+        if !stream_lflows {
+            self.finish_streamed_compile();
+        }
     }
 
     // ---- the switch ------------------------------------------------------------------
