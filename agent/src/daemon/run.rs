@@ -150,6 +150,8 @@ pub async fn run(
     let mut put_sent_at: Option<Instant> = None;
     let mut metrics = cfg.metrics.clone().map(crate::metrics::Observer::new);
     let mut service_manager = super::notify::SystemdNotify::from_env(&cfg.ovs_remote);
+    // Since when queued input has held the engine run back.
+    let mut run_deferred_since: Option<Instant> = None;
     ready();
     loop {
         let mut changed = false;
@@ -288,9 +290,19 @@ pub async fn run(
         service_manager.after_turn(&engine);
         // debug/pause: nothing but the control socket until debug/resume (updates still
         // reach the replicas, and are processed on resume).
-        if exit.is_some() || !changed || control.paused {
+        // (A run held back below is still due.)
+        if exit.is_some() || !(changed || run_deferred_since.is_some()) || control.paused {
             continue;
         }
+        // Input already queued (a transaction's reply right behind its update, a burst of
+        // updates) is taken before the engine runs: one run answers all of it. Bounded, so
+        // that a steady stream of input cannot hold the engine off.
+        let queued = input_queued(&ovs_events, &done_rx, sb.as_ref(), of.as_ref());
+        let deferred_since = *run_deferred_since.get_or_insert_with(Instant::now);
+        if queued && deferred_since.elapsed() < MAX_RUN_DEFERRAL {
+            continue;
+        }
+        run_deferred_since = None;
         // The Southbound client follows external_ids:ovn-remote.
         if let Some(c) = engine.cfg.clone() {
             let want = c.remote.clone();
@@ -325,7 +337,16 @@ pub async fn run(
         engine.sb_busy = sb_busy;
         engine.ovs_busy = ovs_busy;
         let reasons_before = engine.stats.recompute_reasons.clone();
-        let actions = tokio::task::block_in_place(|| engine.run(now));
+        let mut actions = tokio::task::block_in_place(|| engine.run_bindings(now));
+        // The Southbound transaction (claims above all) goes before the flows are made:
+        // the server commits it meanwhile.
+        if let (Some(txn), false, Some(s)) = (actions.sb_txn.take(), sb_busy, sb.as_ref()) {
+            tracing::debug!(target: "main", "southbound transaction sent ({} us into the run)", now.elapsed().as_micros());
+            sb_busy = true;
+            crate::coverage::SB_TXN.inc();
+            spawn_txn(s.client.clone(), txn, done_tx.clone(), Done::SbTxn);
+        }
+        tokio::task::block_in_place(|| engine.run_flows(now, &mut actions));
         let took = now.elapsed();
         control.stopwatches.add("flow-generation", took);
         log_slow_run(
@@ -335,12 +356,6 @@ pub async fn run(
             &reasons_before,
         );
         let mut put_sent: Option<crate::metrics::PutSent> = actions.put.as_ref().map(Into::into);
-        if let (Some(txn), false, Some(s)) = (actions.sb_txn, sb_busy, sb.as_ref()) {
-            tracing::debug!(target: "main", "southbound transaction sent (run took {} us)", took.as_micros());
-            sb_busy = true;
-            crate::coverage::SB_TXN.inc();
-            spawn_txn(s.client.clone(), txn, done_tx.clone(), Done::SbTxn);
-        }
         // The switch and the local OVS first: pinctrl's part below does not hold them up.
         if let (Some(txn), false) = (actions.ovs_txn, ovs_busy) {
             ovs_busy = true;
@@ -382,9 +397,17 @@ pub async fn run(
                 tracing::debug!(target: "ofctrl", "put {seq}: {} bundle messages, {} bytes, computed in {} us, sent in {} us", p.messages, p.bytes, took.as_micros(), now.elapsed().as_micros() - took.as_micros());
             }
         }
+        // pinctrl's snapshot and plans are rebuilt from whole tables: while more input is
+        // queued, they wait, and the engine answers that input first (a port waiting to go
+        // up waits for nothing else).
+        let pin_due = !input_queued(&ovs_events, &done_rx, sb.as_ref(), of.as_ref());
         // Gratuitous ARPs follow bindings, interfaces and HA activity: planned every run
         // (local ports and local switches only).
-        if pin.is_some() && engine.sb_connected && announced_at != Some(engine.input_generation()) {
+        if pin_due
+            && pin.is_some()
+            && engine.sb_connected
+            && announced_at != Some(engine.input_generation())
+        {
             announced_at = Some(engine.input_generation());
             let planned =
                 crate::pinctrl::announce::plan(&engine.sb.replica, &engine.runtime, &engine.ifaces);
@@ -434,7 +457,7 @@ pub async fn run(
                 || v.local_output_table != l.local_output
                 || v.chassis != engine.runtime.chassis;
         }
-        if let (true, Some(p)) = (pin_view_dirty, pin.as_ref()) {
+        if let (true, true, Some(p)) = (pin_due, pin_view_dirty, pin.as_ref()) {
             let view = pin_view(&engine, &announcements.current);
             p.view.send_if_modified(|v| {
                 let new = **v != view;
@@ -456,6 +479,9 @@ pub async fn run(
     ovs_client.shutdown().await;
     Ok(exit.unwrap_or(Exit::Restart))
 }
+
+/// The longest queued input holds back an engine run (see the loop).
+const MAX_RUN_DEFERRAL: Duration = Duration::from_millis(20);
 
 /// Runs slower than this are logged (as ovn-controller logs engine nodes over 500 ms).
 const SLOW_RUN: Duration = Duration::from_millis(500);
@@ -662,6 +688,19 @@ fn spawn_condition(
 /// reply (the server sends them first, on the same connection, and the client keeps their
 /// order), so draining the queue when a reply arrives brings the replica up to the
 /// transaction's effect.
+/// Whether an event waits on any of the loop's inputs that feed the engine.
+fn input_queued(
+    ovs: &mpsc::Receiver<Event>,
+    done: &mpsc::UnboundedReceiver<Done>,
+    sb: Option<&Sb>,
+    of: Option<&(String, OfControl)>,
+) -> bool {
+    !ovs.is_empty()
+        || !done.is_empty()
+        || sb.is_some_and(|s| !s.events.is_empty())
+        || of.is_some_and(|(_, c)| !c.events.is_empty())
+}
+
 fn drain_events(events: &mut mpsc::Receiver<Event>, mut apply: impl FnMut(&Event) -> bool) -> bool {
     loop {
         match events.try_recv() {

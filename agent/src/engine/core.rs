@@ -316,6 +316,8 @@ pub struct Engine {
     /// reported, and the one waiting (with when it is due).
     pub nb_cfg_delay: std::time::Duration,
     nb_cfg_due: Option<(i64, Instant)>,
+    /// [`Engine::run_bindings`] got through: [`Engine::run_flows`] has work.
+    flows_due: bool,
     /// ovn-northd's internal version differed from ours at the last run (with
     /// `ovn-match-northd-version`).
     version_mismatch: bool,
@@ -419,6 +421,7 @@ impl Engine {
             nb_cfg_acked: None,
             nb_cfg_delay: std::time::Duration::ZERO,
             nb_cfg_due: None,
+            flows_due: false,
             version_mismatch: false,
             bfd_problems: Vec::new(),
             cond_requested: BTreeMap::new(),
@@ -883,6 +886,17 @@ impl Engine {
 
     /// Computes what to do now.
     pub fn run(&mut self, now: Instant) -> Actions {
+        let mut actions = self.run_bindings(now);
+        self.run_flows(now, &mut actions);
+        actions
+    }
+
+    /// The first half of a run: chassis, bindings (claims), the runtime and conditions,
+    /// and everything else the Southbound transaction carries. Sent before
+    /// [`Self::run_flows`] compiles, the server commits a claim while the port's flows
+    /// are made, so that the port can go up as soon as they are in.
+    pub fn run_bindings(&mut self, now: Instant) -> Actions {
+        self.flows_due = false;
         self.stats.runs += 1;
         self.stats.last_phases = RunPhases::default();
         // A put cut short leaves its compile unfinished: the table is made whole first.
@@ -969,11 +983,6 @@ impl Engine {
             self.stats.last_phases.runtime = t.elapsed();
             self.ovs_sync_dirty = true;
         }
-        // Flows. Before the first put, only once the view is complete: flows compiled from a
-        // partial view (conditions still widening) would be compiled again at once.
-        if self.initial_sync_done || self.initial_view_settled(now, actions.conditions.is_empty()) {
-            self.recompute_flows(&cfg);
-        }
         // nb_cfg and ports whose flows are in.
         if let Some((n, due)) = self.nb_cfg_due {
             if now >= due {
@@ -986,6 +995,25 @@ impl Engine {
         }
         if sb_dirty && !sb_txn.is_empty() && !self.sb_busy {
             actions.sb_txn = Some(sb_txn);
+        }
+        self.flows_due = true;
+        actions
+    }
+
+    /// The second half of a run (after [`Self::run_bindings`], with its actions): flows,
+    /// the local OVS configuration and the put.
+    pub fn run_flows(&mut self, now: Instant, actions: &mut Actions) {
+        if !std::mem::take(&mut self.flows_due) {
+            return;
+        }
+        let Some(cfg) = self.cfg.clone() else {
+            return;
+        };
+        let chassis_uuid = self.runtime.chassis;
+        // Flows. Before the first put, only once the view is complete: flows compiled from a
+        // partial view (conditions still widening) would be compiled again at once.
+        if self.initial_sync_done || self.initial_view_settled(now, actions.conditions.is_empty()) {
+            self.recompute_flows(&cfg);
         }
         // Local OVS.
         let installed_ifaces: BTreeSet<Uuid> = self.installed_iface_uuids();
@@ -1030,7 +1058,6 @@ impl Engine {
             actions.put = self.build_put(now, actions.conditions.is_empty());
         }
         self.stats.last_phases.put = t.elapsed();
-        actions
     }
 
     /// Bindings (claims and releases into `sb_txn`), the runtime, zones and monitor
