@@ -13,6 +13,9 @@ pub mod local;
 pub mod ovs_config;
 pub mod zones;
 
+#[cfg(test)]
+mod run_split_tests;
+
 /// Milliseconds since the Unix epoch (timestamps OVN writes).
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()

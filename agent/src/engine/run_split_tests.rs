@@ -1,0 +1,110 @@
+//! A run in two halves: the claim leaves with the first, before any flow is compiled.
+
+use std::time::{Duration, Instant};
+
+use sbclient::Replica;
+use serde_json::{json, Value};
+
+use super::core::{Engine, EngineOptions};
+
+const OVS_ROOT: &str = "00000000-0000-0000-0000-00000000a001";
+const BRIDGE: &str = "00000000-0000-0000-0000-00000000a002";
+const PORT: &str = "00000000-0000-0000-0000-00000000a003";
+const IFACE: &str = "00000000-0000-0000-0000-00000000a004";
+const CHASSIS: &str = "00000000-0000-0000-0000-00000000b001";
+const ENCAP: &str = "00000000-0000-0000-0000-00000000b002";
+const DATAPATH: &str = "00000000-0000-0000-0000-00000000b003";
+const BINDING: &str = "00000000-0000-0000-0000-00000000b004";
+
+fn apply(replica: &mut Replica, update: &Value) {
+    let raw = serde_json::value::RawValue::from_string(update.to_string()).unwrap();
+    replica.apply_update(&raw).unwrap();
+}
+
+fn uuid_set(u: &str) -> Value {
+    json!(["set", [["uuid", u]]])
+}
+
+fn map(pairs: &[(&str, &str)]) -> Value {
+    json!([
+        "map",
+        pairs.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>()
+    ])
+}
+
+/// A chassis `hv1` with br-int and one VIF (iface-id `lp1`, ofport 1), and a Southbound
+/// database where `hv1` is registered and `lp1` is unbound.
+fn engine_with_unbound_vif() -> Engine {
+    let mut e = Engine::new(EngineOptions::default());
+    apply(
+        &mut e.ovs,
+        &json!({
+            "Open_vSwitch": { OVS_ROOT: { "insert": {
+                "bridges": uuid_set(BRIDGE),
+                "external_ids": map(&[
+                    ("system-id", "hv1"),
+                    ("ovn-remote", "unix:/nonexistent"),
+                    ("ovn-encap-type", "geneve"),
+                    ("ovn-encap-ip", "192.0.2.1"),
+                ]),
+            }}},
+            "Bridge": { BRIDGE: { "insert": { "name": "br-int", "ports": uuid_set(PORT) }}},
+            "Port": { PORT: { "insert": { "name": "vif1", "interfaces": uuid_set(IFACE) }}},
+            "Interface": { IFACE: { "insert": {
+                "name": "vif1",
+                "ofport": 1,
+                "external_ids": map(&[("iface-id", "lp1")]),
+            }}},
+        }),
+    );
+    e.ovs_connected = true;
+    e.ovs_changed();
+    let started = Instant::now();
+    e.sb_connected(started);
+    apply(
+        &mut e.sb.replica,
+        &json!({
+            "SB_Global": { "00000000-0000-0000-0000-00000000b000": { "insert": { "nb_cfg": 1 }}},
+            "Encap": { ENCAP: { "insert": {
+                "chassis_name": "hv1", "type": "geneve", "ip": "192.0.2.1",
+                "options": map(&[("csum", "true")]),
+            }}},
+            "Chassis": { CHASSIS: { "insert": {
+                "name": "hv1", "hostname": "host", "encaps": uuid_set(ENCAP),
+            }}},
+            "Datapath_Binding": { DATAPATH: { "insert": {
+                "tunnel_key": 1,
+                "external_ids": map(&[("name", "ls1")]),
+            }}},
+            "Port_Binding": { BINDING: { "insert": {
+                "logical_port": "lp1",
+                "datapath": ["uuid", DATAPATH],
+                "tunnel_key": 1,
+                "mac": ["set", ["00:00:00:00:00:01 10.0.0.1"]],
+            }}},
+        }),
+    );
+    e.sb_changed();
+    e
+}
+
+#[test]
+fn the_claim_leaves_with_the_first_half_and_the_flows_follow_in_the_second() {
+    let mut e = engine_with_unbound_vif();
+    // Past the initial settling time, so that the first run compiles.
+    let now = Instant::now() + Duration::from_secs(11);
+    let mut actions = e.run_bindings(now);
+    let txn = actions.sb_txn.take().expect("the claim");
+    let ops = txn.to_params().to_string();
+    assert!(
+        ops.contains("Port_Binding") && ops.contains(CHASSIS),
+        "{ops}"
+    );
+    assert_eq!(e.flows.len(), 0, "no flow before the second half");
+    e.run_flows(now, &mut actions);
+    assert!(!e.flows.is_empty(), "the bound port's flows");
+    // A second call of the second half without a first one does nothing.
+    let before = e.stats.runs;
+    e.run_flows(now, &mut actions);
+    assert_eq!(e.stats.runs, before);
+}
