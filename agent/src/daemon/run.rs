@@ -681,13 +681,6 @@ fn spawn_condition(
     });
 }
 
-/// Applies every event already queued on `events` (without waiting); true if the channel
-/// is closed.
-///
-/// A database client queues a transaction's updates before it hands out the transaction's
-/// reply (the server sends them first, on the same connection, and the client keeps their
-/// order), so draining the queue when a reply arrives brings the replica up to the
-/// transaction's effect.
 /// Whether an event waits on any of the loop's inputs that feed the engine.
 fn input_queued(
     ovs: &mpsc::Receiver<Event>,
@@ -701,6 +694,13 @@ fn input_queued(
         || of.is_some_and(|(_, c)| !c.events.is_empty())
 }
 
+/// Applies every event already queued on `events` (without waiting); true if the channel
+/// is closed.
+///
+/// A database client queues a transaction's updates before it hands out the transaction's
+/// reply (the server sends them first, on the same connection, and the client keeps their
+/// order), so draining the queue when a reply arrives brings the replica up to the
+/// transaction's effect.
 fn drain_events(events: &mut mpsc::Receiver<Event>, mut apply: impl FnMut(&Event) -> bool) -> bool {
     loop {
         match events.try_recv() {

@@ -316,8 +316,9 @@ pub struct Engine {
     /// reported, and the one waiting (with when it is due).
     pub nb_cfg_delay: std::time::Duration,
     nb_cfg_due: Option<(i64, Instant)>,
-    /// [`Engine::run_bindings`] got through: [`Engine::run_flows`] has work.
-    flows_due: bool,
+    /// The configuration [`Engine::run_bindings`] got through with: [`Engine::run_flows`]
+    /// has work, with it.
+    flows_due: Option<ChassisConfig>,
     /// ovn-northd's internal version differed from ours at the last run (with
     /// `ovn-match-northd-version`).
     version_mismatch: bool,
@@ -421,7 +422,7 @@ impl Engine {
             nb_cfg_acked: None,
             nb_cfg_delay: std::time::Duration::ZERO,
             nb_cfg_due: None,
-            flows_due: false,
+            flows_due: None,
             version_mismatch: false,
             bfd_problems: Vec::new(),
             cond_requested: BTreeMap::new(),
@@ -896,7 +897,7 @@ impl Engine {
     /// [`Self::run_flows`] compiles, the server commits a claim while the port's flows
     /// are made, so that the port can go up as soon as they are in.
     pub fn run_bindings(&mut self, now: Instant) -> Actions {
-        self.flows_due = false;
+        self.flows_due = None;
         self.stats.runs += 1;
         self.stats.last_phases = RunPhases::default();
         // A put cut short leaves its compile unfinished: the table is made whole first.
@@ -996,17 +997,14 @@ impl Engine {
         if sb_dirty && !sb_txn.is_empty() && !self.sb_busy {
             actions.sb_txn = Some(sb_txn);
         }
-        self.flows_due = true;
+        self.flows_due = Some(cfg);
         actions
     }
 
     /// The second half of a run (after [`Self::run_bindings`], with its actions): flows,
     /// the local OVS configuration and the put.
     pub fn run_flows(&mut self, now: Instant, actions: &mut Actions) {
-        if !std::mem::take(&mut self.flows_due) {
-            return;
-        }
-        let Some(cfg) = self.cfg.clone() else {
+        let Some(cfg) = self.flows_due.take() else {
             return;
         };
         let chassis_uuid = self.runtime.chassis;
