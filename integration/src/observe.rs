@@ -121,6 +121,9 @@ pub struct Outcome {
     pub observation: Observation,
     /// The scenario's own expectations that this run did not meet.
     pub failures: Vec<String>,
+    /// Unmet expectations that a chassis running the oracle (ovn-controller) was judged on in
+    /// a mixed setup ([`Probe::judged_by_oracle`]): printed, not failed, like the oracle's own.
+    pub oracle_misses: Vec<String>,
     /// How long the scenario took.
     pub elapsed: Duration,
 }
@@ -136,6 +139,9 @@ pub struct Probe<'a> {
     /// Per VIF: indexes of packets already matched by an expectation.
     consumed: BTreeMap<String, BTreeSet<usize>>,
     failures: Vec<String>,
+    /// While set, unmet expectations are the oracle's ([`Probe::judged_by_oracle`]).
+    oracle_judged: bool,
+    oracle_misses: Vec<String>,
     facts: BTreeMap<String, String>,
     started: Instant,
     timeout: Duration,
@@ -150,6 +156,8 @@ impl<'a> Probe<'a> {
             marks: BTreeMap::new(),
             consumed: BTreeMap::new(),
             failures: Vec::new(),
+            oracle_judged: false,
+            oracle_misses: Vec::new(),
             facts: BTreeMap::new(),
             started: Instant::now(),
             timeout: DELIVERY_TIMEOUT,
@@ -187,7 +195,25 @@ impl<'a> Probe<'a> {
 
     /// Records an unmet expectation.
     pub fn fail(&mut self, what: impl Into<String>) {
-        self.failures.push(what.into());
+        if self.oracle_judged {
+            self.oracle_misses.push(what.into());
+        } else {
+            self.failures.push(what.into());
+        }
+    }
+
+    /// Runs `expectations` that only one chassis decides (the one enforcing an ACL, say). When
+    /// `oracle_decides` (that chassis runs ovn-controller), what they miss is the oracle's miss:
+    /// printed as such, not failed, and the run is then not compared packet for packet.
+    pub fn judged_by_oracle<R>(
+        &mut self,
+        oracle_decides: bool,
+        expectations: impl FnOnce(&mut Self) -> R,
+    ) -> R {
+        let before = std::mem::replace(&mut self.oracle_judged, oracle_decides);
+        let r = expectations(self);
+        self.oracle_judged = before;
+        r
     }
 
     /// Records `Err` as an unmet expectation; gives the value back otherwise.
@@ -421,6 +447,7 @@ impl<'a> Probe<'a> {
         Outcome {
             observation,
             failures: self.failures,
+            oracle_misses: self.oracle_misses,
             elapsed: self.started.elapsed(),
         }
     }
@@ -464,11 +491,12 @@ impl Report {
     pub fn oracle_misses(&self, oracle: &str) -> Vec<String> {
         self.runs
             .iter()
-            .filter(|(scenario, setup, _)| setup == oracle && self.known_wrong(scenario).is_none())
             .flat_map(|(scenario, setup, outcome)| {
-                outcome
-                    .failures
-                    .iter()
+                let own = (setup == oracle && self.known_wrong(scenario).is_none())
+                    .then_some(&outcome.failures);
+                own.into_iter()
+                    .chain(std::iter::once(&outcome.oracle_misses))
+                    .flatten()
                     .map(move |f| format!("[{scenario} / {setup}] {f}"))
             })
             .collect()
@@ -498,8 +526,13 @@ impl Report {
             if self.known_wrong(scenario).is_some() {
                 continue;
             }
+            // A run that differs because the oracle missed something (in its own run, or on
+            // its chassis of this run) is held to the expectations alone.
             match self.find(scenario, oracle) {
-                Some(reference) if !reference.failures.is_empty() => {}
+                Some(reference)
+                    if !reference.failures.is_empty()
+                        || !reference.oracle_misses.is_empty()
+                        || !outcome.oracle_misses.is_empty() => {}
                 Some(reference) => {
                     for d in reference.observation.diff(&outcome.observation) {
                         out.push(format!("[{scenario} / {setup}] differs from {oracle}: {d}"));
@@ -596,6 +629,39 @@ mod tests {
         assert_eq!(
             report.problems("oracle"),
             ["[s / mixed] packet did not pass"]
+        );
+    }
+
+    #[test]
+    fn a_miss_on_the_oracles_chassis_of_a_mixed_run_is_noted_and_its_own_misses_still_fail() {
+        let mut report = Report::default();
+        let mut packet = Observation::default();
+        packet.packets.insert("vm3".to_owned(), vec![vec![1, 2, 3]]);
+        report.add(
+            "s",
+            "oracle",
+            Outcome {
+                observation: packet,
+                ..Outcome::default()
+            },
+        );
+        report.add(
+            "s",
+            "mixed",
+            Outcome {
+                failures: vec!["the agent's chassis dropped it".to_owned()],
+                oracle_misses: vec!["the oracle's chassis dropped it".to_owned()],
+                ..Outcome::default()
+            },
+        );
+        assert_eq!(
+            report.oracle_misses("oracle"),
+            ["[s / mixed] the oracle's chassis dropped it"]
+        );
+        // Held to the expectations alone: no packet difference is reported.
+        assert_eq!(
+            report.problems("oracle"),
+            ["[s / mixed] the agent's chassis dropped it"]
         );
     }
 }

@@ -129,6 +129,24 @@ impl Net {
         Probe::start(&self.lab, &self.watched())
     }
 
+    /// Whether, in a mixed setup, `chassis` runs the oracle (ovn-controller): expectations only
+    /// that chassis decides are then the oracle's ([`Probe::judged_by_oracle`]).
+    pub fn oracle_decides(&self, chassis: &str) -> bool {
+        let runs = |c: &str| {
+            self.setup
+                .controllers
+                .iter()
+                .find(|(name, _)| name == c)
+                .map(|(_, controller)| controller == &Controller::OvnController)
+        };
+        let mixed = self
+            .setup
+            .controllers
+            .iter()
+            .any(|(_, controller)| controller != &Controller::OvnController);
+        mixed && runs(chassis) == Some(true)
+    }
+
     /// The names of the VMs' ports (for the bindings an outcome records).
     pub fn ports(&self) -> Vec<&str> {
         self.vms.keys().map(String::as_str).collect()
