@@ -216,10 +216,11 @@ impl ViewParts {
     /// Brings the parts up to date with `sb` and `facts`; `changed` names the Southbound
     /// tables changed since the last refresh.
     ///
-    /// `touched` names the Port_Binding and Multicast_Group rows changed since then (`None`:
-    /// not known, so the ports part is built anew when those tables changed); with it, and
-    /// the local facts' differences, the ports part and the port groups change entry by
-    /// entry. What changed accumulates until [`Self::take_changes`].
+    /// `touched` names the Port_Binding, Multicast_Group, Address_Set and Port_Group rows
+    /// changed since then (`None`: not known, so a part is built anew when its tables
+    /// changed); with it, and the local facts' differences, the ports part, the port groups
+    /// and the address sets change entry by entry. What changed accumulates until
+    /// [`Self::take_changes`].
     pub fn refresh(
         &mut self,
         sb: &Southbound,
@@ -278,21 +279,35 @@ impl ViewParts {
                 );
             }
         }
-        if stale(&["Port_Group"]) {
+        // Address sets and port groups change row by row when the changed rows are known.
+        let touched_sets = touched.map(|t| &t.address_sets).filter(|_| !all);
+        let touched_groups = touched.map(|t| &t.port_groups).filter(|_| !all);
+        if stale(&["Port_Group"]) && touched_groups.is_none() {
             let groups = ports::port_groups(replica, &self.ports.related_names);
             if !all {
                 let changed = ports::changed_groups(&self.port_groups, &groups);
                 self.changes.port_groups.extend(changed);
             }
             self.port_groups = Arc::new(groups);
-        } else if !flips.is_empty() {
-            ports::update_port_groups(
-                Arc::make_mut(&mut self.port_groups),
-                replica,
-                &self.ports.related_names,
-                &flips,
-                &mut self.changes,
-            );
+        } else {
+            if let Some(names) = touched_groups.filter(|n| !n.is_empty()) {
+                ports::update_named_groups(
+                    Arc::make_mut(&mut self.port_groups),
+                    replica,
+                    &self.ports.related_names,
+                    names,
+                    &mut self.changes,
+                );
+            }
+            if !flips.is_empty() {
+                ports::update_port_groups(
+                    Arc::make_mut(&mut self.port_groups),
+                    replica,
+                    &self.ports.related_names,
+                    &flips,
+                    &mut self.changes,
+                );
+            }
         }
         if facts_changed && (all || self.facts.local_datapaths != facts.local_datapaths) {
             if !all {
@@ -305,12 +320,20 @@ impl ViewParts {
             self.local_datapaths = Arc::new(facts.local_datapaths.clone());
         }
         self.changes.rebuilt |= all;
-        if stale(&["Address_Set"]) {
+        if stale(&["Address_Set"]) && touched_sets.is_none() {
             self.address_sets = Arc::new(
                 rows::<AddressSet>(replica)
                     .map(|(_, a)| (a.name.clone(), a.addresses.iter().cloned().collect()))
                     .collect(),
             );
+        } else if let Some(names) = touched_sets.filter(|n| !n.is_empty()) {
+            let sets = Arc::make_mut(&mut self.address_sets);
+            for name in names {
+                sets.remove(name);
+            }
+            for (_, a) in rows::<AddressSet>(replica).filter(|(_, a)| names.contains(&a.name)) {
+                sets.insert(a.name.clone(), a.addresses.iter().cloned().collect());
+            }
         }
         if stale(&["Chassis_Template_Var"]) {
             self.vars = Arc::new(

@@ -92,6 +92,8 @@ pub enum DaemonError {
 #[derive(Debug)]
 enum Done {
     SbTxn(Result<(), String>),
+    /// An `up` transaction sent behind the claims in flight ([`crate::engine::Actions::sb_up_txn`]).
+    SbUpTxn(Result<(), String>),
     OvsTxn(Result<(), String>),
     ConditionSeq(u64),
     /// The condition change for this table was never handed to the client (its task is
@@ -138,7 +140,7 @@ pub async fn run(
     let mut igmp_dirty = false;
     let mut announcements = crate::pinctrl::announce::Announcements::default();
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
-    let (mut sb_busy, mut ovs_busy) = (false, false);
+    let (mut sb_busy, mut sb_up_busy, mut ovs_busy) = (false, false, false);
     let mut exit: Option<Exit> = None;
     // The tick also keeps the loop turning for the service manager's watchdog (notify.rs).
     let mut tick = tokio::time::interval(Duration::from_millis(500));
@@ -225,6 +227,18 @@ pub async fn run(
                         tracing::debug!(target: "main", "southbound transaction done");
                         igmp_dirty = true;
                         if let Err(e) = r { tracing::info!(target: "main", "southbound transaction: {e}"); }
+                    }
+                    Some(Done::SbUpTxn(r)) => {
+                        if let Some(s) = sb.as_mut() {
+                            if drain_events(&mut s.events, |ev| on_sb_event(&mut engine, ev, &mut pin_view_dirty)) {
+                                sb = None;
+                                engine.sb_disconnected();
+                            }
+                        }
+                        sb_up_busy = false;
+                        // It fails when its claim did (the wait): the port goes up the usual
+                        // way once the claim is made again.
+                        if let Err(e) = r { tracing::debug!(target: "main", "southbound up transaction: {e}"); }
                     }
                     Some(Done::OvsTxn(r)) => {
                         if drain_events(&mut ovs_events, |ev| on_ovs_event(&mut engine, ev)) {
@@ -335,6 +349,7 @@ pub async fn run(
         }
         let now = Instant::now();
         engine.sb_busy = sb_busy;
+        engine.sb_up_busy = sb_up_busy;
         engine.ovs_busy = ovs_busy;
         let reasons_before = engine.stats.recompute_reasons.clone();
         let mut actions = tokio::task::block_in_place(|| engine.run_bindings(now));
@@ -345,6 +360,12 @@ pub async fn run(
             sb_busy = true;
             crate::coverage::SB_TXN.inc();
             spawn_txn(s.client.clone(), txn, done_tx.clone(), Done::SbTxn);
+        }
+        if let (Some(txn), false, Some(s)) = (actions.sb_up_txn.take(), sb_up_busy, sb.as_ref()) {
+            tracing::debug!(target: "main", "southbound up transaction sent behind the claims");
+            sb_up_busy = true;
+            crate::coverage::SB_TXN.inc();
+            spawn_txn(s.client.clone(), txn, done_tx.clone(), Done::SbUpTxn);
         }
         tokio::task::block_in_place(|| engine.run_flows(now, &mut actions));
         let took = now.elapsed();

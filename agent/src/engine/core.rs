@@ -209,6 +209,10 @@ impl NodeStats {
 #[derive(Debug, Default)]
 pub struct Actions {
     pub sb_txn: Option<Transaction>,
+    /// `up` writes that may go while `sb_txn`'s predecessor (the claims) is in flight: each
+    /// waits, in the same transaction, for the claim to show, so it fails rather than
+    /// marking up a port whose claim failed ([`Engine::sb_up_busy`]).
+    pub sb_up_txn: Option<Transaction>,
     pub ovs_txn: Option<Transaction>,
     pub conditions: Vec<(&'static str, Condition)>,
     pub put: Option<Put>,
@@ -266,6 +270,8 @@ pub struct Engine {
     /// A transaction is in flight on that database: plan none (the replicas show its
     /// effect before the reply).
     pub sb_busy: bool,
+    /// An [`Actions::sb_up_txn`] is in flight.
+    pub sb_up_busy: bool,
     pub ovs_busy: bool,
     pub runtime: Runtime,
     pub ids: Ids,
@@ -319,6 +325,13 @@ pub struct Engine {
     /// The configuration [`Engine::run_bindings`] got through with: [`Engine::run_flows`]
     /// has work, with it.
     flows_due: Option<ChassisConfig>,
+    /// The binding plan the first half made; the second half derives the rest of the
+    /// runtime from it (local datapaths, tunnels, zones, conditions), after the claims left.
+    runtime_due_plan: Option<(binding::BindingPlan, BTreeSet<String>)>,
+    /// Ports claimed by the Southbound transaction in flight, and ports whose `up` went in
+    /// an [`Actions::sb_up_txn`] still in flight.
+    claims_in_flight: HashSet<Uuid>,
+    up_in_flight: HashSet<Uuid>,
     /// ovn-northd's internal version differed from ours at the last run (with
     /// `ovn-match-northd-version`).
     version_mismatch: bool,
@@ -391,6 +404,7 @@ impl Engine {
             sb_connected: false,
             ovs_connected: false,
             sb_busy: false,
+            sb_up_busy: false,
             ovs_busy: false,
             runtime: Runtime::default(),
             ids: Ids::default(),
@@ -423,6 +437,9 @@ impl Engine {
             nb_cfg_delay: std::time::Duration::ZERO,
             nb_cfg_due: None,
             flows_due: None,
+            runtime_due_plan: None,
+            claims_in_flight: HashSet::new(),
+            up_in_flight: HashSet::new(),
             version_mismatch: false,
             bfd_problems: Vec::new(),
             cond_requested: BTreeMap::new(),
@@ -618,7 +635,7 @@ impl Engine {
         self.sb.replica.clear_changes();
     }
 
-    /// Records the Port_Binding and Multicast_Group rows of this change for the view.
+    /// Records the rows of this change the view follows row by row ([`TouchedRows`]).
     fn note_view_rows(&mut self, changed: &[&str]) {
         fn touched<T: sbclient::Row>(table: Option<&sbclient::Table<T>>) -> BTreeSet<Uuid> {
             table.map(changed_rows).unwrap_or_default()
@@ -631,6 +648,20 @@ impl Engine {
         if changed.contains(&"Multicast_Group") {
             let rows = touched(replica.table::<MulticastGroup>());
             self.view_touched.multicast_groups.extend(rows);
+        }
+        if let (true, Some(t)) = (
+            changed.contains(&"Address_Set"),
+            replica.table::<AddressSet>(),
+        ) {
+            let names = changed_names(t, |a| &a.name);
+            self.view_touched.address_sets.extend(names);
+        }
+        if let (true, Some(t)) = (
+            changed.contains(&"Port_Group"),
+            replica.table::<PortGroup>(),
+        ) {
+            let names = changed_names(t, |g| &g.name);
+            self.view_touched.port_groups.extend(names);
         }
     }
 
@@ -898,6 +929,14 @@ impl Engine {
     /// are made, so that the port can go up as soon as they are in.
     pub fn run_bindings(&mut self, now: Instant) -> Actions {
         self.flows_due = None;
+        self.runtime_due_plan = None;
+        // With no transaction in flight, claims sent have shown (or failed) in the replica.
+        if !self.sb_busy {
+            self.claims_in_flight.clear();
+        }
+        if !self.sb_up_busy {
+            self.up_in_flight.clear();
+        }
         self.stats.runs += 1;
         self.stats.last_phases = RunPhases::default();
         // A put cut short leaves its compile unfinished: the table is made whole first.
@@ -980,7 +1019,9 @@ impl Engine {
         {
             let t = std::time::Instant::now();
             self.input_generation += 1;
-            sb_dirty |= self.update_runtime(&cfg, chassis_uuid, now, &mut sb_txn, &mut actions);
+            let (dirty, plan) = self.update_bindings(&cfg, chassis_uuid, now, &mut sb_txn);
+            sb_dirty |= dirty;
+            self.runtime_due_plan = Some(plan);
             self.stats.last_phases.runtime = t.elapsed();
             self.ovs_sync_dirty = true;
         }
@@ -993,6 +1034,11 @@ impl Engine {
         }
         if !self.sb_busy {
             sb_dirty |= self.write_port_up(&mut sb_txn);
+        } else if !self.sb_up_busy {
+            let mut up_txn = Transaction::new(ovn_sb::DATABASE);
+            if self.write_port_up_behind_claims(&mut up_txn) {
+                actions.sb_up_txn = Some(up_txn);
+            }
         }
         if sb_dirty && !sb_txn.is_empty() && !self.sb_busy {
             actions.sb_txn = Some(sb_txn);
@@ -1008,6 +1054,11 @@ impl Engine {
             return;
         };
         let chassis_uuid = self.runtime.chassis;
+        if let Some((plan, active_tunnels)) = self.runtime_due_plan.take() {
+            let t = std::time::Instant::now();
+            self.finish_runtime(&cfg, chassis_uuid, &plan, active_tunnels, actions);
+            self.stats.last_phases.runtime += t.elapsed();
+        }
         // Flows. Before the first put, only once the view is complete: flows compiled from a
         // partial view (conditions still widening) would be compiled again at once.
         if self.initial_sync_done || self.initial_view_settled(now, actions.conditions.is_empty()) {
@@ -1060,14 +1111,15 @@ impl Engine {
 
     /// Bindings (claims and releases into `sb_txn`), the runtime, zones and monitor
     /// conditions (into `actions`), from the replicas; true if it wrote to `sb_txn`.
-    fn update_runtime(
+    /// The runtime's first part: local interfaces, the binding plan, and the claims and
+    /// releases it calls for (into `sb_txn`; true if it wrote something).
+    fn update_bindings(
         &mut self,
         cfg: &ChassisConfig,
         chassis_uuid: Option<Uuid>,
         now: Instant,
         sb_txn: &mut Transaction,
-        actions: &mut Actions,
-    ) -> bool {
+    ) -> (bool, (binding::BindingPlan, BTreeSet<String>)) {
         let mut sb_dirty = false;
         // Bindings.
         let ifaces = binding::local_ifaces(&self.ovs, &cfg.bridge);
@@ -1105,6 +1157,23 @@ impl Engine {
         if !self.sb_busy {
             sb_dirty |= self.write_claims(&plan, chassis_uuid, sb_txn, now);
         }
+        // A plan made while a transaction is in flight wrote no claim: plan again after it.
+        self.runtime_inputs_dirty = self.sb_busy;
+        // A throttled claim is due again later.
+        self.runtime_due = plan.throttled.iter().map(|(_, t)| *t).min();
+        (sb_dirty, (plan, active_tunnels))
+    }
+
+    /// The runtime's second part, from the binding plan: what is bound where, local
+    /// datapaths, tunnels, patch ports, zones and the monitor conditions.
+    fn finish_runtime(
+        &mut self,
+        cfg: &ChassisConfig,
+        chassis_uuid: Option<Uuid>,
+        plan: &binding::BindingPlan,
+        active_tunnels: BTreeSet<String>,
+        actions: &mut Actions,
+    ) {
         let ha_members = plan.ha_member.clone();
         // Runtime: what is bound where, local datapaths, tunnels, patch ports, zones.
         // Every part below is recomputed: only what is not is carried over (cloning the
@@ -1191,11 +1260,6 @@ impl Engine {
             }
         }
         self.cond_unnumbered += actions.conditions.len();
-        // A plan made while a transaction is in flight wrote no claim: plan again after it.
-        self.runtime_inputs_dirty = self.sb_busy;
-        // A throttled claim is due again later.
-        self.runtime_due = plan.throttled.iter().map(|(_, t)| *t).min();
-        sb_dirty
     }
 
     fn restore_zones(&mut self, cfg: &ChassisConfig) {
@@ -1245,6 +1309,7 @@ impl Engine {
                 cols = cols.set("up", Datum::Set(vec![Atom::Boolean(false)]));
             }
             txn.update("Port_Binding", &by_uuid(*u), cols);
+            self.claims_in_flight.insert(*u);
             // Gateway-type claims have no interface to install: up at once.
             if matches!(plan.bound.get(u), Some(BindingKind::Claimed))
                 && pb.is_some_and(|p| p.up.is_some())
@@ -1333,7 +1398,10 @@ impl Engine {
         let mut wrote = false;
         for u in &self.installed_ports {
             let Some(pb) = pbs.get(u) else { continue };
-            if pb.up == Some(false) && pb.chassis == self.runtime.chassis {
+            if pb.up == Some(false)
+                && pb.chassis == self.runtime.chassis
+                && !self.up_in_flight.contains(u)
+            {
                 tracing::info!(target: "binding", "Setting lport {} up in Southbound", pb.logical_port);
                 txn.update(
                     "Port_Binding",
@@ -1345,6 +1413,46 @@ impl Engine {
         }
         if let (Some(cfg), Some((nb, ts))) = (&self.cfg, self.nb_cfg_acked) {
             wrote |= super::chassis::ack_nb_cfg(&self.sb.replica, &cfg.system_id, nb, ts, txn);
+        }
+        wrote
+    }
+
+    /// `up` for ports whose flows are in and whose claim is still in flight, each behind a
+    /// `wait` for the claim (the server runs a connection's transactions in order: the
+    /// port goes up right after its claim commits, not a round trip later). True if it
+    /// wrote something.
+    fn write_port_up_behind_claims(&mut self, txn: &mut Transaction) -> bool {
+        let (Some(pbs), Some(me)) = (self.sb.replica.table::<PortBinding>(), self.runtime.chassis)
+        else {
+            return false;
+        };
+        let mut wrote = false;
+        for u in self
+            .installed_ports
+            .iter()
+            .filter(|u| self.claims_in_flight.contains(u))
+        {
+            let Some(pb) = pbs.get(u) else { continue };
+            if pb.up != Some(false) || pb.chassis == Some(me) || self.up_in_flight.contains(u) {
+                continue;
+            }
+            tracing::info!(target: "binding", "Setting lport {} up in Southbound", pb.logical_port);
+            let claimed = Columns::new().set("chassis", Datum::Set(vec![Atom::Uuid(me)]));
+            txn.wait(
+                "Port_Binding",
+                &by_uuid(*u),
+                &["chassis"],
+                sbclient::transaction::WaitUntil::Equal,
+                vec![claimed],
+                Some(0),
+            );
+            txn.update(
+                "Port_Binding",
+                &by_uuid(*u),
+                Columns::new().set("up", Datum::Set(vec![Atom::Boolean(true)])),
+            );
+            self.up_in_flight.insert(*u);
+            wrote = true;
         }
         wrote
     }

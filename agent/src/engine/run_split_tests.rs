@@ -81,6 +81,7 @@ fn engine_with_unbound_vif() -> Engine {
                 "datapath": ["uuid", DATAPATH],
                 "tunnel_key": 1,
                 "mac": ["set", ["00:00:00:00:00:01 10.0.0.1"]],
+                "up": false,
             }}},
         }),
     );
@@ -112,4 +113,54 @@ fn the_claim_leaves_with_the_first_half_and_the_flows_follow_in_the_second() {
     let mut again = e.run_bindings(now);
     e.run_flows(now, &mut again);
     assert!(again.ovs_txn.is_some(), "a whole run writes them again");
+}
+
+#[test]
+fn a_port_whose_flows_are_in_goes_up_behind_its_claim_in_flight() {
+    let mut e = engine_with_unbound_vif();
+    let now = Instant::now() + Duration::from_secs(11);
+    let binding: sbclient::Uuid = BINDING.parse().unwrap();
+    let mut actions = e.run_bindings(now);
+    assert!(actions.sb_txn.take().is_some(), "the claim");
+    e.run_flows(now, &mut actions);
+    // The claim is in flight; the switch confirms the port's flows.
+    e.sb_busy = true;
+    let actions = e.run_bindings(now);
+    assert!(actions.sb_up_txn.is_none(), "no up before the flows are in");
+    e.installed_ports.insert(binding);
+    let mut actions = e.run_bindings(now);
+    assert!(
+        actions.sb_txn.is_none(),
+        "nothing else while the claim is in flight"
+    );
+    let up = actions.sb_up_txn.take().expect("up behind the claim");
+    let ops = up.to_params();
+    let ops = ops.as_array().unwrap();
+    assert_eq!(ops[1]["op"], "wait", "{ops:?}");
+    assert_eq!(ops[1]["until"], "==");
+    assert_eq!(ops[1]["rows"][0]["chassis"], json!(["uuid", CHASSIS]));
+    assert_eq!(ops[2]["op"], "update");
+    assert_eq!(ops[2]["row"]["up"], json!(true));
+    e.run_flows(now, &mut actions);
+    // While it is in flight, and once the claim showed, up is not written again.
+    e.sb_up_busy = true;
+    assert!(e.run_bindings(now).sb_up_txn.is_none());
+    apply(
+        &mut e.sb.replica,
+        &json!({"Port_Binding": { BINDING: { "modify": { "chassis": ["uuid", CHASSIS] }}}}),
+    );
+    e.sb_changed();
+    e.sb_busy = false;
+    let mut actions = e.run_bindings(now);
+    let again = actions.sb_txn.take().map(|t| t.to_params().to_string());
+    assert!(
+        again.as_ref().is_none_or(|t| !t.contains("\"up\"")),
+        "{again:?}"
+    );
+    // Had the up transaction failed, the next run writes up the usual way.
+    e.run_flows(now, &mut actions);
+    e.sb_up_busy = false;
+    let mut actions = e.run_bindings(now);
+    let normal = actions.sb_txn.take().expect("up the usual way");
+    assert!(normal.to_params().to_string().contains("\"up\""));
 }

@@ -36,16 +36,22 @@ pub(crate) struct PortsPart {
     rows: HashMap<Uuid, RowEntry, FxBuild>,
 }
 
-/// The Port_Binding and Multicast_Group rows changed since the view last saw them.
+/// The rows changed since the view last saw them: Port_Binding and Multicast_Group rows by
+/// uuid, Address_Set and Port_Group rows by name (each changed row's name before and after).
 #[derive(Debug, Default)]
 pub struct TouchedRows {
     pub port_bindings: HashSet<Uuid>,
     pub multicast_groups: HashSet<Uuid>,
+    pub address_sets: HashSet<String>,
+    pub port_groups: HashSet<String>,
 }
 
 impl TouchedRows {
     pub fn is_empty(&self) -> bool {
-        self.port_bindings.is_empty() && self.multicast_groups.is_empty()
+        self.port_bindings.is_empty()
+            && self.multicast_groups.is_empty()
+            && self.address_sets.is_empty()
+            && self.port_groups.is_empty()
     }
 }
 
@@ -254,6 +260,34 @@ pub(super) fn update_port_groups(
     }
 }
 
+/// Filters again the groups named in `names` (rows that changed, were added or went); the
+/// groups whose filtered members changed go to `changes.port_groups`.
+pub(super) fn update_named_groups(
+    groups: &mut PortGroups,
+    replica: &Replica,
+    related_names: &HashSet<String, FxBuild>,
+    names: &HashSet<String>,
+    changes: &mut ViewChanges,
+) {
+    let mut present: HashSet<&str> = HashSet::new();
+    for (_, g) in rows::<PortGroup>(replica) {
+        if !names.contains(&g.name) {
+            continue;
+        }
+        present.insert(&g.name);
+        let members = filtered(g, related_names);
+        if groups.get(&g.name) != Some(&members) {
+            changes.port_groups.insert(g.name.clone());
+            groups.insert(g.name.clone(), members);
+        }
+    }
+    for gone in names.iter().filter(|n| !present.contains(n.as_str())) {
+        if groups.remove(gone).is_some() {
+            changes.port_groups.insert(gone.clone());
+        }
+    }
+}
+
 /// The groups whose filtered members differ between `old` and `new`.
 pub(super) fn changed_groups(old: &PortGroups, new: &PortGroups) -> HashSet<String> {
     let mut out: HashSet<String> = old
@@ -270,6 +304,8 @@ mod tests {
     use std::collections::BTreeSet;
 
     use serde_json::json;
+
+    use sbclient::ovn_sb::AddressSet;
 
     use super::*;
     use crate::southbound::Southbound;
@@ -297,6 +333,16 @@ mod tests {
             touched.multicast_groups.extend(c.modified.keys().copied());
             touched.multicast_groups.extend(c.deleted.keys().copied());
         }
+        if let Some(t) = sb.replica.table::<AddressSet>() {
+            touched
+                .address_sets
+                .extend(crate::engine::deps::changed_names(t, |a| &a.name));
+        }
+        if let Some(t) = sb.replica.table::<PortGroup>() {
+            touched
+                .port_groups
+                .extend(crate::engine::deps::changed_names(t, |g| &g.name));
+        }
         sb.replica.clear_changes();
         touched
     }
@@ -312,6 +358,7 @@ mod tests {
         fresh.refresh(sb, CHASSIS, facts, &BTreeSet::new(), None);
         assert_eq!(*parts.ports, *fresh.ports);
         assert_eq!(*parts.port_groups, *fresh.port_groups);
+        assert_eq!(*parts.address_sets, *fresh.address_sets);
     }
 
     fn sorted(s: &HashSet<String>) -> Vec<&str> {
@@ -384,6 +431,69 @@ mod tests {
         let c = parts.take_changes();
         assert_eq!(sorted(&c.names), ["p1"]);
         assert_eq!(c.port_groups, HashSet::from(["pg1".to_owned()]));
+        assert_same_as_rebuilt(&parts, &sb, &facts);
+    }
+
+    #[test]
+    fn address_sets_and_port_groups_follow_their_changed_rows() {
+        let mut sb = Southbound::default();
+        apply(
+            &mut sb,
+            &json!({
+                "Datapath_Binding": {id(0xd1): {"insert": {"tunnel_key": 1}}},
+                "Port_Binding": {id(1): port("p1", 1, ""), id(2): port("p2", 2, "")},
+                "Port_Group": {
+                    id(0x20): {"insert": {"name": "pg1", "ports": ["set", ["p2"]]}},
+                    id(0x21): {"insert": {"name": "pg2", "ports": ["set", ["p1"]]}},
+                },
+                "Address_Set": {
+                    id(0x30): {"insert": {"name": "as1", "addresses": ["set", ["10.0.0.1"]]}},
+                    id(0x31): {"insert": {"name": "as2", "addresses": "10.0.0.9"}},
+                },
+            }),
+        );
+        let none = BTreeSet::new();
+        let mut facts = LocalFacts::default();
+        facts.bound.insert(Uuid::from_u128(1));
+        let mut parts = ViewParts::default();
+        parts.refresh(&sb, CHASSIS, &facts, &none, None);
+        parts.take_changes();
+        let tables = BTreeSet::from(["Port_Group", "Address_Set"]);
+
+        // One address more; p1 joins pg1 (p2 is not related: pg1's filtered members change by
+        // p1 only); pg2 goes and pg3 comes with p1.
+        let touched = apply(
+            &mut sb,
+            &json!({
+                "Address_Set": {id(0x30): {"modify": {"addresses": "10.0.0.2"}}},
+                "Port_Group": {
+                    id(0x20): {"modify": {"ports": "p1"}},
+                    id(0x21): {"delete": null},
+                    id(0x22): {"insert": {"name": "pg3", "ports": "p1"}},
+                },
+            }),
+        );
+        parts.refresh(&sb, CHASSIS, &facts, &tables, Some(&touched));
+        let c = parts.take_changes();
+        assert_eq!(sorted(&c.port_groups), ["pg1", "pg2", "pg3"]);
+        assert_eq!(parts.address_sets["as1"], ["10.0.0.1", "10.0.0.2"]);
+        assert_eq!(parts.address_sets["as2"], ["10.0.0.9"]);
+        assert!(!parts.port_groups.contains_key("pg2"));
+        assert_same_as_rebuilt(&parts, &sb, &facts);
+
+        // A rename of an address set, and a member change no related port sees.
+        let touched = apply(
+            &mut sb,
+            &json!({
+                "Address_Set": {id(0x31): {"modify": {"name": "as9"}}},
+                "Port_Group": {id(0x22): {"modify": {"ports": "p2"}}},
+            }),
+        );
+        parts.refresh(&sb, CHASSIS, &facts, &tables, Some(&touched));
+        let c = parts.take_changes();
+        assert!(c.port_groups.is_empty(), "{c:?}");
+        assert!(!parts.address_sets.contains_key("as2"));
+        assert_eq!(parts.address_sets["as9"], ["10.0.0.9"]);
         assert_same_as_rebuilt(&parts, &sb, &facts);
     }
 }
