@@ -385,6 +385,7 @@ pub async fn run(
         }
         if let Some(s) = sb.as_ref() {
             for (table, cond) in actions.conditions {
+                tracing::debug!(target: "main", "monitor condition of {table} sent");
                 spawn_condition(s.client.clone(), table, cond, done_tx.clone());
             }
         }

@@ -1245,7 +1245,13 @@ impl Engine {
         self.runtime = rt;
         // Conditions.
         let local_dps: Vec<Uuid> = self.runtime.local_datapaths.keys().copied().collect();
-        let iface_ids: Vec<String> = self.ifaces.by_iface_id.keys().cloned().collect();
+        let iface_ids: Vec<String> = self
+            .ifaces
+            .by_iface_id
+            .keys()
+            .filter(|id| !self.seen_and_unclaimed(id, chassis_uuid))
+            .cloned()
+            .collect();
         let wanted = conditions(&Interest {
             chassis_name: &cfg.system_id,
             chassis: chassis_uuid,
@@ -1260,6 +1266,26 @@ impl Engine {
             }
         }
         self.cond_unnumbered += actions.conditions.len();
+    }
+
+    /// Whether the Port_Binding named `iface_id` is already seen through its local
+    /// datapath and not (yet) bound here. Its interface's clauses wait until it is: a
+    /// condition change costs the server tens of milliseconds at scale (every Port_Binding
+    /// row is matched again), and the claim sent behind it would wait that long. Once
+    /// bound here, the clauses come (`parent_port` finds its nested ports).
+    fn seen_and_unclaimed(&self, iface_id: &str, me: Option<Uuid>) -> bool {
+        let Some(pbs) = self.sb.replica.table::<PortBinding>() else {
+            return false;
+        };
+        if !pbs.has_index("logical_port") {
+            return false;
+        }
+        pbs.find("logical_port", &Atom::String(iface_id.to_owned()))
+            .any(|(_, pb)| {
+                me.is_some()
+                    && pb.chassis != me
+                    && self.runtime.local_datapaths.contains_key(&pb.datapath)
+            })
     }
 
     fn restore_zones(&mut self, cfg: &ChassisConfig) {

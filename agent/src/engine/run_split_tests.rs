@@ -164,3 +164,35 @@ fn a_port_whose_flows_are_in_goes_up_behind_its_claim_in_flight() {
     let normal = actions.sb_txn.take().expect("up the usual way");
     assert!(normal.to_params().to_string().contains("\"up\""));
 }
+
+#[test]
+fn an_interface_whose_port_is_seen_gets_its_clauses_once_bound_here() {
+    let mut e = engine_with_unbound_vif();
+    let now = Instant::now() + Duration::from_secs(11);
+    let pb_condition = |actions: &super::core::Actions| {
+        actions
+            .conditions
+            .iter()
+            .find(|(t, _)| *t == "Port_Binding")
+            .map(|(_, c)| format!("{c:?}"))
+    };
+    // lp1 is seen (its datapath is local) and unbound: no clause for it delays the claim.
+    let mut actions = e.run_bindings(now);
+    assert!(actions.sb_txn.take().is_some(), "the claim");
+    e.run_flows(now, &mut actions);
+    let first = pb_condition(&actions).expect("a Port_Binding condition");
+    assert!(!first.contains("lp1"), "{first}");
+    // Once the claim shows, the interface's clauses come (its nested ports are found).
+    apply(
+        &mut e.sb.replica,
+        &json!({"Port_Binding": { BINDING: { "modify": { "chassis": ["uuid", CHASSIS] }}}}),
+    );
+    e.sb_changed();
+    let mut actions = e.run_bindings(now);
+    e.run_flows(now, &mut actions);
+    let bound = pb_condition(&actions).expect("the Port_Binding condition again");
+    assert!(
+        bound.contains("logical_port") && bound.contains("parent_port") && bound.contains("lp1"),
+        "{bound}"
+    );
+}
