@@ -441,8 +441,6 @@ pub struct CompileReport {
     pub cache_hits: usize,
     pub cache_misses: usize,
     pub cache_entries: usize,
-    /// Matches naming a port group (parsed per datapath, not cached).
-    pub cache_uncached: usize,
     /// Contributions hidden because another owner produced the same table, priority and
     /// match (the switch gets one flow).
     pub duplicates: usize,
@@ -453,14 +451,36 @@ pub struct CompileReport {
 /// Compiles every owner of the replica for the local datapaths of the view, logical flows
 /// on `threads` threads (chunks of lflows; the match cache is shared).
 pub fn compile_all(cx: &Context<'_>, threads: usize) -> CompileReport {
-    let (mut per_owner, n_lflows) = compile_owners(cx, threads);
     let mut desired = DesiredFlows::new();
-    desired.reserve(per_owner.iter().map(|(_, c)| c.flows.len()).sum());
+    let mut per_owner = Vec::new();
     let mut failures = Vec::new();
-    for (owner, c) in &mut per_owner {
-        desired.replace(*owner, std::mem::take(&mut c.flows));
-        failures.extend(c.failure.iter().cloned());
+    let mut take_flows = |part: &mut Vec<(Owner, Compiled)>, desired: &mut DesiredFlows| {
+        for (owner, c) in part.iter_mut() {
+            desired.replace(*owner, std::mem::take(&mut c.flows));
+            failures.extend(c.failure.iter().cloned());
+        }
+    };
+    // In batches, each put in the table as soon as it is compiled: the compiled form of
+    // every flow never exists beside the table (as in the daemon's full compile).
+    // The parsed matches and actions are forgotten between batches: nearly every hit is
+    // an lflow's match on its other datapaths, within its batch (480,168 of 480,584 hits
+    // stay at ovn-kubernetes scale), and the cache would otherwise grow to a quarter of
+    // the peak memory.
+    let lflows = sorted_lflows(cx);
+    for (i, batch) in lflows.chunks(COMPILE_ALL_BATCH).enumerate() {
+        if i > 0 {
+            cx.cache.forget_parsed();
+        }
+        let mut part = compile_lflow_list(cx, batch, threads);
+        take_flows(&mut part, &mut desired);
+        per_owner.append(&mut part);
     }
+    let n_lflows = per_owner.len();
+    let mut others = Vec::new();
+    compile_other_owners(cx, &mut others, true);
+    compile_port_security(cx, &mut others, None);
+    take_flows(&mut others, &mut desired);
+    per_owner.append(&mut others);
     let duplicates = desired.duplicates();
     let too_many_flows = failures
         .iter()
@@ -474,7 +494,6 @@ pub fn compile_all(cx: &Context<'_>, threads: usize) -> CompileReport {
         cache_hits: cx.cache.hits.load(Relaxed),
         cache_misses: cx.cache.misses.load(Relaxed),
         cache_entries: cx.cache.len(),
-        cache_uncached: cx.cache.uncached.load(Relaxed),
         duplicates,
         too_many_flows,
     }
@@ -539,16 +558,25 @@ pub fn compile_port_security(
     }
 }
 
-/// Every logical flow's flows, in uuid order, compiled on `threads` threads.
-pub fn compile_lflows(cx: &Context<'_>, threads: usize) -> Vec<(Owner, Compiled)> {
-    let replica = cx.view.replica();
-    // In uuid order: the merged table must not depend on hash order.
-    let mut lflows: Vec<(&Uuid, &LogicalFlow)> = replica
+/// Logical flows per batch of [`compile_all`].
+const COMPILE_ALL_BATCH: usize = 4096;
+
+/// The logical flows of the replica in uuid order (the merged table must not depend on
+/// hash order).
+fn sorted_lflows<'a>(cx: &Context<'a>) -> Vec<(&'a Uuid, &'a LogicalFlow)> {
+    let mut lflows: Vec<(&Uuid, &LogicalFlow)> = cx
+        .view
+        .replica()
         .table::<LogicalFlow>()
         .map(|t| t.iter().collect())
         .unwrap_or_default();
     lflows.sort_unstable_by_key(|(u, _)| **u);
-    compile_lflow_list(cx, &lflows, threads)
+    lflows
+}
+
+/// Every logical flow's flows, in uuid order, compiled on `threads` threads.
+pub fn compile_lflows(cx: &Context<'_>, threads: usize) -> Vec<(Owner, Compiled)> {
+    compile_lflow_list(cx, &sorted_lflows(cx), threads)
 }
 
 /// The flows of `lflows`, in their order, compiled on up to `threads` threads (one for a

@@ -8,8 +8,9 @@ use bytes::BytesMut;
 use openflow::flow::FlowModCommand;
 
 use crate::compile::{compile_all, Context};
-use crate::lflow::flows::{MatchCache, OfFlow};
+use crate::lflow::flows::MatchCache;
 use crate::lflow::layout::TableLayout;
+use crate::ofctrl::FlowTable;
 use crate::southbound::{is_remote, Southbound, SouthboundError};
 use crate::view::{Ids, SbView};
 
@@ -118,6 +119,39 @@ fn load(args: &CompileArgs) -> Result<Southbound, CompileCmdError> {
     Ok(sb)
 }
 
+/// Prints the flows to stdout, one `ovs-ofctl` line each. Unsorted output is written as it
+/// is formatted (a 700k-flow table as one string, or as a second copy of the flows, would
+/// double the command's peak memory); `--sort` needs every line first.
+fn print_flows(table: &FlowTable, args: &CompileArgs) {
+    use std::io::Write as _;
+    let flow = |f: crate::ofctrl::EffectiveFlow<'_>| {
+        let mut f = f.to_flow();
+        if args.as_installed {
+            f.m = f.m.canonical_of15();
+        }
+        f
+    };
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    if args.sort {
+        let mut lines: Vec<(u8, std::cmp::Reverse<u16>, String)> = table
+            .iter()
+            .map(|f| {
+                let f = flow(f);
+                (f.table, std::cmp::Reverse(f.priority), f.to_string())
+            })
+            .collect();
+        lines.sort_unstable();
+        for (_, _, line) in &lines {
+            let _ = writeln!(out, "{line}");
+        }
+    } else {
+        for f in table.iter() {
+            let _ = writeln!(out, "{}", flow(f));
+        }
+    }
+    let _ = out.flush();
+}
+
 /// Runs the subcommand; returns the process exit status (1 when every lflow failed).
 pub fn run(args: &CompileArgs) -> Result<i32, CompileCmdError> {
     let layout = TableLayout::by_name(&args.table_layout)
@@ -190,43 +224,20 @@ pub fn run(args: &CompileArgs) -> Result<i32, CompileCmdError> {
     for f in &report.failures {
         eprintln!("{f}");
     }
-    let mut flows: Vec<OfFlow> = report
-        .desired
-        .iter()
-        .filter(|_| !args.quiet)
-        .map(|f| {
-            let mut f = f.to_flow();
-            if args.as_installed {
-                f.m = f.m.canonical_of15();
-            }
-            f
-        })
-        .collect();
-    if args.sort {
-        flows.sort_by_cached_key(|f| (f.table, std::cmp::Reverse(f.priority), f.to_string()));
-    }
-    let mut out = String::with_capacity(flows.len() * 160);
-    for f in &flows {
-        use std::fmt::Write as _;
-        let _ = writeln!(out, "{f}");
-    }
-    {
-        use std::io::Write as _;
-        let mut stdout = std::io::stdout().lock();
-        let _ = stdout.write_all(out.as_bytes());
+    if !args.quiet {
+        print_flows(&report.desired, args);
     }
     let t_print = t3.elapsed();
     if args.stats {
         eprintln!(
-            "lflows {} failed {} (over the flow limit {}), flows {}, duplicates dropped {}, match cache {} entries / {} hits, {} port-group matches parsed per datapath",
+            "lflows {} failed {} (over the flow limit {}), flows {}, duplicates dropped {}, match cache {} entries / {} hits",
             report.lflows,
             report.failures.len(),
             report.too_many_flows,
             report.desired.len(),
             report.duplicates,
             report.cache_entries,
-            report.cache_hits,
-            report.cache_uncached
+            report.cache_hits
         );
         eprintln!(
             "time: load {:.3}s, compile {:.3}s ({threads} thread(s)), encode {:.3}s ({} flow_mod bytes, {encode_errors} errors), print {:.3}s; peak RSS {} MiB ({} MiB by the end of loading)",

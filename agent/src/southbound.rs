@@ -8,7 +8,8 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use sbclient::{ovn_sb, spawn, ClientConfig, Event, Remote, Replica};
-use serde_json::{Map, Value};
+use serde_json::value::RawValue;
+use serde_json::Value;
 
 /// Why Southbound input could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -140,22 +141,17 @@ impl Southbound {
         Ok(())
     }
 
-    fn load_table(&mut self, t: &Value) -> Result<(), SouthboundError> {
-        let heads: Vec<String> = t
-            .get("headings")
-            .and_then(Value::as_array)
-            .ok_or(SouthboundError::Shape)?
-            .iter()
-            .map(|h| h.as_str().unwrap_or("").to_owned())
-            .collect();
-        let data = t
-            .get("data")
-            .and_then(Value::as_array)
-            .ok_or(SouthboundError::Shape)?;
-        let caption = t.get("caption").and_then(Value::as_str);
-        let name = match caption {
+    /// Loads one table of `ovsdb-client -f json dump` / `ovn-sbctl --format=json list`
+    /// output. Rows stay borrowed JSON text until they are written, a chunk at a time, as
+    /// the update a server would send: a JSON tree of the whole Logical_Flow table would
+    /// take several times the file's size.
+    fn load_table(&mut self, t: &TableDump<'_>) -> Result<(), SouthboundError> {
+        let (Some(heads), Some(data)) = (&t.headings, &t.data) else {
+            return Err(SouthboundError::Shape);
+        };
+        let name = match t.caption.as_deref() {
             Some(c) => c.trim_end_matches(" table").to_owned(),
-            None => guess_table(&heads)
+            None => guess_table(heads)
                 .ok_or_else(|| SouthboundError::UnknownTable {
                     table: "?".into(),
                     headings: heads.clone(),
@@ -166,7 +162,7 @@ impl Southbound {
         if columns.is_empty() {
             return Err(SouthboundError::UnknownTable {
                 table: name,
-                headings: heads,
+                headings: heads.clone(),
             });
         }
         for column in required_columns(&name) {
@@ -177,58 +173,68 @@ impl Southbound {
                 });
             }
         }
-        // One `initial` row operation per row, with the columns this schema has, written
-        // as the update a server would send.
-        let mut text = String::with_capacity(1024);
-        text.push('{');
-        push_json_str(&mut text, &name);
-        text.push_str(":{");
-        for (i, r) in data.iter().enumerate() {
-            let cells = r.as_array().ok_or(SouthboundError::Shape)?;
-            let uuid = heads
-                .iter()
-                .zip(cells)
-                .find(|(h, _)| *h == "_uuid")
-                .and_then(|(_, v)| match v {
-                    Value::Array(a) if a.len() == 2 && a[0] == "uuid" => a[1].as_str(),
-                    _ => None,
+        let uuid_at = heads.iter().position(|h| h == "_uuid");
+        // The headings this schema has, written once as JSON keys.
+        let keys: Vec<Option<String>> = heads
+            .iter()
+            .map(|h| {
+                (h != "_uuid" && columns.contains(&h.as_str())).then(|| {
+                    let mut k = String::new();
+                    push_json_str(&mut k, h);
+                    k
                 })
-                .ok_or_else(|| SouthboundError::NoUuid {
+            })
+            .collect();
+        let mut text = String::with_capacity(1 << 20);
+        for (chunk_no, chunk) in data.chunks(LOAD_CHUNK_ROWS).enumerate() {
+            text.clear();
+            text.push('{');
+            push_json_str(&mut text, &name);
+            text.push_str(":{");
+            for (i, row) in chunk.iter().enumerate() {
+                let row_no = chunk_no * LOAD_CHUNK_ROWS + i;
+                let no_uuid = || SouthboundError::NoUuid {
                     table: name.clone(),
-                    row: i,
-                })?;
-            if i > 0 {
-                text.push(',');
-            }
-            push_json_str(&mut text, uuid);
-            text.push_str(":{\"initial\":{");
-            let mut first = true;
-            for (h, v) in heads.iter().zip(cells) {
-                if h == "_uuid" || !columns.contains(&h.as_str()) {
-                    continue;
-                }
-                if !first {
+                    row: row_no,
+                };
+                let cells: Vec<&RawValue> =
+                    serde_json::from_str(row.get()).map_err(|_| SouthboundError::Shape)?;
+                let uuid_cell = uuid_at.and_then(|at| cells.get(at)).ok_or_else(no_uuid)?;
+                let uuid = match serde_json::from_str::<(&str, &str)>(uuid_cell.get()) {
+                    Ok(("uuid", u)) => u,
+                    _ => return Err(no_uuid()),
+                };
+                if i > 0 {
                     text.push(',');
                 }
-                first = false;
-                push_json_str(&mut text, h);
-                text.push(':');
-                let _ = write!(text, "{v}");
+                push_json_str(&mut text, uuid);
+                text.push_str(":{\"initial\":{");
+                let mut first = true;
+                for (key, v) in keys.iter().zip(&cells) {
+                    let Some(key) = key else { continue };
+                    if !first {
+                        text.push(',');
+                    }
+                    first = false;
+                    text.push_str(key);
+                    text.push(':');
+                    text.push_str(v.get());
+                }
+                text.push_str("}}");
             }
             text.push_str("}}");
-        }
-        text.push_str("}}");
-        let before = self.replica.stats().rows_skipped;
-        let raw = sbclient::replica::raw(&text).map_err(|_| SouthboundError::Shape)?;
-        self.replica
-            .apply_update(raw)
-            .map_err(|_| SouthboundError::Shape)?;
-        let skipped = self.replica.stats().rows_skipped - before;
-        if skipped > 0 {
-            return Err(SouthboundError::BadRows {
-                table: name,
-                skipped,
-            });
+            let before = self.replica.stats().rows_skipped;
+            let raw = sbclient::replica::raw(&text).map_err(|_| SouthboundError::Shape)?;
+            self.replica
+                .apply_update(raw)
+                .map_err(|_| SouthboundError::Shape)?;
+            let skipped = self.replica.stats().rows_skipped - before;
+            if skipped > 0 {
+                return Err(SouthboundError::BadRows {
+                    table: name,
+                    skipped,
+                });
+            }
         }
         self.tables.insert(name);
         Ok(())
@@ -279,6 +285,18 @@ fn push_json_str(out: &mut String, s: &str) {
     let _ = write!(out, "{}", Value::from(s));
 }
 
+/// Rows applied to the replica per update when loading a file.
+const LOAD_CHUNK_ROWS: usize = 4096;
+
+/// One table as the tools print it; rows and cells stay borrowed text.
+#[derive(Default, serde::Deserialize)]
+struct TableDump<'a> {
+    caption: Option<String>,
+    headings: Option<Vec<String>>,
+    #[serde(borrow)]
+    data: Option<Vec<&'a RawValue>>,
+}
+
 /// Visits one JSON document of tables, loading each table as soon as it is decoded.
 struct Tables<'a> {
     sb: &'a mut Southbound,
@@ -292,7 +310,7 @@ impl<'de> serde::de::Visitor<'de> for Tables<'_> {
     }
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while let Some(t) = seq.next_element::<Value>()? {
+        while let Some(t) = seq.next_element::<TableDump<'de>>()? {
             if let Err(e) = self.sb.load_table(&t) {
                 return Ok(Err(e));
             }
@@ -301,25 +319,40 @@ impl<'de> serde::de::Visitor<'de> for Tables<'_> {
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        // Either one table (with "headings") or an object whose values are tables.
-        let mut single = Map::new();
+        use serde::de::Error as _;
+        // Either one table (keys `caption`, `headings`, `data`) or an object whose values
+        // are tables.
+        let mut single = TableDump::default();
+        let mut is_single = false;
         while let Some(key) = map.next_key::<String>()? {
-            let v: Value = map.next_value()?;
-            if single.is_empty() && v.get("headings").is_some() {
-                if let Err(e) = self.sb.load_table(&v) {
-                    return Ok(Err(e));
+            match key.as_str() {
+                "caption" => {
+                    is_single = true;
+                    single.caption = map.next_value()?;
                 }
-                continue;
+                "headings" => {
+                    is_single = true;
+                    single.headings = map.next_value()?;
+                }
+                "data" => {
+                    is_single = true;
+                    single.data = map.next_value()?;
+                }
+                _ if is_single => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+                _ => {
+                    let raw: &'de RawValue = map.next_value()?;
+                    let t: TableDump<'de> =
+                        serde_json::from_str(raw.get()).map_err(A::Error::custom)?;
+                    if let Err(e) = self.sb.load_table(&t) {
+                        return Ok(Err(e));
+                    }
+                }
             }
-            single.insert(key, v);
         }
-        if single.contains_key("headings") {
-            return Ok(self.sb.load_table(&Value::Object(single)));
-        }
-        for t in single.values() {
-            if let Err(e) = self.sb.load_table(t) {
-                return Ok(Err(e));
-            }
+        if is_single {
+            return Ok(self.sb.load_table(&single));
         }
         Ok(Ok(()))
     }

@@ -59,7 +59,8 @@ fn identical_matches_are_parsed_once() {
     let sb = common::sandbox(true);
     let report = common::compile(&sb, "hv1", &Ids::default(), &TableLayout::OVN_23_03, 10_000);
     // Each distinct match text is parsed once: every miss creates an entry, and lflows on
-    // several datapaths are hits (matches naming a port group are per datapath, uncached).
+    // several datapaths are hits (a match naming a port group, where the group has the
+    // same members).
     let pairs: usize = report.lflows;
     println!(
         "lflows {pairs}, cache misses {}, hits {}, entries {}",

@@ -2006,6 +2006,11 @@ impl Engine {
             return;
         };
         let started = Instant::now();
+        // Parsed matches and actions serve the lflows of one batch (an lflow's match on
+        // its other datapaths): kept longer they grow to a quarter of the peak memory.
+        if sc.next > 0 {
+            sc.cache.forget_parsed();
+        }
         let end = (sc.next + self.opts.compile_batch_lflows()).min(sc.lflows.len());
         let table = self.sb.replica.table::<LogicalFlow>();
         let batch: Vec<(&Uuid, &LogicalFlow)> = sc.lflows[sc.next..end]

@@ -11,6 +11,7 @@ use super::error::{LflowError, Result};
 use super::expr::{parse_address_set, parse_expr, Const, Expr, ExprContext};
 use super::hash::FxBuild;
 use super::layout::TableLayout;
+use super::lexer::{tokenize, Token};
 use super::normalize::{
     eval_conditions, normalize, simplify, to_matches, Conj, MatchKind, PortResolver,
 };
@@ -98,8 +99,6 @@ pub struct MatchCache {
     action_lists: RwLock<std::collections::HashSet<Arc<Vec<Action>>, FxBuild>>,
     /// Address sets' constants, parsed once per run.
     address_sets: RwLock<HashMap<String, Arc<[Const]>, FxBuild>>,
-    /// Matches naming a port group, parsed without caching.
-    pub uncached: std::sync::atomic::AtomicUsize,
 }
 
 impl MatchCache {
@@ -123,6 +122,20 @@ impl MatchCache {
             s.insert(a.clone());
         }
         a
+    }
+
+    /// Forgets the parsed matches, normal forms and parsed actions (the interned action
+    /// lists stay: flows share them). Counted hits and misses stay.
+    pub fn forget_parsed(&self) {
+        if let Ok(mut m) = self.map.write() {
+            *m = HashMap::default();
+        }
+        if let Ok(mut m) = self.dnf.write() {
+            *m = HashMap::default();
+        }
+        if let Ok(mut m) = self.actions.write() {
+            *m = HashMap::default();
+        }
     }
 
     /// Number of distinct cached matches.
@@ -200,13 +213,39 @@ impl EncodeEnv for DpEnv<'_> {
     }
 }
 
+/// What a parsed match depends on besides the address sets (the same for every datapath):
+/// its text and, for each port group it names, the members that group has on this
+/// datapath. Datapaths where a group has the same members (none, on most of them) share
+/// one parse and one normal form.
+fn match_cache_key(text: &str, env: &DpEnv<'_>) -> String {
+    if !text.contains('@') {
+        return text.to_owned();
+    }
+    let Ok(tokens) = tokenize(text) else {
+        // Reported when parsed; kept apart per datapath.
+        return format!("{}\u{0}{text}", env.dp.key);
+    };
+    let mut key = text.to_owned();
+    for t in tokens {
+        if let Token::PortGroup(name) = t.token {
+            key.push('\u{0}');
+            match env.port_group(&name) {
+                Some(members) => {
+                    for m in members {
+                        key.push_str(m);
+                        key.push('\u{1}');
+                    }
+                }
+                None => key.push('\u{2}'),
+            }
+        }
+    }
+    key
+}
+
 fn prepared_match(text: &str, env: &DpEnv<'_>, cache: &MatchCache) -> (String, Result<Arc<AExpr>>) {
     use std::sync::atomic::Ordering::Relaxed;
-    let key = if text.contains('@') {
-        format!("{}\u{0}{text}", env.dp.key)
-    } else {
-        text.to_string()
-    };
+    let key = match_cache_key(text, env);
     if let Some(r) = cache.map.read().ok().and_then(|m| m.get(&key).cloned()) {
         cache.hits.fetch_add(1, Relaxed);
         return (key, r);
@@ -214,16 +253,9 @@ fn prepared_match(text: &str, env: &DpEnv<'_>, cache: &MatchCache) -> (String, R
     let r = parse_expr(text, env)
         .and_then(annotate)
         .map(|e| Arc::new(simplify(e)));
-    // A match naming a port group is parsed per datapath (the group's SB name depends on
-    // it) and is seldom repeated there: caching it held a third of the peak memory on an
-    // ovn-kubernetes-shaped SB for no hits.
-    if text.contains('@') {
-        cache.uncached.fetch_add(1, Relaxed);
-    } else {
-        cache.misses.fetch_add(1, Relaxed);
-        if let Ok(mut m) = cache.map.write() {
-            m.insert(key.clone(), r.clone());
-        }
+    cache.misses.fetch_add(1, Relaxed);
+    if let Ok(mut m) = cache.map.write() {
+        m.insert(key.clone(), r.clone());
     }
     (key, r)
 }
@@ -266,7 +298,7 @@ fn normal_form(
     cache: &MatchCache,
     limit: usize,
 ) -> Result<Arc<Vec<Conj>>> {
-    if has_conditions(m) || match_key.contains('@') {
+    if has_conditions(m) {
         let e = match prereq_expr(prereqs)? {
             Some(p) => Expr::and_or(true, vec![(**m).clone(), p]),
             None => (**m).clone(),

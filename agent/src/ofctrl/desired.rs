@@ -40,8 +40,6 @@ struct Contribution {
 struct Installed {
     cookie: u64,
     actions: Arc<Vec<Action>>,
-    /// Read back from a switch dump (compare by meaning, not encoding).
-    dumped: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -55,6 +53,9 @@ struct Entry {
     /// several.
     merged: Option<Arc<Vec<Action>>>,
     installed: Option<Installed>,
+    /// The installed flow was read back from a switch dump (compare by meaning, not
+    /// encoding). Kept here, not in [`Installed`], where it would cost 8 bytes an entry.
+    installed_dumped: bool,
     dirty: bool,
     /// Part of a batch the switch has not confirmed: the entry stays (its id must not go
     /// to another key before the batch is finished).
@@ -194,7 +195,7 @@ impl Entry {
             (Some(w), None) => Some(op(FlowModCommand::Add, w.cookie, w.actions)),
             (Some(w), Some(i)) => {
                 let same_actions = Arc::ptr_eq(w.actions, &i.actions)
-                    || if i.dumped {
+                    || if self.installed_dumped {
                         equivalent(w.actions, &i.actions)
                     } else {
                         **w.actions == *i.actions
@@ -315,6 +316,7 @@ impl FlowTable {
             contribs: SmallVec::new(),
             merged: None,
             installed: None,
+            installed_dumped: false,
             dirty: false,
             in_flight: false,
         };
@@ -681,7 +683,6 @@ impl FlowTable {
             let sent = e.effective().map(|w| Installed {
                 cookie: w.cookie,
                 actions: w.actions.clone(),
-                dumped: false,
             });
             batch.items.push((id, sent));
         }
@@ -695,6 +696,7 @@ impl FlowTable {
         for (id, sent) in batch.items {
             if let Some(e) = self.entries.get_mut(id as usize).and_then(Option::as_mut) {
                 e.installed = sent;
+                e.installed_dumped = false;
                 e.in_flight = false;
             }
             self.drop_if_unused(id);
@@ -724,6 +726,7 @@ impl FlowTable {
         for id in ids {
             if let Some(e) = self.entries[id as usize].as_mut() {
                 e.installed = None;
+                e.installed_dumped = false;
                 // A batch that was in flight on the old connection is forgotten with it.
                 e.in_flight = false;
             }
@@ -781,8 +784,8 @@ impl FlowTable {
                 e.installed = Some(Installed {
                     cookie,
                     actions: Arc::new(actions),
-                    dumped: true,
                 });
+                e.installed_dumped = true;
             }
             self.mark(id);
         }

@@ -18,23 +18,34 @@ struct View<'a> {
 }
 
 impl<'a> View<'a> {
-    fn take(&mut self, name: &str) -> Option<&'a MatchField> {
-        let id = FieldId::by_name(name)?;
-        let i = self
-            .m
+    /// The position of a known field by its name. Printing asks for about 150 names per
+    /// flow and a match has a handful of fields, so comparing against the fields present is
+    /// far cheaper than a name lookup each time.
+    fn position(&self, name: &str) -> Option<usize> {
+        self.m
             .fields
             .iter()
-            .position(|f| f.field == FieldRef::Known(id))?;
+            .position(|f| f.field.known().is_some_and(|id| id.def().name == name))
+    }
+    fn position_of(&self, id: FieldId) -> Option<usize> {
+        self.m
+            .fields
+            .iter()
+            .position(|f| f.field == FieldRef::Known(id))
+    }
+    fn take_at(&mut self, i: Option<usize>) -> Option<&'a MatchField> {
+        let i = i?;
         self.used[i] = true;
         Some(&self.m.fields[i])
     }
+    fn take(&mut self, name: &str) -> Option<&'a MatchField> {
+        self.take_at(self.position(name))
+    }
+    fn take_id(&mut self, id: FieldId) -> Option<&'a MatchField> {
+        self.take_at(self.position_of(id))
+    }
     fn peek_exact(&self, name: &str) -> Option<u128> {
-        let id = FieldId::by_name(name)?;
-        let f = self
-            .m
-            .fields
-            .iter()
-            .find(|f| f.field == FieldRef::Known(id))?;
+        let f = &self.m.fields[self.position(name)?];
         f.mask.is_none().then(|| to_u128(&f.value))
     }
 }
@@ -87,19 +98,19 @@ fn put_regs(s: &mut String, v: &mut View<'_>) {
             }
         }
     };
-    for i in 0..16 {
-        if let Some(f) = v.take(&format!("reg{i}")) {
-            load(i, 1, f);
+    for i in 0..16u8 {
+        if let Some(f) = v.take_id(FieldId::reg(i)) {
+            load(usize::from(i), 1, f);
         }
     }
-    for i in 0..8 {
-        if let Some(f) = v.take(&format!("xreg{i}")) {
-            load(2 * i, 2, f);
+    for i in 0..8u8 {
+        if let Some(f) = v.take_id(FieldId::xreg(i)) {
+            load(2 * usize::from(i), 2, f);
         }
     }
-    for i in 0..4 {
-        if let Some(f) = v.take(&format!("xxreg{i}")) {
-            load(4 * i, 4, f);
+    for i in 0..4u8 {
+        if let Some(f) = v.take_id(FieldId::xxreg(i)) {
+            load(4 * usize::from(i), 4, f);
         }
     }
     for i in 0..16 {
@@ -232,9 +243,11 @@ pub fn format_match(m: &Match, priority: Option<u16>) -> String {
     ] {
         put(&mut s, &mut v, n, n);
     }
-    for i in 0..64 {
-        let n = format!("tun_metadata{i}");
-        put(&mut s, &mut v, &n, &n);
+    for i in 0..64u8 {
+        if let Some(f) = v.take_id(FieldId::tun_metadata(i)) {
+            let def = FieldId::tun_metadata(i).def();
+            item(&mut s, def.name, f, def.kind);
+        }
     }
     put(&mut s, &mut v, "metadata", "metadata");
     put(&mut s, &mut v, "in_port", "in_port");
@@ -290,9 +303,13 @@ pub fn format_match(m: &Match, priority: Option<u16>) -> String {
             put(&mut s, &mut v, "nd_tll", "nd_tll");
         }
         _ => {
-            for p in ["tcp", "udp", "sctp"] {
-                put(&mut s, &mut v, &format!("{p}_src"), "tp_src");
-                put(&mut s, &mut v, &format!("{p}_dst"), "tp_dst");
+            for (src, dst) in [
+                ("tcp_src", "tcp_dst"),
+                ("udp_src", "udp_dst"),
+                ("sctp_src", "sctp_dst"),
+            ] {
+                put(&mut s, &mut v, src, "tp_src");
+                put(&mut s, &mut v, dst, "tp_dst");
             }
         }
     }
