@@ -224,12 +224,24 @@ fn acl_reject_answers_the_sender(net: &Net) -> Outcome {
 const UNKNOWN_HOST6: Ipv6Addr = Ipv6Addr::new(0xfd01, 0, 0, 0, 0, 0, 0, 9);
 const VM1_IP6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1);
 const LR0_SW0_IP6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 0xfe);
+const VM5_IP6: Ipv6Addr = Ipv6Addr::new(0xfd01, 0, 0, 0, 0, 0, 0, 5);
 
 fn icmp6_echo(src: Mac, dst: Mac, ip_src: Ipv6Addr, ip_dst: Ipv6Addr, hop_limit: u8) -> Vec<u8> {
+    icmp6_echo_sized(src, dst, (ip_src, ip_dst), hop_limit, 24)
+}
+
+/// An ICMPv6 echo request with `payload_len` bytes of payload.
+fn icmp6_echo_sized(
+    src: Mac,
+    dst: Mac,
+    (ip_src, ip_dst): (Ipv6Addr, Ipv6Addr),
+    hop_limit: u8,
+    payload_len: usize,
+) -> Vec<u8> {
     let b = PacketBuilder::ethernet2(src.0, dst.0)
         .ipv6(ip_src.octets(), ip_dst.octets(), hop_limit)
         .icmpv6_echo_request(0x4321, 7);
-    let payload = [0x5a; 24];
+    let payload = vec![0x5a; payload_len];
     let mut out = Vec::with_capacity(b.size(payload.len()));
     b.write(&mut out, &payload)
         .expect("ICMPv6 echo fits in memory");
@@ -493,11 +505,23 @@ fn without_thread_number(module: &str) -> String {
     }
 }
 
-/// An allow ACL with logging on sw1: the controller that runs sw1's egress pipeline for
-/// vm1's UDP and TCP to vm2 logs each, in the same words.
+/// Waits up to 5 s for at least `n` ACL log lines ([`acl_log_lines`]); returns them all.
+fn wait_acl_log_lines(net: &Net, n: usize) -> Vec<String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut lines = acl_log_lines(net);
+    while lines.len() < n && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        lines = acl_log_lines(net);
+    }
+    lines
+}
+
+/// An allow ACL with logging on sw1: the controller that runs sw1's egress pipeline logs
+/// each packet it lets through, in the same words: vm1's UDP and TCP to vm2 (hv2), vm1's
+/// UDP over IPv6 to vm5 (hv1, with IPv6 on), and vm5's ARP reply to vm2 (hv2).
 fn acl_log_lines_match(net: &Net) -> Outcome {
     let mut p = net.probe();
-    let (vm1, vm2) = (net.vm("vm1"), net.vm("vm2"));
+    let (vm1, vm2, vm5) = (net.vm("vm1"), net.vm("vm2"), net.vm("vm5"));
     let before = acl_log_lines(net).len();
     p.nbctl(&[
         "--log",
@@ -507,7 +531,7 @@ fn acl_log_lines_match(net: &Net) -> Outcome {
         "sw1",
         "to-lport",
         "1002",
-        "udp.dst == 7779 || tcp.dst == 7780",
+        "udp.dst == 7779 || tcp.dst == 7780 || (arp.op == 2 && arp.tpa == 10.0.1.2)",
         "allow",
     ]);
     p.wait_hv("ACL with log added");
@@ -531,20 +555,38 @@ fn acl_log_lines_match(net: &Net) -> Outcome {
     p.expect("the logged SYN reaches vm2", "vm2", |f| {
         ipv4_summary(f).is_some_and(|s| matches!(s.l4, L4::Tcp { dst: 7780, .. }))
     });
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    let mut lines = acl_log_lines(net);
-    while lines.len() < before + 2 && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        lines = acl_log_lines(net);
-    }
+    // One packet at a time, each after the previous one's line: the lines of two chassis
+    // are read chassis by chassis, so only their order within a chassis means anything.
+    wait_acl_log_lines(net, before + 2);
+    p.check("turn on IPv6", set_ipv6(net, true));
+    let udp6 = {
+        let b = PacketBuilder::ethernet2(vm1.port.mac.0, mac(LR0_SW0_MAC).0)
+            .ipv6(VM1_IP6.octets(), VM5_IP6.octets(), 64)
+            .udp(40006, 7779);
+        let payload = b"logged over IPv6";
+        let mut out = Vec::with_capacity(b.size(payload.len()));
+        b.write(&mut out, payload).expect("UDP fits in memory");
+        out
+    };
+    p.send("vm1", &udp6);
+    p.expect("the logged UDP over IPv6 reaches vm5", "vm5", |f| {
+        SlicedPacket::from_ethernet(f).is_ok_and(
+            |s| matches!(s.transport, Some(TransportSlice::Udp(u)) if u.destination_port() == 7779),
+        )
+    });
+    wait_acl_log_lines(net, before + 3);
+    let arp = integration::packet::arp_reply(vm5.port.mac, vm5.port.ip, vm2.port.mac, vm2.port.ip);
+    p.send("vm5", &arp);
+    p.expect_exact("the logged ARP reply reaches vm2", "vm2", &arp);
+    let lines = wait_acl_log_lines(net, before + 4);
     let new: Vec<String> = lines.into_iter().skip(before).collect();
-    if new.len() != 2 {
-        p.fail(format!("two ACL log lines expected, got {new:?}"));
+    if new.len() != 4 {
+        p.fail(format!("four ACL log lines expected, got {new:?}"));
     }
     p.fact("ACL log lines", new.join("\n"));
     let outcome = p.finish(&net.ports());
     let _ = net.lab.central().nbctl(&["acl-del", "sw1"]);
-    let _ = net.lab.central().wait_hv_sync();
+    let _ = set_ipv6(net, false);
     outcome
 }
 
@@ -774,10 +816,95 @@ fn too_big_for_the_gateway(net: &Net) -> Outcome {
     p.finish(&net.ports())
 }
 
+/// The external host's IPv6 address (behind lr0-public, `fd02::1/64` while IPv6 is on).
+const GATEWAY_HOST6: Ipv6Addr = Ipv6Addr::new(0xfd02, 0, 0, 0, 0, 0, 0, 0x100);
+
+/// IPv6 on the gateway topology: sw0's and sw1's router ports and VMs ([`set_ipv6`]),
+/// `fd02::1/64` on lr0-public and a static MAC binding for the external host's
+/// [`GATEWAY_HOST6`] (as the IPv4 side has for its address).
+fn set_gateway_ipv6(net: &Net, on: bool) -> Result<()> {
+    let c = net.lab.central();
+    let host = GATEWAY_HOST6.to_string();
+    if on {
+        c.nbctl(&[
+            "set",
+            "Logical_Router_Port",
+            "lr0-public",
+            &format!(r#"networks="{}/24","fd02::1/64""#, GATEWAY.router_ip),
+        ])?;
+        c.nbctl(&[
+            "static-mac-binding-add",
+            "lr0-public",
+            &host,
+            &GATEWAY.host_mac.to_string(),
+        ])?;
+    } else {
+        c.nbctl(&["static-mac-binding-del", "lr0-public", &host])?;
+        c.nbctl(&[
+            "set",
+            "Logical_Router_Port",
+            "lr0-public",
+            &format!(r#"networks="{}/24""#, GATEWAY.router_ip),
+        ])?;
+    }
+    set_ipv6(net, on)
+}
+
+/// The IPv6 side of [`too_big_for_the_gateway`]: a 1400-byte ICMPv6 echo from vm1 toward
+/// the external host gets "packet too big" (`icmp6_error` with `icmp6.frag_mtu`) from
+/// sw0's router address with the gateway port's MTU, and does not leave; a small one does.
+fn too_big_for_the_gateway_v6(net: &Net) -> Outcome {
+    let mut p = net.probe();
+    p.check("turn on IPv6", set_gateway_ipv6(net, true));
+    let vm1 = net.vm("vm1");
+    let ping = icmp6_echo_sized(
+        vm1.port.mac,
+        mac(LR0_SW0_MAC),
+        (VM1_IP6, GATEWAY_HOST6),
+        64,
+        1400,
+    );
+    p.send("vm1", &ping);
+    let err = p.expect("vm1 gets ICMPv6 packet too big", "vm1", |f| {
+        icmp6_of(f).is_some_and(|(t, _)| t == 2)
+    });
+    if let Some(e) = err {
+        // Ethernet 14 + IPv6 40 + type, code, checksum 4: the MTU is at 58..62.
+        let mtu = e
+            .get(58..62)
+            .and_then(|m| <[u8; 4]>::try_from(m).ok())
+            .map(u32::from_be_bytes);
+        p.fact("packet too big MTU", format!("{mtu:?}"));
+        p.fact("packet too big length", e.len().to_string());
+    }
+    p.refute_on("the big ping does not leave", "ext-host", |f| {
+        icmp6_of(f).is_some_and(|(t, _)| t == 128) && f.len() > 1000
+    });
+    let small = icmp6_echo_sized(
+        vm1.port.mac,
+        mac(LR0_SW0_MAC),
+        (VM1_IP6, GATEWAY_HOST6),
+        64,
+        100,
+    );
+    p.send("vm1", &small);
+    p.expect(
+        "a small ping still leaves through the gateway",
+        "ext-host",
+        |f| icmp6_of(f).is_some_and(|(t, _)| t == 128),
+    );
+    let outcome = p.finish(&net.ports());
+    let _ = set_gateway_ipv6(net, false);
+    outcome
+}
+
 #[test]
 fn pinctrl_frag_mtu_matches_ovn_controller() {
     let setups = Setup::oracle_and_agent(&["hv1", "hv2", "hv3"]);
-    let scenarios: &[Scenario] = &[("too big for the gateway", too_big_for_the_gateway)];
+    let scenarios: &[Scenario] = &[
+        ("too big for the gateway", too_big_for_the_gateway),
+        ("too big for the gateway (IPv6)", too_big_for_the_gateway_v6),
+    ];
     let (nets, report) = common::run_all(&setups, gateway_topology, scenarios);
     print_stats(&nets, &["hv1", "hv3"]);
     common::conclude_healthy(nets, &report);
@@ -785,14 +912,65 @@ fn pinctrl_frag_mtu_matches_ovn_controller() {
 
 // ---- flood -------------------------------------------------------------------------------
 
-const FLOOD: std::time::Duration = std::time::Duration::from_secs(3);
+const FLOOD: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Sends TTL-1 pings from vm1's port through the pipeline as fast as one OpenFlow
-/// connection takes packet-outs, for [`FLOOD`]; returns how many went.
-fn flood(net: &Net, packet: &[u8]) -> std::result::Result<u64, String> {
+/// How many OpenFlow connections send packet-outs at once (`OVN_AGENT_FLOOD_CONNECTIONS`
+/// overrides it). ovs-vswitchd reads at most 50 messages of one connection per main loop
+/// round, so more connections mean more packet-outs a round.
+fn flood_connections() -> usize {
+    std::env::var("OVN_AGENT_FLOOD_CONNECTIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(4)
+}
+
+/// What one flood did: packet-outs sent and the time until ovs-vswitchd had processed
+/// them all (the barrier replies of every connection).
+struct Flooded {
+    sent: u64,
+    elapsed: std::time::Duration,
+    errors: u64,
+}
+
+/// One OpenFlow 1.5 frame: header (`msg_type`, `xid`) and `body`.
+fn of15_frame(msg_type: u8, xid: u32, body: &[u8]) -> Vec<u8> {
+    let len = u16::try_from(8 + body.len()).expect("an OpenFlow message fits 64 KiB");
+    let mut out = vec![6, msg_type];
+    out.extend(len.to_be_bytes());
+    out.extend(xid.to_be_bytes());
+    out.extend(body);
+    out
+}
+
+/// Reads OpenFlow messages from `conn` until the barrier reply with `xid`; returns how many
+/// error messages came before it.
+fn read_until_barrier(mut conn: std::os::unix::net::UnixStream, xid: u32) -> std::io::Result<u64> {
+    use std::io::Read;
+    let mut errors = 0;
+    loop {
+        let mut header = [0u8; 8];
+        conn.read_exact(&mut header)?;
+        let len = usize::from(u16::from_be_bytes([header[2], header[3]]));
+        let mut body = vec![0; len.saturating_sub(8)];
+        conn.read_exact(&mut body)?;
+        match header[1] {
+            1 => errors += 1,
+            21 if header[4..8] == xid.to_be_bytes() => return Ok(errors),
+            _ => {}
+        }
+    }
+}
+
+/// Sends TTL-1 pings from vm1's port through the pipeline (packet-outs with `in_port` vm1
+/// and `resubmit(,0)`) for [`FLOOD`], as fast as ovs-vswitchd takes them, on `connections`
+/// OpenFlow connections to br-int's management socket at once: each a thread writing
+/// pre-encoded batches of packet-outs, and one reading (errors, the final barrier reply).
+fn flood(net: &Net, packet: &[u8], connections: usize) -> std::result::Result<Flooded, String> {
     use openflow::action::Action;
     use openflow::oxm::{FieldId, Match};
     use openflow::wire::{Message, PacketOut};
+    use std::io::Write;
     let hv1 = net.lab.chassis("hv1").map_err(|e| e.to_string())?;
     let ofport: u32 = hv1
         .vsctl(&["get", "Interface", "vm1", "ofport"])
@@ -800,44 +978,159 @@ fn flood(net: &Net, packet: &[u8]) -> std::result::Result<u64, String> {
         .trim()
         .parse()
         .map_err(|e| format!("ofport: {e}"))?;
-    let target = format!("unix:{}", hv1.br_int_mgmt().display());
-    let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
-    rt.block_on(async {
-        let (conn, handle, _asyncs) =
-            openflow::conn::connect(&target, openflow::conn::client::ClientConfig::default())
-                .map_err(|e| e.to_string())?;
-        tokio::spawn(conn.run());
-        let s = handle.wait_connected().await.map_err(|e| e.to_string())?;
-        let mut m = Match::new();
-        m.push(FieldId::IN_PORT_OXM, ofport.to_be_bytes().to_vec(), None);
-        let po = Message::PacketOut(PacketOut {
-            buffer_id: u32::MAX,
-            r#match: m,
-            actions: vec![Action::Resubmit {
-                in_port: 0xfff8,
-                table: 0,
-                ct: false,
-            }],
-            data: packet.to_vec(),
-        });
-        let batch: Vec<Message> = std::iter::repeat_n(po, 200).collect();
-        let started = std::time::Instant::now();
-        let mut sent = 0u64;
-        while started.elapsed() < FLOOD {
-            handle.send(s, &batch).await.map_err(|e| e.to_string())?;
-            sent += batch.len() as u64;
-        }
-        handle.barrier(s).await.map_err(|e| e.to_string())?;
-        Ok(sent)
-    })
+    let mut m = Match::new();
+    m.push(FieldId::IN_PORT_OXM, ofport.to_be_bytes().to_vec(), None);
+    let po = Message::PacketOut(PacketOut {
+        buffer_id: u32::MAX,
+        r#match: m,
+        actions: vec![Action::Resubmit {
+            in_port: 0xfff8,
+            table: 0,
+            ct: false,
+        }],
+        data: packet.to_vec(),
+    });
+    const BATCH: u64 = 256;
+    let mut batch = bytes::BytesMut::new();
+    for xid in 0..BATCH {
+        po.encode(u32::try_from(xid + 100).unwrap_or(u32::MAX), &mut batch)
+            .map_err(|e| format!("encode the packet-out: {e}"))?;
+    }
+    let batch = batch.freeze();
+    const BARRIER_XID: u32 = 0x0ba7_7e70;
+    let socket = hv1.br_int_mgmt();
+    let started = std::time::Instant::now();
+    let senders: Vec<_> = (0..connections)
+        .map(|_| {
+            let (socket, batch) = (socket.clone(), batch.clone());
+            std::thread::spawn(move || -> std::result::Result<(u64, u64), String> {
+                let mut conn = std::os::unix::net::UnixStream::connect(&socket)
+                    .map_err(|e| format!("connect {}: {e}", socket.display()))?;
+                let reader_conn = conn.try_clone().map_err(|e| e.to_string())?;
+                let reader =
+                    std::thread::spawn(move || read_until_barrier(reader_conn, BARRIER_XID));
+                conn.write_all(&of15_frame(0, 1, &[]))
+                    .map_err(|e| format!("hello: {e}"))?;
+                let mut sent = 0u64;
+                while started.elapsed() < FLOOD {
+                    conn.write_all(&batch)
+                        .map_err(|e| format!("packet-outs: {e}"))?;
+                    sent += BATCH;
+                }
+                conn.write_all(&of15_frame(20, BARRIER_XID, &[]))
+                    .map_err(|e| format!("barrier: {e}"))?;
+                let errors = reader
+                    .join()
+                    .map_err(|_| "the reader panicked".to_owned())?
+                    .map_err(|e| format!("read until the barrier reply: {e}"))?;
+                Ok((sent, errors))
+            })
+        })
+        .collect();
+    let mut flooded = Flooded {
+        sent: 0,
+        elapsed: std::time::Duration::ZERO,
+        errors: 0,
+    };
+    for sender in senders {
+        let (sent, errors) = sender
+            .join()
+            .map_err(|_| "a sender panicked".to_owned())??;
+        flooded.sent += sent;
+        flooded.errors += errors;
+    }
+    flooded.elapsed = started.elapsed();
+    Ok(flooded)
 }
 
+/// Clock ticks (`utime` + `stime`) a thread of `pid` has used (`tid` = `pid`: the main
+/// thread).
+fn thread_ticks(pid: u32, tid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+/// Busy clock ticks of the whole machine so far (`/proc/stat`: all but idle and iowait).
+fn machine_busy_ticks() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let cpu: Vec<u64> = stat
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    Some(cpu.iter().sum::<u64>() - cpu.get(3)? - cpu.get(4)?)
+}
+
+/// Clock ticks this test process has used so far (its flood threads among them).
+fn own_ticks() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+fn clock_ticks_per_second() -> f64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .filter(|t: &f64| *t > 0.0)
+        .unwrap_or(100.0)
+}
+
+/// ovs-vswitchd's coverage counters about packet-ins, packet-outs and OpenFlow queues
+/// (`coverage/show` lines whose name says so), as `name=total`.
+fn vswitchd_counters(net: &Net) -> String {
+    let show = net
+        .lab
+        .chassis("hv1")
+        .and_then(|c| c.appctl(&["coverage/show"]))
+        .unwrap_or_default();
+    show.lines()
+        .filter_map(|l| {
+            let name = l.split_whitespace().next()?;
+            let total = l.rsplit_once("total:")?.1.trim();
+            [
+                "packet_in",
+                "packet_out",
+                "rconn",
+                "ofconn",
+                "overflow",
+                "pinsched",
+            ]
+            .iter()
+            .any(|k| name.contains(k))
+            .then(|| format!("{name}={total}"))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Floods hv1 with TTL-1 pings for [`FLOOD`] (each a packet-in of `icmp4 {}`) and prints,
+/// for each controller: the rate offered (and processed: barriers), the packet-ins the
+/// controller counted, those ovs-vswitchd dropped for a controller that did not read fast
+/// enough (`rconn_overflow`), CPU of ovs-vswitchd (its main thread), the controller, this
+/// process and the machine, peak RSS, and the agent's `pinctrl/show-stats`. Afterwards the
+/// flows are all there, the Southbound is connected and reaches the chassis, and the
+/// controller answers. Measured on a 2-core machine: 1, 4 or 8 connections all give
+/// 30-38k packet-outs a second, with ovs-vswitchd's main thread (which decodes the
+/// packet-outs, runs the pipeline and sends the packet-ins) at 94-99% of a core and the
+/// machine at 115-150% of 200%: the main thread is the cap, not the sender. The issue's
+/// 100k/s cannot be offered this way here.
 #[test]
 fn a_flood_of_packet_ins_leaves_the_agent_working() {
+    let connections = flood_connections();
+    let ticks = clock_ticks_per_second();
     let mut problems = Vec::new();
     for setup in Setup::oracle_and_agent(&["hv1", "hv2"]) {
         let net = two_switches_one_router(&setup, &["hv1", "hv2"])
             .unwrap_or_else(|e| panic!("build the lab for {}: {e}", setup.label));
+        let label = setup.label.clone();
+        let oracle = label == common::ORACLE;
         let (vm1, vm2) = (net.vm("vm1"), net.vm("vm2"));
         let expiring = icmp4_echo(
             vm1.port.mac,
@@ -849,52 +1142,115 @@ fn a_flood_of_packet_ins_leaves_the_agent_working() {
         );
         let hv1 = net.lab.chassis("hv1").expect("hv1");
         let controller = hv1.controller().expect("a controller on hv1");
+        let vswitchd = hv1.vswitchd();
+        let read_total = || {
+            hv1.controller_appctl(&["coverage/read-counter", "pinctrl_total_pin_pkts"])
+                .ok()
+                .and_then(|t| t.trim().parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        let flows_before = hv1.flow_count("br-int").unwrap_or(0);
+        let total_before = read_total();
         let rss_before = controller.peak_rss_kib().unwrap_or(0);
         let cpu_before = controller.cpu_seconds().unwrap_or(0.0);
-        let sent = flood(&net, &expiring).unwrap_or_else(|e| {
-            problems.push(format!("[{}] flood: {e}", setup.label));
-            0
+        let vs_cpu_before = vswitchd.cpu_seconds().unwrap_or(0.0);
+        let vs_main_before = thread_ticks(vswitchd.pid(), vswitchd.pid()).unwrap_or(0);
+        let counters_before = vswitchd_counters(&net);
+        let machine_before = machine_busy_ticks().unwrap_or(0);
+        let own_before = own_ticks().unwrap_or(0);
+        let flooded = flood(&net, &expiring, connections).unwrap_or_else(|e| {
+            problems.push(format!("[{label}] flood: {e}"));
+            Flooded {
+                sent: 0,
+                elapsed: FLOOD,
+                errors: 0,
+            }
         });
+        let secs = flooded.elapsed.as_secs_f64();
+        let vs_cpu = vswitchd.cpu_seconds().unwrap_or(0.0) - vs_cpu_before;
+        let vs_main = thread_ticks(vswitchd.pid(), vswitchd.pid())
+            .unwrap_or(0)
+            .saturating_sub(vs_main_before) as f64
+            / ticks;
+        let cpu_flood = controller.cpu_seconds().unwrap_or(0.0) - cpu_before;
+        let machine = machine_busy_ticks()
+            .unwrap_or(0)
+            .saturating_sub(machine_before) as f64
+            / ticks;
+        let own = own_ticks().unwrap_or(0).saturating_sub(own_before) as f64 / ticks;
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        // The controller catches up with what ovs-vswitchd queued to it.
         std::thread::sleep(std::time::Duration::from_secs(2));
         let rss_after = controller.peak_rss_kib().unwrap_or(0);
         let cpu = controller.cpu_seconds().unwrap_or(0.0) - cpu_before;
-        let total = hv1
-            .controller_appctl(&["coverage/read-counter", "pinctrl_total_pin_pkts"])
-            .unwrap_or_default();
+        let counted = read_total().saturating_sub(total_before);
         eprintln!(
-            "[{}] flood: {sent} packet-outs in {FLOOD:?} ({:.0}/s); {} packet-ins counted; peak RSS {rss_before} -> {rss_after} KiB; {cpu:.1} s CPU",
-            setup.label,
-            sent as f64 / FLOOD.as_secs_f64(),
-            total.trim()
+            "[{label}] flood: {} packet-outs on {connections} OpenFlow connections in {secs:.1} s \
+             = {:.0}/s offered and processed by ovs-vswitchd ({} errors); {counted} packet-ins \
+             counted by the controller ({:.0}/s); ovs-vswitchd CPU {:.0}% (main thread {:.0}%), \
+             controller CPU {:.0}% during the flood ({cpu:.1} s with the 2 s after), the \
+             sending test process {:.0}%, the whole machine {:.0}% of {}%; \
+             peak RSS {rss_before} -> {rss_after} KiB",
+            flooded.sent,
+            flooded.sent as f64 / secs,
+            flooded.errors,
+            counted as f64 / secs,
+            100.0 * vs_cpu / secs,
+            100.0 * vs_main / secs,
+            100.0 * cpu_flood / secs,
+            100.0 * own / secs,
+            100.0 * machine / secs,
+            100 * cores,
         );
-        if setup.label != common::ORACLE {
+        eprintln!("[{label}] ovs-vswitchd counters before: {counters_before}");
+        eprintln!(
+            "[{label}] ovs-vswitchd counters after:  {}",
+            vswitchd_counters(&net)
+        );
+        if oracle {
+            // ovn-controller has no per-opcode figures: its pinctrl coverage counters.
+            let coverage = hv1
+                .controller_appctl(&["coverage/show"])
+                .unwrap_or_default();
+            let pinctrl: Vec<&str> = coverage
+                .lines()
+                .filter(|l| l.starts_with("pinctrl") || l.contains("packet_in"))
+                .collect();
+            eprintln!("[{label}] coverage: {}", pinctrl.join("\n    "));
+        } else {
             let stats = hv1
                 .controller_appctl(&["pinctrl/show-stats"])
                 .unwrap_or_default();
-            eprintln!("{stats}");
+            eprintln!("[{label}] pinctrl/show-stats:\n{stats}");
             if !stats.contains("icmp: received") {
-                problems.push(format!(
-                    "[{}] no icmp packet-ins counted: {stats}",
-                    setup.label
-                ));
+                problems.push(format!("[{label}] no icmp packet-ins counted: {stats}"));
             }
             if rss_after.saturating_sub(rss_before) > 100 * 1024 {
                 problems.push(format!(
-                    "[{}] peak RSS grew from {rss_before} to {rss_after} KiB",
-                    setup.label
-                ));
-            }
-            let status = hv1
-                .controller_appctl(&["connection-status"])
-                .unwrap_or_default();
-            if status.trim() != "connected" {
-                problems.push(format!(
-                    "[{}] connection-status after the flood: {status:?}",
-                    setup.label
+                    "[{label}] peak RSS grew from {rss_before} to {rss_after} KiB"
                 ));
             }
         }
-        // Afterwards the controller still answers.
+        let status = hv1
+            .controller_appctl(&["connection-status"])
+            .unwrap_or_default();
+        let flows_after = hv1.flow_count("br-int").unwrap_or(0);
+        eprintln!(
+            "[{label}] after the flood: SB connection-status {:?}, br-int flows {flows_before} -> {flows_after}",
+            status.trim()
+        );
+        if status.trim() != "connected" {
+            problems.push(format!(
+                "[{label}] connection-status after the flood: {status:?}"
+            ));
+        }
+        if flows_after != flows_before || flows_after == 0 {
+            problems.push(format!(
+                "[{label}] br-int flows {flows_before} before the flood, {flows_after} after"
+            ));
+        }
+        // Afterwards the controller still answers, the flows still route, and the
+        // Southbound still reaches the chassis (a change waited for with --wait=hv).
         let mut p = net.probe();
         p.send("vm1", &expiring);
         p.expect(
@@ -902,13 +1258,28 @@ fn a_flood_of_packet_ins_leaves_the_agent_working() {
             "vm1",
             |f| is_icmp(f, 11, 0),
         );
-        let outcome = p.finish(&net.ports());
-        problems.extend(
-            outcome
-                .failures
-                .iter()
-                .map(|f| format!("[{}] {f}", setup.label)),
+        common::expect_routed_pings(&mut p, &net, "after the flood: ");
+        p.nbctl(&[
+            "acl-add",
+            "sw1",
+            "to-lport",
+            "1002",
+            "ip4 && udp.dst == 7790",
+            "reject",
+        ]);
+        p.wait_hv("after the flood, an ACL reaches the chassis");
+        p.send("vm1", &routed_udp(vm1, vm2, (40010, 7790), b"after"));
+        p.expect(
+            "after the flood, the new ACL rejects with port unreachable",
+            "vm1",
+            |f| is_icmp(f, 3, 3),
         );
+        let outcome = p.finish(&net.ports());
+        eprintln!(
+            "[{label}] after the flood: {} unmet expectation(s)",
+            outcome.failures.len()
+        );
+        problems.extend(outcome.failures.iter().map(|f| format!("[{label}] {f}")));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
