@@ -163,10 +163,25 @@ pub fn flow_text(frame: &[u8], h: &Headers) -> String {
                 ",ipv6_src={src},ipv6_dst={dst},ipv6_label=0x{:05x}",
                 vtf & 0xf_ffff
             );
+            // As OVS's flow_extract: a fragment header right after the fixed header makes
+            // it "first" (offset 0, more fragments) or "later" (an offset); none, or an
+            // atomic fragment (offset and flags 0), is "no". Other extension headers are
+            // not walked (see `Headers::l4_offset`).
+            let offlg = if l3.get(6) == Some(&44) {
+                l3.get(42..44)
+                    .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]))
+            } else {
+                0
+            };
+            let frag = match (offlg, offlg & 0xfff8) {
+                (0, _) => "no",
+                (_, 0) => "first",
+                _ => "later",
+            };
             (
                 ((vtf >> 20) & 0xff) as u8,
                 l3.get(7).copied().unwrap_or(0),
-                "",
+                frag,
             )
         }
         L3::Other => (0, 0, "no"),

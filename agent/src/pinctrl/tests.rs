@@ -564,3 +564,65 @@ fn log_writes_the_line_ovn_controller_writes() {
         "{line}"
     );
 }
+
+#[test]
+fn log_writes_ipv6_and_arp_lines_as_ovn_controller() {
+    // The lines ovn-controller 23.03.1 (OVS 3.1) wrote in the integration test's run
+    // (`acl log lines match`): a routed UDP over IPv6 and an ARP reply.
+    let udp6 = unhex(
+        "505400000105 00000000ff02 86dd
+         6000 0000 0018 11 3f
+         fd000000000000000000000000000001 fd010000000000000000000000000005
+         9c46 1e63 0018 0000 6c6f6767656420 6f76657220 49507636",
+    );
+    let arp = unhex(
+        "505400000102 505400000105 0806
+         0001 0800 06 04 0002 505400000105 0a000105 505400000102 0a000102",
+    );
+    let mut payload = vec![0, 4];
+    payload.extend_from_slice(b"np1");
+    let log = |frame: Vec<u8>| {
+        let mut pi = packet_in(
+            frame,
+            userdata(opcode::LOG, &[], &payload),
+            md(&[], 1),
+            false,
+        );
+        pi.props[1] = PacketInProp::TableId(44);
+        handle(&pi, &CX).expect("handled")
+    };
+    assert_eq!(
+        log(udp6.clone()),
+        [Effect::Log(
+            "name=\"np1\", verdict=allow, severity=warning, direction=to-lport: udp6,\
+             vlan_tci=0x0000,dl_src=00:00:00:00:ff:02,dl_dst=50:54:00:00:01:05,\
+             ipv6_src=fd00::1,ipv6_dst=fd01::5,ipv6_label=0x00000,nw_tos=0,nw_ecn=0,\
+             nw_ttl=63,nw_frag=no,tp_src=40006,tp_dst=7779"
+                .to_owned()
+        )]
+    );
+    assert_eq!(
+        log(arp),
+        [Effect::Log(
+            "name=\"np1\", verdict=allow, severity=warning, direction=to-lport: arp,\
+             vlan_tci=0x0000,dl_src=50:54:00:00:01:05,dl_dst=50:54:00:00:01:02,\
+             arp_spa=10.0.1.5,arp_tpa=10.0.1.2,arp_op=2,arp_sha=50:54:00:00:01:05,\
+             arp_tha=50:54:00:00:01:02"
+                .to_owned()
+        )]
+    );
+    // A first fragment (offset 0, more fragments) and a later one: "first" and "later".
+    let mut first = udp6.clone();
+    first[20] = 44;
+    first[18..20].copy_from_slice(&0x0020u16.to_be_bytes());
+    first.splice(54..54, [17, 0, 0x00, 0x01, 0, 0, 0, 1]);
+    let mut later = first.clone();
+    later[56..58].copy_from_slice(&0x0010u16.to_be_bytes());
+    for (frame, frag) in [(first, "nw_frag=first"), (later, "nw_frag=later")] {
+        let effects = log(frame);
+        let [Effect::Log(line)] = effects.as_slice() else {
+            panic!("not a log line: {effects:?}")
+        };
+        assert!(line.contains(frag), "{line}");
+    }
+}
