@@ -200,9 +200,9 @@ impl Southbound {
                 let cells: Vec<&RawValue> =
                     serde_json::from_str(row.get()).map_err(|_| SouthboundError::Shape)?;
                 let uuid_cell = uuid_at.and_then(|at| cells.get(at)).ok_or_else(no_uuid)?;
-                let uuid = match serde_json::from_str::<(&str, &str)>(uuid_cell.get()) {
-                    Ok(("uuid", u)) => u,
-                    _ => return Err(no_uuid()),
+                let Ok(("uuid", uuid)) = serde_json::from_str::<(&str, &str)>(uuid_cell.get())
+                else {
+                    return Err(no_uuid());
                 };
                 if i > 0 {
                     text.push(',');
