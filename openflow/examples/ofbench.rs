@@ -2,7 +2,8 @@
 //! 1. encode 1,000,000 flow_mods (the flows of `tests/data/of_final.txt`, cycled);
 //! 2. install a ~400k-flow table into a real `ovs-vswitchd` (dummy datapath, started here in
 //!    a temporary directory) through `ofreplay` and through
-//!    `ovs-ofctl --bundle add-flows`, in the same run; print both times and the ratio.
+//!    `ovs-ofctl --bundle add-flows`, in the same run; print both times and the ratio, and
+//!    check that both leave the same table (`dump-flows`).
 //!
 //! Usage: `cargo run --release -p openflow --example ofbench [N_FLOWS]`
 //! (`OFBENCH_SKIP_INSTALL=1` runs only part 1).
@@ -159,6 +160,23 @@ impl Sandbox {
 }
 
 impl Sandbox {
+    /// `dump-flows --no-stats`, flow lines only, sorted: what both installs must agree on.
+    fn dump_sorted(&self) -> Vec<String> {
+        let target = format!("unix:{}", self.mgmt());
+        let out = Command::new("ovs-ofctl")
+            .args(["-O", "OpenFlow15", "--no-stats", "dump-flows", &target])
+            .output()
+            .expect("ovs-ofctl dump-flows");
+        assert!(out.status.success(), "ovs-ofctl dump-flows");
+        let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with(' '))
+            .map(|l| l.trim().to_owned())
+            .collect();
+        lines.sort_unstable();
+        lines
+    }
+
     fn ofctl_bundle(&self, file: &str) {
         let target = format!("unix:{}", self.mgmt());
         let st = Command::new("ovs-ofctl")
@@ -239,6 +257,7 @@ fn install_bench(flows: &[Flow], n_target: usize) {
     let start = Instant::now();
     sb.ofctl_bundle(&f);
     let t_ofctl = start.elapsed().as_secs_f64();
+    let by_ofctl = sb.dump_sorted();
     sb.ofctl(&["del-flows"]);
 
     let replay = ofreplay_binary();
@@ -250,6 +269,44 @@ fn install_bench(flows: &[Flow], n_target: usize) {
         .unwrap_or_else(|e| panic!("{}: {e} (build it: --example ofreplay)", replay.display()));
     let t_replay = start.elapsed().as_secs_f64();
     assert!(st.success(), "ofreplay failed");
+    let by_replay = sb.dump_sorted();
+    // ovs-ofctl reads `dec_ttl()` (no controller ids: how ovn-controller installs `ip.ttl--`)
+    // as plain `dec_ttl`; ofreplay keeps it. Apart from that the two tables must be equal,
+    // and ofreplay's must hold every `dec_ttl()` of the input.
+    let ofctl_reading: Vec<String> = by_replay
+        .iter()
+        .map(|l| l.replace("dec_ttl()", "dec_ttl"))
+        .collect();
+    let mut ofctl_reading_sorted = ofctl_reading.clone();
+    ofctl_reading_sorted.sort_unstable();
+    let differing = by_ofctl
+        .iter()
+        .zip(&ofctl_reading_sorted)
+        .filter(|(a, b)| a != b)
+        .count()
+        + by_ofctl.len().abs_diff(by_replay.len());
+    let kept = by_replay.iter().filter(|l| l.contains("dec_ttl()")).count();
+    let wanted = std::fs::read_to_string(&file)
+        .expect("flows")
+        .lines()
+        .filter(|l| l.contains("dec_ttl()"))
+        .count();
+    println!(
+        "dump after ofreplay vs after ovs-ofctl: {} / {} flows, {differing} differ \
+         (besides the {kept} dec_ttl() flows ovs-ofctl reads as dec_ttl; input has {wanted})",
+        by_replay.len(),
+        by_ofctl.len()
+    );
+    for (a, b) in by_ofctl
+        .iter()
+        .zip(&ofctl_reading_sorted)
+        .filter(|(a, b)| a != b)
+        .take(3)
+    {
+        println!("  ovs-ofctl: {a}\n  ofreplay:  {b}");
+    }
+    assert_eq!(differing, 0, "ofreplay installed a different table");
+    assert_eq!(kept, wanted, "ofreplay lost a dec_ttl()");
     println!("install {n} flows: ovs-ofctl --bundle add-flows {t_ofctl:.2} s, ofreplay {t_replay:.2} s, ofreplay/ovs-ofctl time ratio {:.2}", t_replay / t_ofctl);
 }
 
