@@ -36,8 +36,14 @@ pub fn start_ovsdb_listening(
     extra_remotes: &[String],
 ) -> Result<Daemon> {
     let db = host.path(&format!("{name}.db"));
-    let db = db.display().to_string();
-    host.run("ovsdb-tool", &["create", &db, schema])?;
+    host.run("ovsdb-tool", &["create", &db.display().to_string(), schema])?;
+    serve_ovsdb(host, name, extra_remotes)
+}
+
+/// Starts an `ovsdb-server` named `name` on `host` for its existing database
+/// `<dir>/<name>.db`, listening on `<dir>/<name>.sock` and on `extra_remotes`.
+fn serve_ovsdb(host: &Host, name: &str, extra_remotes: &[String]) -> Result<Daemon> {
+    let db = host.path(&format!("{name}.db")).display().to_string();
     let mut args = vec![format!(
         "--remote=punix:{}",
         host.path(&format!("{name}.sock")).display()
@@ -62,6 +68,8 @@ pub struct Central {
     sb: Daemon,
     nb: Daemon,
     host: Host,
+    /// Where the Southbound database listens besides its unix socket.
+    sb_listen: Vec<String>,
 }
 
 impl Central {
@@ -100,7 +108,17 @@ impl Central {
             sb,
             nb,
             host,
+            sb_listen: listen.sb.clone(),
         })
+    }
+
+    /// Stops the Southbound `ovsdb-server` (by pid) and starts it again on the same database
+    /// file and sockets, as an upgrade or a crash and restart of the server does: every client
+    /// loses its connection and finds the same content when it reconnects.
+    pub fn restart_sb(&mut self) -> Result<()> {
+        self.sb.stop();
+        self.sb = serve_ovsdb(&self.host, "ovnsb_db", &self.sb_listen)?;
+        Ok(())
     }
 
     pub fn host(&self) -> &Host {

@@ -263,6 +263,37 @@ impl Chassis {
         self.controller = None;
     }
 
+    /// Kills the controller with SIGKILL (a crash), leaving OVS running with its flows.
+    pub fn crash_controller(&mut self) {
+        if let Some(mut daemon) = self.controller.take() {
+            daemon.crash();
+        }
+    }
+
+    /// Stops `ovs-vswitchd` (by pid) and starts it again on the same database, as an OVS
+    /// upgrade or crash does: the switch comes back without flows, groups or meters. The
+    /// simulated underlay's address and route (kept in vswitchd's memory) are set again.
+    pub fn restart_vswitchd(&mut self) -> Result<()> {
+        self.vswitchd.stop();
+        self.vswitchd = start_vswitchd(&self.host, self.datapath)?;
+        if let (Datapath::Dummy, Some(ip)) = (self.datapath, self.encap_ip) {
+            let cidr = format!("{ip}/{UNDERLAY_PREFIX}");
+            // br-phys exists once vswitchd has read its database: retried until then.
+            wait_for(
+                "br-phys after the vswitchd restart",
+                Duration::from_secs(20),
+                || {
+                    Ok(self
+                        .appctl(&["netdev-dummy/ip4addr", "br-phys", &cidr])
+                        .ok()
+                        .map(|_| ()))
+                },
+            )?;
+            self.appctl(&["ovs/route/add", &cidr, "br-phys"])?;
+        }
+        Ok(())
+    }
+
     /// Stops the controller with `exit` (the chassis leaves the Southbound database and its
     /// tunnels go from the bridge), waiting up to `timeout` for the process to end.
     pub fn exit_controller(&mut self, timeout: Duration) -> Result<()> {

@@ -166,7 +166,14 @@ impl Daemon {
         matches!(self.child.try_wait(), Ok(None))
     }
 
-    fn stop(&mut self) {
+    /// Kills the process with SIGKILL (a crash: it cleans nothing up) and reaps it.
+    pub fn crash(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Stops the process by its pid (SIGTERM, then SIGKILL after a grace period) and reaps it.
+    pub fn stop(&mut self) {
         if !self.is_running() {
             return;
         }

@@ -144,6 +144,10 @@ impl Lab {
         &self.central
     }
 
+    pub fn central_mut(&mut self) -> &mut Central {
+        &mut self.central
+    }
+
     pub fn network(&self) -> &Network {
         &self.network
     }

@@ -56,19 +56,6 @@ fn stream_numbers(vif_pcaps: &[PathBuf]) -> Vec<u32> {
     out
 }
 
-/// The longest run of missing numbers in `seen` (0..sent): its length (packets lost in
-/// one outage), between `from` and `to`.
-fn longest_gap(seen: &[u32], from: u32, to: u32) -> u32 {
-    let mut best = 0;
-    let mut last = None::<u32>;
-    for n in seen.iter().copied().filter(|n| (from..to).contains(n)) {
-        let gap = n - last.map_or(from, |l| l + 1);
-        best = best.max(gap);
-        last = Some(n);
-    }
-    best.max(to - last.map_or(from, |l| l + 1))
-}
-
 /// The two runs of each controller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Variant {
@@ -326,8 +313,8 @@ fn failover(setup: &Setup, variant: Variant) -> (Failover, Net) {
         via_hv3: stream_numbers(&[hv3_pcap]),
     };
     let lost = sent - u32::try_from(arrivals.seen.len()).unwrap_or(u32::MAX);
-    let fail_gap = longest_gap(&arrivals.seen, marks.0, marks.1);
-    let back_gap = longest_gap(&arrivals.seen, marks.1, sent);
+    let fail_gap = common::longest_gap(&arrivals.seen, marks.0, marks.1);
+    let back_gap = common::longest_gap(&arrivals.seen, marks.1, sent);
     if !arrivals.seen.iter().any(|n| *n < marks.0) {
         problems.push("nothing arrived before the failure".into());
     }

@@ -974,63 +974,29 @@ fn gateway_snat_on_a_third_chassis() {
 
 // ---- scenario 11: restart with traffic flowing -------------------------------------------
 
-/// Interval between the packets of a stream.
-const STREAM_INTERVAL: Duration = Duration::from_millis(10);
 /// Lost packets tolerated for ovn-agent per restart (0 is the goal: it must not remove flows
 /// while it is down or while it starts).
 const AGENT_LOSS_BOUND: usize = 5;
 
-/// Streams UDP packets numbered from 0 from vm1 (hv1) to vm2 (hv2, routed by lr0), one every
-/// [`STREAM_INTERVAL`], while the controller of `restart` is stopped by pid after 1 s, kept down
-/// for 1 s and started again; the stream goes on 1.5 s after the restarted controller caught up
-/// (`--wait=hv`). Returns (sent, the numbers received).
+/// The numbered stream of [`common::stream_during`] while the controller of `restart` is
+/// stopped by pid, kept down for 1 s and started again; the stream goes on 1.5 s after the
+/// restarted controller caught up (`--wait=hv`). Returns (sent, the numbers received).
 fn stream_across_restart(
     net: &mut Net,
     restart: &str,
     failures: &mut Vec<String>,
 ) -> (usize, Vec<u32>) {
-    let vm1 = net.vm("vm1").clone();
-    let vm2 = net.vm("vm2").clone();
-    let lrp0 = net.router_port("sw0");
-    let mark_before = vm2.vif.transmitted().map_or(0, |p| p.len());
-    let hv1 = net.lab.chassis("hv1").expect("hv1");
-    let host = hv1.host().clone();
-    let ctl = hv1.vswitchd().ctl().display().to_string();
-    let stop = std::sync::atomic::AtomicBool::new(false);
     let controller = net
         .setup
         .controller(restart)
         .cloned()
         .expect("a controller for the restarted chassis");
-    let counter = std::sync::atomic::AtomicU32::new(0);
-    let sent = std::thread::scope(|s| {
-        let sender = s.spawn(|| {
-            let n = common::stream_numbered(
-                &host,
-                &ctl,
-                "vm1",
-                STREAM_INTERVAL,
-                &stop,
-                &counter,
-                |n| {
-                    udp4(
-                        vm1.port.mac,
-                        lrp0.mac,
-                        vm1.port.ip,
-                        vm2.port.ip,
-                        TTL,
-                        6000,
-                        6001,
-                        &n.to_be_bytes(),
-                    )
-                },
-            );
-            n as usize
-        });
-        std::thread::sleep(Duration::from_secs(1));
+    let restart_it = |net: &mut Net| {
+        let mut failures = Vec::new();
         let before = common::flow_dump(&net.lab, restart);
-        let chassis = net.lab.chassis_mut(restart).expect("restarted chassis");
-        chassis.stop_controller();
+        if let Ok(chassis) = net.lab.chassis_mut(restart) {
+            chassis.stop_controller();
+        }
         std::thread::sleep(Duration::from_secs(1));
         if let Err(e) = net.lab.start_controller(restart, &controller) {
             failures.push(format!("restart the controller on {restart}: {e}"));
@@ -1047,25 +1013,9 @@ fn stream_across_restart(
             )),
             (Err(e), _) | (_, Err(e)) => failures.push(format!("dump the flows of {restart}: {e}")),
         }
-        std::thread::sleep(Duration::from_millis(1500));
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        sender.join().unwrap_or(0)
-    });
-    // Let the last packets arrive.
-    std::thread::sleep(Duration::from_millis(500));
-    let received: Vec<u32> = vm2
-        .vif
-        .transmitted()
-        .unwrap_or_default()
-        .into_iter()
-        .skip(mark_before)
-        .filter_map(|f| {
-            let s = ipv4_summary(&f)?;
-            let b: [u8; 4] = s.udp_payload()?.try_into().ok()?;
-            (s.udp_dst() == Some(6001)).then(|| u32::from_be_bytes(b))
-        })
-        .collect();
-    (sent, received)
+        failures
+    };
+    common::stream_during(net, Duration::from_millis(1500), restart_it, failures)
 }
 
 #[test]

@@ -551,3 +551,79 @@ pub fn stream_numbered(
     }
     n
 }
+
+/// Interval between the packets of [`stream_during`]'s stream.
+pub const STREAM_INTERVAL: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// A numbered UDP stream from vm1 (hv1) to vm2 (hv2, routed by lr0) around `event`: the
+/// stream runs 1 s, then `event` runs (it reports its failures), then the stream goes on for
+/// `after` and stops. Returns (packets sent, the numbers vm2 received, in arrival order).
+pub fn stream_during(
+    net: &mut Net,
+    after: std::time::Duration,
+    event: impl FnOnce(&mut Net) -> Vec<String>,
+    failures: &mut Vec<String>,
+) -> (usize, Vec<u32>) {
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    let vm1 = net.vm("vm1").clone();
+    let vm2 = net.vm("vm2").clone();
+    let lrp0 = net.router_port("sw0");
+    let mark_before = vm2.vif.transmitted().map_or(0, |p| p.len());
+    let Ok(hv1) = net.lab.chassis("hv1") else {
+        failures.push("no chassis hv1".to_owned());
+        return (0, Vec::new());
+    };
+    let host = hv1.host().clone();
+    let ctl = hv1.vswitchd().ctl().display().to_string();
+    let stop = AtomicBool::new(false);
+    let counter = AtomicU32::new(0);
+    let sent = std::thread::scope(|s| {
+        let sender = s.spawn(|| {
+            stream_numbered(&host, &ctl, "vm1", STREAM_INTERVAL, &stop, &counter, |n| {
+                integration::packet::udp4(
+                    vm1.port.mac,
+                    lrp0.mac,
+                    vm1.port.ip,
+                    vm2.port.ip,
+                    64,
+                    6000,
+                    6001,
+                    &n.to_be_bytes(),
+                )
+            })
+        });
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        failures.extend(event(net));
+        std::thread::sleep(after);
+        stop.store(true, Ordering::Relaxed);
+        sender.join().unwrap_or(0) as usize
+    });
+    // Let the last packets arrive.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let received = vm2
+        .vif
+        .transmitted()
+        .unwrap_or_default()
+        .into_iter()
+        .skip(mark_before)
+        .filter_map(|f| {
+            let s = integration::packet::ipv4_summary(&f)?;
+            let b: [u8; 4] = s.udp_payload()?.try_into().ok()?;
+            (s.udp_dst() == Some(6001)).then(|| u32::from_be_bytes(b))
+        })
+        .collect();
+    (sent, received)
+}
+
+/// The longest run of missing numbers in `seen` (sorted) between `from` and `to`: the
+/// packets lost in one outage.
+pub fn longest_gap(seen: &[u32], from: u32, to: u32) -> u32 {
+    let mut best = 0;
+    let mut last = None::<u32>;
+    for n in seen.iter().copied().filter(|n| (from..to).contains(n)) {
+        let gap = n - last.map_or(from, |l| l + 1);
+        best = best.max(gap);
+        last = Some(n);
+    }
+    best.max(to - last.map_or(from, |l| l + 1))
+}

@@ -1,0 +1,260 @@
+//! Restarts under traffic: a numbered UDP stream from vm1 (hv1) to vm2 (hv2, routed by lr0)
+//! runs while, in turn,
+//!
+//! 1. hv1's controller is killed with SIGKILL and started again (a crash);
+//! 2. the Southbound `ovsdb-server` is stopped and started again on the same database;
+//! 3. hv1's `ovs-vswitchd` is stopped and started again (it comes back with no flows).
+//!
+//! with ovn-controller on both chassis, then ovn-agent, in the same test. Each event prints,
+//! per controller, the packets sent and lost and the longest outage. (A stop by SIGTERM is
+//! scenario 11 of `scenarios.rs`; a clustered Southbound losing its leader is tested with the
+//! client alone in `sbclient_cluster.rs`.)
+//!
+//! ovn-agent is held to: no packet lost across its crash or the Southbound restart; across the
+//! Southbound restart no flow changes on either chassis (the tables dumped before and after
+//! are equal and no flow mod was sent: the agent resumes its monitors without a recompute);
+//! after the vswitchd restart every flow is back (the table equals the one before) and the
+//! stream passes again. ovn-controller is the oracle: the stream must pass before and after
+//! each event; its losses and flow changes are printed.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{two_switches_one_router, Net, Setup, STREAM_INTERVAL};
+use integration::observe::{Outcome, Report};
+
+/// How long the stream goes on after an event's last step.
+const AFTER: Duration = Duration::from_millis(1500);
+
+/// What happened to the stream across one event.
+struct Loss {
+    sent: usize,
+    lost: usize,
+    longest_gap: u32,
+}
+
+/// Checks the stream's head (before the event) and tail (after it) and measures its losses.
+fn judge(sent: usize, received: &[u32], failures: &mut Vec<String>) -> Loss {
+    let mut seen = received.to_vec();
+    seen.sort_unstable();
+    seen.dedup();
+    if received.len() != seen.len() {
+        failures.push(format!(
+            "{} packets duplicated",
+            received.len() - seen.len()
+        ));
+    }
+    if sent < 200 {
+        failures.push(format!("only {sent} packets sent in the stream"));
+    }
+    let head = seen.iter().take_while(|n| **n < 50).count();
+    if head != 50 {
+        failures.push(format!(
+            "only {head} of the first 50 packets (before the event) arrived"
+        ));
+    }
+    let sent32 = u32::try_from(sent).unwrap_or(u32::MAX);
+    let tail_from = sent32.saturating_sub(50);
+    let tail = seen.iter().filter(|n| **n >= tail_from).count();
+    if tail != (sent32 - tail_from) as usize {
+        failures.push(format!(
+            "only {tail} of the last {} packets (after the event) arrived",
+            sent32 - tail_from
+        ));
+    }
+    Loss {
+        sent,
+        lost: sent.saturating_sub(seen.len()),
+        longest_gap: common::longest_gap(&seen, 0, sent32),
+    }
+}
+
+/// ovn-agent's `flow mods` counter on each chassis (`None` for ovn-controller).
+fn flow_mods(net: &Net) -> Vec<Option<u64>> {
+    ["hv1", "hv2"]
+        .iter()
+        .map(|c| common::agent_counter(net, c, "flow mods"))
+        .collect()
+}
+
+fn crash_controller(net: &mut Net) -> Vec<String> {
+    let mut failures = Vec::new();
+    let ctl = net
+        .setup
+        .controller("hv1")
+        .cloned()
+        .expect("hv1's controller");
+    if let Ok(hv1) = net.lab.chassis_mut("hv1") {
+        hv1.crash_controller();
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    if let Err(e) = net.lab.start_controller("hv1", &ctl) {
+        failures.push(format!("start the controller on hv1 again: {e}"));
+    }
+    if let Err(e) = net.lab.central().wait_hv_sync() {
+        failures.push(format!("--wait=hv after the crash: {e}"));
+    }
+    failures
+}
+
+fn restart_southbound(net: &mut Net) -> Vec<String> {
+    let mut failures = Vec::new();
+    if let Err(e) = net.lab.central_mut().restart_sb() {
+        failures.push(format!("restart the Southbound ovsdb-server: {e}"));
+    }
+    if let Err(e) = net.lab.central().wait_hv_sync() {
+        failures.push(format!("--wait=hv after the Southbound restart: {e}"));
+    }
+    failures
+}
+
+fn restart_vswitchd(net: &mut Net) -> Vec<String> {
+    let mut failures = Vec::new();
+    let restarted = net
+        .lab
+        .chassis_mut("hv1")
+        .and_then(integration::Chassis::restart_vswitchd);
+    if let Err(e) = restarted {
+        failures.push(format!("restart hv1's ovs-vswitchd: {e}"));
+    }
+    failures
+}
+
+/// The events the stream runs through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Event {
+    ControllerCrash,
+    SouthboundRestart,
+    VswitchdRestart,
+}
+
+impl Event {
+    const ALL: [Event; 3] = [
+        Event::ControllerCrash,
+        Event::SouthboundRestart,
+        Event::VswitchdRestart,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Event::ControllerCrash => "controller SIGKILL on hv1 and start",
+            Event::SouthboundRestart => "Southbound ovsdb-server restart",
+            Event::VswitchdRestart => "ovs-vswitchd restart on hv1",
+        }
+    }
+
+    fn run(self, net: &mut Net) -> Vec<String> {
+        match self {
+            Event::ControllerCrash => crash_controller(net),
+            Event::SouthboundRestart => restart_southbound(net),
+            Event::VswitchdRestart => restart_vswitchd(net),
+        }
+    }
+}
+
+/// One event under the stream, judged for the lab's setup; returns its outcome and a
+/// summary line.
+fn run_event(net: &mut Net, event: Event) -> (Outcome, String) {
+    let name = event.name();
+    let started = Instant::now();
+    let agent = net.setup.label != common::ORACLE;
+    let mut failures = Vec::new();
+    let dumps_before: Vec<_> = ["hv1", "hv2"]
+        .iter()
+        .map(|c| common::flow_dump(&net.lab, c))
+        .collect();
+    let mods_before = flow_mods(net);
+    let (sent, received) = common::stream_during(net, AFTER, |n| event.run(n), &mut failures);
+    // The switch may still be filling its table after a vswitchd restart: wait until the
+    // dump settles before comparing.
+    let dumps_after: Vec<_> = ["hv1", "hv2"]
+        .iter()
+        .map(|c| settled_dump(net, c))
+        .collect();
+    let mods_after = flow_mods(net);
+    let loss = judge(sent, &received, &mut failures);
+    let mut changed = Vec::new();
+    for ((chassis, before), after) in ["hv1", "hv2"].iter().zip(&dumps_before).zip(&dumps_after) {
+        match (before, after) {
+            (Ok(b), Ok(a)) => changed.extend(common::compare_across_restart(chassis, b, a, !agent)),
+            (Err(e), _) | (_, Err(e)) => failures.push(format!("dump {chassis}: {e}")),
+        }
+    }
+    let mods: Vec<String> = mods_before
+        .iter()
+        .zip(&mods_after)
+        .map(|(b, a)| match (b, a) {
+            (Some(b), Some(a)) if a >= b => (a - b).to_string(),
+            (_, Some(a)) => format!("{a} (new process)"),
+            _ => "-".to_owned(),
+        })
+        .collect();
+    let summary = format!(
+        "[{}] {name}: {} sent, {} lost, longest outage {} packets ({} ms), flow changes {}, flow mods sent hv1/hv2 {}",
+        net.setup.label,
+        loss.sent,
+        loss.lost,
+        loss.longest_gap,
+        u128::from(loss.longest_gap) * STREAM_INTERVAL.as_millis(),
+        changed.len(),
+        mods.join("/")
+    );
+    eprintln!("{summary}");
+    for c in changed.iter().take(5) {
+        eprintln!("[{}]   {c}", net.setup.label);
+    }
+    if agent {
+        if event != Event::VswitchdRestart && loss.lost > 0 {
+            failures.push(format!("{} packets lost across {name}", loss.lost));
+        }
+        failures.extend(changed);
+        if event == Event::SouthboundRestart
+            && mods_before.iter().zip(&mods_after).any(|(b, a)| b != a)
+        {
+            failures.push(format!(
+                "flow mods sent across the Southbound restart: before {mods_before:?}, after {mods_after:?}"
+            ));
+        }
+    }
+    let outcome = Outcome {
+        failures,
+        elapsed: started.elapsed(),
+        ..Outcome::default()
+    };
+    (outcome, summary)
+}
+
+/// `chassis`' flow table once two dumps 300 ms apart agree (at most 15 s).
+fn settled_dump(net: &Net, chassis: &str) -> integration::Result<Vec<String>> {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut last = common::flow_dump(&net.lab, chassis)?;
+    loop {
+        std::thread::sleep(Duration::from_millis(300));
+        let now = common::flow_dump(&net.lab, chassis)?;
+        if now == last || Instant::now() >= deadline {
+            return Ok(now);
+        }
+        last = now;
+    }
+}
+
+#[test]
+fn crashes_and_server_restarts_under_traffic() {
+    let mut report = Report::default();
+    let mut nets = Vec::new();
+    let mut summaries = Vec::new();
+    for setup in Setup::oracle_and_agent(&["hv1", "hv2"]) {
+        let mut net = two_switches_one_router(&setup, &["hv1", "hv2"])
+            .unwrap_or_else(|e| panic!("build the lab for {}: {e}", setup.label));
+        for event in Event::ALL {
+            let (outcome, summary) = run_event(&mut net, event);
+            summaries.push(summary);
+            report.add(event.name(), &setup.label, outcome);
+        }
+        nets.push(net);
+    }
+    eprintln!("{}", summaries.join("\n"));
+    // Not `conclude_healthy`: a lost switch or server connection is rightly a warning.
+    common::conclude(nets, &report);
+}
