@@ -1,0 +1,140 @@
+//! Behind an `ovsdb-server` relay (`relay:OVN_Southbound:<server>`), as OVN is deployed for
+//! thousands of chassis: the controllers of both chassis are pointed at one relay
+//! (`external_ids:ovn-remote`) and must go on working through it. Reads (conditional
+//! monitors through the relay), writes the relay forwards to the Southbound server (a new
+//! port's claim and `up`, the `nb_cfg` acknowledgement behind `--wait=hv`), and the traffic
+//! they set up. ovn-controller on both chassis, then ovn-agent, in the same test.
+
+mod common;
+
+use common::{two_switches_one_router, vm_port, Net, Setup, Vm};
+use integration::observe::{Outcome, Report};
+use integration::scenario::wait_port_up;
+use integration::Daemon;
+
+/// Starts a relay of the lab's Southbound database on the central node; returns it and its
+/// remote.
+fn start_relay(net: &Net) -> integration::Result<(Daemon, String)> {
+    let host = net.lab.central().host();
+    let socket = host.path("sb_relay.sock");
+    let relay = Daemon::start(
+        host,
+        "sb_relay",
+        "ovsdb-server",
+        integration::daemon::ControlSocket::Explicit,
+        &[
+            format!("--remote=punix:{}", socket.display()),
+            format!("relay:OVN_Southbound:{}", net.lab.central().sb_remote()),
+        ],
+    )?;
+    Ok((relay, format!("unix:{}", socket.display())))
+}
+
+/// The relay's client sessions, from `memory/show` (`sessions:N`).
+fn relay_sessions(net: &Net, relay: &Daemon) -> usize {
+    let ctl = relay.ctl().display().to_string();
+    net.lab
+        .central()
+        .host()
+        .run("ovs-appctl", &["-t", &ctl, "memory/show"])
+        .ok()
+        .and_then(|text| {
+            text.split_whitespace()
+                .find_map(|w| w.strip_prefix("sessions:")?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn through_the_relay(net: &Net) -> Outcome {
+    let (relay, remote) = match start_relay(net) {
+        Ok(r) => r,
+        Err(e) => {
+            return Outcome {
+                failures: vec![format!("start the relay: {e}")],
+                ..Outcome::default()
+            }
+        }
+    };
+    let mut p = net.probe();
+    for chassis in ["hv1", "hv2"] {
+        let set = net.lab.chassis(chassis).and_then(|c| {
+            c.vsctl(&[
+                "set",
+                "Open_vSwitch",
+                ".",
+                &format!("external-ids:ovn-remote={remote}"),
+            ])
+        });
+        if let Err(e) = set {
+            p.fail(format!("point {chassis} at the relay: {e}"));
+        }
+    }
+    // Both controllers connect to the relay (they leave the server's socket).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while relay_sessions(net, &relay) < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let sessions = relay_sessions(net, &relay);
+    eprintln!("[{}] relay sessions: {sessions}", net.setup.label);
+    p.fact(
+        "relay sessions (both controllers)",
+        (sessions >= 2).to_string(),
+    );
+    p.wait_hv("both chassis acknowledge through the relay");
+
+    // A new port on hv1: claimed and set up through the relay.
+    let vm6 = vm_port("vm6", "50:54:00:00:00:06", [10, 0, 0, 6]);
+    p.nbctl(&[
+        "lsp-add",
+        "sw0",
+        "vm6",
+        "--",
+        "lsp-set-addresses",
+        "vm6",
+        "50:54:00:00:00:06 10.0.0.6",
+    ]);
+    let vif = net.lab.chassis("hv1").and_then(|c| c.add_vif("vm6", "vm6"));
+    let vm6 = match vif {
+        Ok(vif) => Vm {
+            port: vm6,
+            chassis: "hv1".to_owned(),
+            vif,
+        },
+        Err(e) => {
+            p.fail(format!("plug vm6 on hv1: {e}"));
+            return p.finish(&[]);
+        }
+    };
+    let up = wait_port_up(net.lab.central(), "vm6");
+    p.fact("vm6 up through the relay", up.is_ok().to_string());
+    p.wait_hv("vm6 bound");
+    let bound = net.lab.central().port_binding_chassis("vm6");
+    p.fact("vm6's chassis", bound.ok().flatten().is_some().to_string());
+
+    // Traffic: vm6 -> vm3 (switched across the tunnel) and the routed pairs.
+    let vm3 = net.vm("vm3").clone();
+    p.watch("hv1", &vm6.vif);
+    p.send("vm6", &common::udp_to(&vm6, &vm3, 7000, b"relay"));
+    p.expect("vm6 -> vm3 switched", "vm3", move |f| {
+        integration::packet::ipv4_summary(f)
+            .is_some_and(|s| s.src == vm6.port.ip && s.udp_payload() == Some(b"relay"))
+    });
+    common::expect_routed_pings(&mut p, net, "through the relay: ");
+    let outcome = p.finish(&["vm1", "vm2", "vm3", "vm5", "vm6"]);
+    drop(relay);
+    outcome
+}
+
+#[test]
+fn controllers_work_behind_a_southbound_relay() {
+    let mut report = Report::default();
+    let mut nets = Vec::new();
+    for setup in Setup::oracle_and_agent(&["hv1", "hv2"]) {
+        let net = two_switches_one_router(&setup, &["hv1", "hv2"])
+            .unwrap_or_else(|e| panic!("build the lab for {}: {e}", setup.label));
+        let outcome = through_the_relay(&net);
+        report.add("two chassis behind one relay", &setup.label, outcome);
+        nets.push(net);
+    }
+    common::conclude_healthy(nets, &report);
+}
