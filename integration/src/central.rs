@@ -13,6 +13,7 @@ use crate::daemon::{ControlSocket, Daemon};
 use crate::error::{io_error, HarnessError, Result};
 use crate::host::{wait_for, Host};
 use crate::observe::Binding;
+use crate::ovsdb_cluster::Cluster;
 use crate::sbwatch::SbWatch;
 
 pub const NB_SCHEMA: &str = "/usr/share/ovn/ovn-nb.ovsschema";
@@ -53,6 +54,13 @@ fn serve_ovsdb(host: &Host, name: &str, extra_remotes: &[String]) -> Result<Daem
     Daemon::start(host, name, "ovsdb-server", ControlSocket::Explicit, &args)
 }
 
+fn sb_remote(host: &Host, sb: &Southbound) -> String {
+    match sb {
+        Southbound::Standalone { .. } => format!("unix:{}", host.path("ovnsb_db.sock").display()),
+        Southbound::Clustered(c) => c.remotes(),
+    }
+}
+
 /// Where the central node's databases listen besides the unix sockets in its directory:
 /// nothing in the one-machine lab, `ptcp:6641` / `ptcp:6642` on a container node.
 #[derive(Debug, Clone, Default)]
@@ -61,15 +69,24 @@ pub struct CentralListen {
     pub sb: Vec<String>,
 }
 
+/// The Southbound database: one server, or a Raft cluster of several.
+#[derive(Debug)]
+enum Southbound {
+    Standalone {
+        server: Daemon,
+        /// Where it listens besides its unix socket.
+        listen: Vec<String>,
+    },
+    Clustered(Cluster),
+}
+
 #[derive(Debug)]
 pub struct Central {
     // Field order is drop order: northd stops before the databases it talks to.
     northd: Daemon,
-    sb: Daemon,
+    sb: Southbound,
     nb: Daemon,
     host: Host,
-    /// Where the Southbound database listens besides its unix socket.
-    sb_listen: Vec<String>,
 }
 
 impl Central {
@@ -87,10 +104,25 @@ impl Central {
     /// Starts the central node's daemons on `host` (the lab's `central` directory, or a
     /// container's node directory), the databases also listening on `listen`.
     pub fn start_on(host: Host, sb_schema: &str, listen: &CentralListen) -> Result<Self> {
-        let nb = start_ovsdb_listening(&host, "ovnnb_db", NB_SCHEMA, &listen.nb)?;
-        let sb = start_ovsdb_listening(&host, "ovnsb_db", sb_schema, &listen.sb)?;
+        let sb = Southbound::Standalone {
+            server: start_ovsdb_listening(&host, "ovnsb_db", sb_schema, &listen.sb)?,
+            listen: listen.sb.clone(),
+        };
+        Self::start_with(host, sb, &listen.nb)
+    }
+
+    /// Like [`Central::start`], with the Southbound database a Raft cluster of `servers`
+    /// `ovsdb-server`s (in `parent/cluster`); northd and the chassis get all their remotes.
+    pub fn start_clustered(parent: &Path, servers: usize) -> Result<Self> {
+        let host = Host::create(parent, "central")?;
+        let sb = Southbound::Clustered(Cluster::start(parent, servers)?);
+        Self::start_with(host, sb, &[])
+    }
+
+    fn start_with(host: Host, sb: Southbound, nb_listen: &[String]) -> Result<Self> {
+        let nb = start_ovsdb_listening(&host, "ovnnb_db", NB_SCHEMA, nb_listen)?;
         let nb_remote = format!("unix:{}", host.path("ovnnb_db.sock").display());
-        let sb_remote = format!("unix:{}", host.path("ovnsb_db.sock").display());
+        let sb_remote = sb_remote(&host, &sb);
         host.run("ovn-nbctl", &[format!("--db={nb_remote}"), "init".into()])?;
         host.run("ovn-sbctl", &[format!("--db={sb_remote}"), "init".into()])?;
         let northd = Daemon::start(
@@ -108,17 +140,31 @@ impl Central {
             sb,
             nb,
             host,
-            sb_listen: listen.sb.clone(),
         })
     }
 
-    /// Stops the Southbound `ovsdb-server` (by pid) and starts it again on the same database
-    /// file and sockets, as an upgrade or a crash and restart of the server does: every client
-    /// loses its connection and finds the same content when it reconnects.
+    /// Stops the standalone Southbound `ovsdb-server` (by pid) and starts it again on the same
+    /// database file and sockets, as an upgrade or a crash and restart of the server does:
+    /// every client loses its connection and finds the same content when it reconnects.
     pub fn restart_sb(&mut self) -> Result<()> {
-        self.sb.stop();
-        self.sb = serve_ovsdb(&self.host, "ovnsb_db", &self.sb_listen)?;
-        Ok(())
+        match &mut self.sb {
+            Southbound::Standalone { server, listen } => {
+                server.stop();
+                *server = serve_ovsdb(&self.host, "ovnsb_db", listen)?;
+                Ok(())
+            }
+            Southbound::Clustered(_) => Err(HarnessError::Config(
+                "the Southbound is clustered: restart its servers one by one".into(),
+            )),
+        }
+    }
+
+    /// The Southbound cluster's servers, when the database is clustered.
+    pub fn sb_cluster_mut(&mut self) -> Option<&mut Cluster> {
+        match &mut self.sb {
+            Southbound::Clustered(c) => Some(c),
+            Southbound::Standalone { .. } => None,
+        }
     }
 
     pub fn host(&self) -> &Host {
@@ -127,7 +173,15 @@ impl Central {
 
     /// The name of a daemon of the central node that is no longer running.
     pub fn exited_daemon(&mut self) -> Option<String> {
-        for daemon in [&mut self.northd, &mut self.sb, &mut self.nb] {
+        // A cluster's servers are stopped and started by the test that has one.
+        let sb = match &mut self.sb {
+            Southbound::Standalone { server, .. } => Some(server),
+            Southbound::Clustered(_) => None,
+        };
+        for daemon in [Some(&mut self.northd), sb, Some(&mut self.nb)]
+            .into_iter()
+            .flatten()
+        {
             if !daemon.is_running() {
                 return Some(daemon.name().to_owned());
             }
@@ -141,8 +195,9 @@ impl Central {
     }
 
     /// `unix:` remote of the Southbound database, as chassis put it in `external_ids:ovn-remote`.
+    /// (All the servers' remotes, comma-separated, for a clustered database.)
     pub fn sb_remote(&self) -> String {
-        format!("unix:{}", self.host.path("ovnsb_db.sock").display())
+        sb_remote(&self.host, &self.sb)
     }
 
     /// Starts watching the Southbound's commits ([`SbWatch`]).
@@ -154,8 +209,12 @@ impl Central {
         &self.northd
     }
 
-    pub fn sb_server(&self) -> &Daemon {
-        &self.sb
+    /// The standalone Southbound server (`None` when the database is clustered).
+    pub fn sb_server(&self) -> Option<&Daemon> {
+        match &self.sb {
+            Southbound::Standalone { server, .. } => Some(server),
+            Southbound::Clustered(_) => None,
+        }
     }
 
     pub fn nb_server(&self) -> &Daemon {

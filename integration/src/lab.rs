@@ -35,11 +35,20 @@ impl Lab {
     /// Like [`Lab::start`], with the Southbound database created from `sb_schema` (for
     /// controllers facing an older schema).
     pub fn start_with_sb_schema(sb_schema: &str) -> Result<Self> {
+        Self::start_with(|dir| Central::start_with_sb_schema(dir, sb_schema))
+    }
+
+    /// Like [`Lab::start`], with the Southbound database a Raft cluster of `servers` servers.
+    pub fn start_clustered(servers: usize) -> Result<Self> {
+        Self::start_with(|dir| Central::start_clustered(dir, servers))
+    }
+
+    fn start_with(central: impl FnOnce(&Path) -> Result<Central>) -> Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix("ovn-lab-")
             .tempdir()
             .map_err(io_error("create the lab directory"))?;
-        let central = Central::start_with_sb_schema(dir.path(), sb_schema)?;
+        let central = central(dir.path())?;
         let network = Network::start(dir.path())?;
         Ok(Self {
             chassis: Vec::new(),

@@ -141,6 +141,7 @@ pub fn free_port() -> Result<u16> {
 }
 
 /// A clustered Southbound database served by N `ovsdb-server`s.
+#[derive(Debug)]
 pub struct Cluster {
     pub host: Host,
     servers: Vec<Option<Daemon>>,
@@ -274,6 +275,16 @@ impl Cluster {
             "ovs-appctl",
             &["-t", &ctl, "cluster/status", "OVN_Southbound"],
         )
+    }
+
+    /// The client sessions server `i` serves (`sessions:N` of its `memory/show`).
+    pub fn sessions(&self, i: usize) -> Option<usize> {
+        let ctl = self.servers[i].as_ref()?.ctl().display().to_string();
+        self.host
+            .run("ovs-appctl", &["-t", &ctl, "memory/show"])
+            .ok()?
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("sessions:")?.parse().ok())
     }
 
     /// The index of the current leader, waiting up to `timeout` for one.

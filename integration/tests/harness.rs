@@ -28,7 +28,7 @@ fn daemons_are_stopped_when_a_test_panics() {
         let central = lab.central();
         pids.extend([
             central.nb_server().pid(),
-            central.sb_server().pid(),
+            central.sb_server().expect("standalone").pid(),
             central.northd().pid(),
         ]);
         pids.extend([lab.network().ovsdb().pid(), lab.network().vswitchd().pid()]);

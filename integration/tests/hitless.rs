@@ -3,15 +3,16 @@
 //!
 //! 1. hv1's controller is killed with SIGKILL and started again (a crash);
 //! 2. the Southbound `ovsdb-server` is stopped and started again on the same database;
-//! 3. hv1's `ovs-vswitchd` is stopped and started again (it comes back with no flows).
+//! 3. hv1's `ovs-vswitchd` is stopped and started again (it comes back with no flows);
+//! 4. in a lab whose Southbound is a 3-server Raft cluster, its leader is killed (SIGKILL)
+//!    and started again once a new leader leads.
 //!
 //! with ovn-controller on both chassis, then ovn-agent, in the same test. Each event prints,
 //! per controller, the packets sent and lost and the longest outage. (A stop by SIGTERM is
-//! scenario 11 of `scenarios.rs`; a clustered Southbound losing its leader is tested with the
-//! client alone in `sbclient_cluster.rs`.)
+//! scenario 11 of `scenarios.rs`.)
 //!
-//! ovn-agent is held to: no packet lost across its crash or the Southbound restart; across the
-//! Southbound restart no flow changes on either chassis (the tables dumped before and after
+//! ovn-agent is held to: no packet lost across its crash, the Southbound restart or the leader's
+//! loss; across the Southbound restart and the leader's loss no flow changes on either chassis (the tables dumped before and after
 //! are equal and no flow mod was sent: the agent resumes its monitors without a recompute);
 //! after the vswitchd restart every flow is back (the table equals the one before) and the
 //! stream passes again. ovn-controller is the oracle: the stream must pass before and after
@@ -21,7 +22,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{two_switches_one_router, Net, Setup, STREAM_INTERVAL};
+use common::{two_switches_one_router, two_switches_one_router_in, Net, Setup, STREAM_INTERVAL};
 use integration::observe::{Outcome, Report};
 
 /// How long the stream goes on after an event's last step.
@@ -121,12 +122,43 @@ fn restart_vswitchd(net: &mut Net) -> Vec<String> {
     failures
 }
 
+/// Kills the clustered Southbound's leader (SIGKILL); once a new leader took over and both
+/// chassis acknowledged through it, the killed server is started again.
+fn kill_southbound_leader(net: &mut Net) -> Vec<String> {
+    let Some(cluster) = net.lab.central_mut().sb_cluster_mut() else {
+        return vec!["the Southbound is not clustered".to_owned()];
+    };
+    let leader = match cluster.leader(Duration::from_secs(20)) {
+        Ok(l) => l,
+        Err(e) => return vec![format!("find the leader: {e}")],
+    };
+    let sessions: Vec<_> = (0..cluster.len()).map(|i| cluster.sessions(i)).collect();
+    eprintln!("leader s{leader} killed; client sessions per server before: {sessions:?}");
+    cluster.kill_server(leader);
+    let mut failures = Vec::new();
+    if let Err(e) = net.lab.central().wait_hv_sync() {
+        failures.push(format!("--wait=hv after the leader was killed: {e}"));
+    }
+    let Some(cluster) = net.lab.central_mut().sb_cluster_mut() else {
+        return failures;
+    };
+    if let Err(e) = cluster
+        .start_server(leader)
+        .and_then(|()| cluster.wait_connected(leader))
+    {
+        failures.push(format!("start s{leader} again: {e}"));
+    }
+    failures
+}
+
 /// The events the stream runs through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Event {
     ControllerCrash,
     SouthboundRestart,
     VswitchdRestart,
+    /// Needs a lab with a clustered Southbound.
+    LeaderKill,
 }
 
 impl Event {
@@ -141,6 +173,7 @@ impl Event {
             Event::ControllerCrash => "controller SIGKILL on hv1 and start",
             Event::SouthboundRestart => "Southbound ovsdb-server restart",
             Event::VswitchdRestart => "ovs-vswitchd restart on hv1",
+            Event::LeaderKill => "clustered Southbound leader SIGKILL",
         }
     }
 
@@ -149,6 +182,7 @@ impl Event {
             Event::ControllerCrash => crash_controller(net),
             Event::SouthboundRestart => restart_southbound(net),
             Event::VswitchdRestart => restart_vswitchd(net),
+            Event::LeaderKill => kill_southbound_leader(net),
         }
     }
 }
@@ -209,11 +243,11 @@ fn run_event(net: &mut Net, event: Event) -> (Outcome, String) {
             failures.push(format!("{} packets lost across {name}", loss.lost));
         }
         failures.extend(changed);
-        if event == Event::SouthboundRestart
+        if matches!(event, Event::SouthboundRestart | Event::LeaderKill)
             && mods_before.iter().zip(&mods_after).any(|(b, a)| b != a)
         {
             failures.push(format!(
-                "flow mods sent across the Southbound restart: before {mods_before:?}, after {mods_after:?}"
+                "flow mods sent across the {name}: before {mods_before:?}, after {mods_after:?}"
             ));
         }
     }
@@ -256,5 +290,23 @@ fn crashes_and_server_restarts_under_traffic() {
     }
     eprintln!("{}", summaries.join("\n"));
     // Not `conclude_healthy`: a lost switch or server connection is rightly a warning.
+    common::conclude(nets, &report);
+}
+
+#[test]
+fn southbound_leader_loss_under_traffic() {
+    let mut report = Report::default();
+    let mut nets = Vec::new();
+    let mut summaries = Vec::new();
+    for setup in Setup::oracle_and_agent(&["hv1", "hv2"]) {
+        let lab = integration::Lab::start_clustered(3).expect("a lab with a 3-server Southbound");
+        let mut net = two_switches_one_router_in(lab, &setup, &["hv1", "hv2"])
+            .unwrap_or_else(|e| panic!("build the lab for {}: {e}", setup.label));
+        let (outcome, summary) = run_event(&mut net, Event::LeaderKill);
+        summaries.push(summary);
+        report.add(Event::LeaderKill.name(), &setup.label, outcome);
+        nets.push(net);
+    }
+    eprintln!("{}", summaries.join("\n"));
     common::conclude(nets, &report);
 }
