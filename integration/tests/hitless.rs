@@ -11,9 +11,12 @@
 //! per controller, the packets sent and lost and the longest outage. (A stop by SIGTERM is
 //! scenario 11 of `scenarios.rs`.)
 //!
-//! ovn-agent is held to: no packet lost across its crash, the Southbound restart or the leader's
-//! loss; across the Southbound restart and the leader's loss no flow changes on either chassis (the tables dumped before and after
-//! are equal and no flow mod was sent: the agent resumes its monitors without a recompute);
+//! ovn-agent is held to: no packet lost across its crash, the Southbound restart or the
+//! leader's loss; across the Southbound restart and the leader's loss no flow changes on
+//! either chassis (the tables dumped before and after are equal and no flow mod was sent),
+//! and across the leader's loss not even a full recompute (its monitors resume with
+//! `monitor_cond_since`; the standalone server's restart loses the transaction history, so
+//! the agent computes everything again from the snapshot and finds nothing to change);
 //! after the vswitchd restart every flow is back (the table equals the one before) and the
 //! stream passes again. ovn-controller is the oracle: the stream must pass before and after
 //! each event; its losses and flow changes are printed.
@@ -71,11 +74,11 @@ fn judge(sent: usize, received: &[u32], failures: &mut Vec<String>) -> Loss {
     }
 }
 
-/// ovn-agent's `flow mods` counter on each chassis (`None` for ovn-controller).
-fn flow_mods(net: &Net) -> Vec<Option<u64>> {
+/// ovn-agent's counter `name` on each chassis (`None` for ovn-controller).
+fn agent_counters(net: &Net, name: &str) -> Vec<Option<u64>> {
     ["hv1", "hv2"]
         .iter()
-        .map(|c| common::agent_counter(net, c, "flow mods"))
+        .map(|c| common::agent_counter(net, c, name))
         .collect()
 }
 
@@ -198,7 +201,8 @@ fn run_event(net: &mut Net, event: Event) -> (Outcome, String) {
         .iter()
         .map(|c| common::flow_dump(&net.lab, c))
         .collect();
-    let mods_before = flow_mods(net);
+    let mods_before = agent_counters(net, "flow mods");
+    let recomputes_before = agent_counters(net, "full recomputes");
     let (sent, received) = common::stream_during(net, AFTER, |n| event.run(n), &mut failures);
     // The switch may still be filling its table after a vswitchd restart: wait until the
     // dump settles before comparing.
@@ -206,7 +210,8 @@ fn run_event(net: &mut Net, event: Event) -> (Outcome, String) {
         .iter()
         .map(|c| settled_dump(net, c))
         .collect();
-    let mods_after = flow_mods(net);
+    let mods_after = agent_counters(net, "flow mods");
+    let recomputes_after = agent_counters(net, "full recomputes");
     let loss = judge(sent, &received, &mut failures);
     let mut changed = Vec::new();
     for ((chassis, before), after) in ["hv1", "hv2"].iter().zip(&dumps_before).zip(&dumps_after) {
@@ -215,24 +220,28 @@ fn run_event(net: &mut Net, event: Event) -> (Outcome, String) {
             (Err(e), _) | (_, Err(e)) => failures.push(format!("dump {chassis}: {e}")),
         }
     }
-    let mods: Vec<String> = mods_before
-        .iter()
-        .zip(&mods_after)
-        .map(|(b, a)| match (b, a) {
-            (Some(b), Some(a)) if a >= b => (a - b).to_string(),
-            (_, Some(a)) => format!("{a} (new process)"),
-            _ => "-".to_owned(),
-        })
-        .collect();
+    let delta = |before: &[Option<u64>], after: &[Option<u64>]| -> String {
+        before
+            .iter()
+            .zip(after)
+            .map(|(b, a)| match (b, a) {
+                (Some(b), Some(a)) if a >= b => (a - b).to_string(),
+                (_, Some(a)) => format!("{a} (new process)"),
+                _ => "-".to_owned(),
+            })
+            .collect::<Vec<_>>()
+            .join("/")
+    };
     let summary = format!(
-        "[{}] {name}: {} sent, {} lost, longest outage {} packets ({} ms), flow changes {}, flow mods sent hv1/hv2 {}",
+        "[{}] {name}: {} sent, {} lost, longest outage {} packets ({} ms), flow changes {}, flow mods sent hv1/hv2 {}, full recomputes {}",
         net.setup.label,
         loss.sent,
         loss.lost,
         loss.longest_gap,
         u128::from(loss.longest_gap) * STREAM_INTERVAL.as_millis(),
         changed.len(),
-        mods.join("/")
+        delta(&mods_before, &mods_after),
+        delta(&recomputes_before, &recomputes_after)
     );
     eprintln!("{summary}");
     for c in changed.iter().take(5) {
@@ -248,6 +257,12 @@ fn run_event(net: &mut Net, event: Event) -> (Outcome, String) {
         {
             failures.push(format!(
                 "flow mods sent across the {name}: before {mods_before:?}, after {mods_after:?}"
+            ));
+        }
+        // A resumed monitor brings only what changed: no reason to compute everything again.
+        if event == Event::LeaderKill && recomputes_before != recomputes_after {
+            failures.push(format!(
+                "full recomputes across the {name}: before {recomputes_before:?}, after {recomputes_after:?}"
             ));
         }
     }

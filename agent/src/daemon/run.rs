@@ -606,10 +606,11 @@ fn on_sb_event(engine: &mut Engine, ev: &Event, bindings_changed: &mut bool) -> 
         Event::Connected {
             remote,
             missing_columns,
+            resumed,
             ..
         } => {
             tracing::info!(target: "reconnect", "{remote}: connected");
-            engine.sb_connected(Instant::now());
+            engine.sb_connected(Instant::now(), *resumed);
             schema_lacks(engine, missing_columns);
         }
         Event::Disconnected { remote, reason } => {

@@ -480,8 +480,12 @@ impl Engine {
 
     // ---- inputs ----------------------------------------------------------------------
 
-    /// The SB client connected (a new connection: its snapshot follows).
-    pub fn sb_connected(&mut self, now: Instant) {
+    /// The SB client connected. `resumed`: its monitors took up where the last connection
+    /// left them (`monitor_cond_since` found our last transaction id: a clustered server's
+    /// leader changed, or the client moved to another server), so only the changes since
+    /// follow, as updates like any other, and the flows follow them incrementally. Otherwise
+    /// a snapshot follows and every flow is computed again (and compared with the switch).
+    pub fn sb_connected(&mut self, now: Instant, resumed: bool) {
         self.local_dps_stale = true;
         self.sb_connected = true;
         self.sb_connected_at = Some(now);
@@ -490,7 +494,9 @@ impl Engine {
         self.cond_requested_seq = 0;
         self.cond_acked_seq = 0;
         self.cond_unnumbered = 0;
-        self.need_full = Some("southbound reconnected".into());
+        if !resumed || !self.initial_sync_done {
+            self.need_full = Some("southbound reconnected".into());
+        }
         self.runtime_inputs_dirty = true;
     }
 

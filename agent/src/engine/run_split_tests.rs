@@ -60,7 +60,7 @@ fn engine_with_unbound_vif() -> Engine {
     e.ovs_connected = true;
     e.ovs_changed();
     let started = Instant::now();
-    e.sb_connected(started);
+    e.sb_connected(started, false);
     apply(
         &mut e.sb.replica,
         &json!({
