@@ -201,7 +201,7 @@ impl Drop for Daemon {
 
 /// `sysconf(_SC_CLK_TCK)`, the unit of the times in `/proc/<pid>/stat`, as `getconf` reports
 /// it (100 on Linux, whatever the kernel's HZ, if `getconf` is missing).
-fn clock_ticks_per_second() -> f64 {
+pub fn clock_ticks_per_second() -> f64 {
     static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
     *TICKS.get_or_init(|| {
         std::process::Command::new("getconf")

@@ -1072,16 +1072,6 @@ fn own_ticks() -> Option<u64> {
     Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
 }
 
-fn clock_ticks_per_second() -> f64 {
-    std::process::Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
-        .filter(|t: &f64| *t > 0.0)
-        .unwrap_or(100.0)
-}
-
 /// ovs-vswitchd's coverage counters about packet-ins, packet-outs and OpenFlow queues
 /// (`coverage/show` lines whose name says so), as `name=total`.
 fn vswitchd_counters(net: &Net) -> String {
@@ -1124,7 +1114,7 @@ fn vswitchd_counters(net: &Net) -> String {
 #[test]
 fn a_flood_of_packet_ins_leaves_the_agent_working() {
     let connections = flood_connections();
-    let ticks = clock_ticks_per_second();
+    let ticks = integration::daemon::clock_ticks_per_second();
     let mut problems = Vec::new();
     for setup in Setup::oracle_and_agent(&["hv1", "hv2"]) {
         let net = two_switches_one_router(&setup, &["hv1", "hv2"])
