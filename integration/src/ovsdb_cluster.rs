@@ -124,6 +124,16 @@ impl Standalone {
     }
 }
 
+/// The client sessions an `ovsdb-server` on `host` serves (`sessions:N` of its
+/// `memory/show`; `None` when it has none or does not answer).
+pub fn sessions(host: &Host, server: &Daemon) -> Option<usize> {
+    let ctl = server.ctl().display().to_string();
+    host.run("ovs-appctl", &["-t", &ctl, "memory/show"])
+        .ok()?
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("sessions:")?.parse().ok())
+}
+
 /// A 127.0.0.1 TCP port that was free a moment ago.
 pub fn free_port() -> Result<u16> {
     let listener =
@@ -234,14 +244,8 @@ impl Cluster {
 
     /// Kills server `i` with SIGKILL (a crash), then reaps it through the guard.
     pub fn kill_server(&mut self, i: usize) {
-        if let Some(daemon) = self.servers[i].take() {
-            if let Ok(pid) = i32::try_from(daemon.pid()) {
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
-            drop(daemon);
+        if let Some(mut daemon) = self.servers[i].take() {
+            daemon.crash();
         }
     }
 
@@ -277,14 +281,9 @@ impl Cluster {
         )
     }
 
-    /// The client sessions server `i` serves (`sessions:N` of its `memory/show`).
+    /// The client sessions server `i` serves ([`sessions`]).
     pub fn sessions(&self, i: usize) -> Option<usize> {
-        let ctl = self.servers[i].as_ref()?.ctl().display().to_string();
-        self.host
-            .run("ovs-appctl", &["-t", &ctl, "memory/show"])
-            .ok()?
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("sessions:")?.parse().ok())
+        sessions(&self.host, self.servers[i].as_ref()?)
     }
 
     /// The index of the current leader, waiting up to `timeout` for one.

@@ -31,49 +31,6 @@ use integration::observe::{Outcome, Report};
 /// How long the stream goes on after an event's last step.
 const AFTER: Duration = Duration::from_millis(1500);
 
-/// What happened to the stream across one event.
-struct Loss {
-    sent: usize,
-    lost: usize,
-    longest_gap: u32,
-}
-
-/// Checks the stream's head (before the event) and tail (after it) and measures its losses.
-fn judge(sent: usize, received: &[u32], failures: &mut Vec<String>) -> Loss {
-    let mut seen = received.to_vec();
-    seen.sort_unstable();
-    seen.dedup();
-    if received.len() != seen.len() {
-        failures.push(format!(
-            "{} packets duplicated",
-            received.len() - seen.len()
-        ));
-    }
-    if sent < 200 {
-        failures.push(format!("only {sent} packets sent in the stream"));
-    }
-    let head = seen.iter().take_while(|n| **n < 50).count();
-    if head != 50 {
-        failures.push(format!(
-            "only {head} of the first 50 packets (before the event) arrived"
-        ));
-    }
-    let sent32 = u32::try_from(sent).unwrap_or(u32::MAX);
-    let tail_from = sent32.saturating_sub(50);
-    let tail = seen.iter().filter(|n| **n >= tail_from).count();
-    if tail != (sent32 - tail_from) as usize {
-        failures.push(format!(
-            "only {tail} of the last {} packets (after the event) arrived",
-            sent32 - tail_from
-        ));
-    }
-    Loss {
-        sent,
-        lost: sent.saturating_sub(seen.len()),
-        longest_gap: common::longest_gap(&seen, 0, sent32),
-    }
-}
-
 /// ovn-agent's counter `name` on each chassis (`None` for ovn-controller).
 fn agent_counters(net: &Net, name: &str) -> Vec<Option<u64>> {
     ["hv1", "hv2"]
@@ -212,7 +169,7 @@ fn run_event(net: &mut Net, event: Event) -> (Outcome, String) {
         .collect();
     let mods_after = agent_counters(net, "flow mods");
     let recomputes_after = agent_counters(net, "full recomputes");
-    let loss = judge(sent, &received, &mut failures);
+    let loss = common::judge_stream(sent, &received, &mut failures);
     let mut changed = Vec::new();
     for ((chassis, before), after) in ["hv1", "hv2"].iter().zip(&dumps_before).zip(&dumps_after) {
         match (before, after) {

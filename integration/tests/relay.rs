@@ -30,21 +30,6 @@ fn start_relay(net: &Net) -> integration::Result<(Daemon, String)> {
     Ok((relay, format!("unix:{}", socket.display())))
 }
 
-/// The relay's client sessions, from `memory/show` (`sessions:N`).
-fn relay_sessions(net: &Net, relay: &Daemon) -> usize {
-    let ctl = relay.ctl().display().to_string();
-    net.lab
-        .central()
-        .host()
-        .run("ovs-appctl", &["-t", &ctl, "memory/show"])
-        .ok()
-        .and_then(|text| {
-            text.split_whitespace()
-                .find_map(|w| w.strip_prefix("sessions:")?.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
 fn through_the_relay(net: &Net) -> Outcome {
     let (relay, remote) = match start_relay(net) {
         Ok(r) => r,
@@ -70,16 +55,19 @@ fn through_the_relay(net: &Net) -> Outcome {
         }
     }
     // Both controllers connect to the relay (they leave the server's socket).
+    let relay_sessions =
+        || integration::ovsdb_cluster::sessions(net.lab.central().host(), &relay).unwrap_or(0);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while relay_sessions(net, &relay) < 2 && std::time::Instant::now() < deadline {
+    while relay_sessions() < 2 && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
-    let sessions = relay_sessions(net, &relay);
+    let sessions = relay_sessions();
     eprintln!("[{}] relay sessions: {sessions}", net.setup.label);
-    p.fact(
-        "relay sessions (both controllers)",
-        (sessions >= 2).to_string(),
-    );
+    if sessions < 2 {
+        p.fail(format!(
+            "the relay serves {sessions} sessions, not both controllers"
+        ));
+    }
     p.wait_hv("both chassis acknowledge through the relay");
 
     // A new port on hv1: claimed and set up through the relay.
@@ -105,11 +93,13 @@ fn through_the_relay(net: &Net) -> Outcome {
             return p.finish(&[]);
         }
     };
-    let up = wait_port_up(net.lab.central(), "vm6");
-    p.fact("vm6 up through the relay", up.is_ok().to_string());
+    if let Err(e) = wait_port_up(net.lab.central(), "vm6") {
+        p.fail(format!("vm6 up through the relay: {e}"));
+    }
     p.wait_hv("vm6 bound");
-    let bound = net.lab.central().port_binding_chassis("vm6");
-    p.fact("vm6's chassis", bound.ok().flatten().is_some().to_string());
+    if !matches!(net.lab.central().port_binding_chassis("vm6"), Ok(Some(_))) {
+        p.fail("vm6 has no chassis after --wait=hv");
+    }
 
     // Traffic: vm6 -> vm3 (switched across the tunnel) and the routed pairs.
     let vm3 = net.vm("vm3").clone();

@@ -1030,46 +1030,17 @@ fn restart_with_traffic_flowing() {
             let started = Instant::now();
             let mut failures = Vec::new();
             let (sent, received) = stream_across_restart(&mut net, restart, &mut failures);
-            let mut seen = received.clone();
-            seen.sort_unstable();
-            seen.dedup();
-            let lost = sent.saturating_sub(seen.len());
-            let missing: Vec<u32> = (0..u32::try_from(sent).unwrap_or(u32::MAX))
-                .filter(|n| seen.binary_search(n).is_err())
-                .collect();
+            let common::StreamLoss { lost, missing, .. } =
+                common::judge_stream(sent, &received, &mut failures);
             eprintln!(
                 "[{}] restart of the controller on {restart}: {sent} sent, {} received, {lost} lost {missing:?}",
                 setup.label,
-                seen.len()
+                sent - lost
             );
             losses.push(format!(
                 "{} restart {restart}: {lost} of {sent} lost",
                 setup.label
             ));
-            if sent < 200 {
-                failures.push(format!("only {sent} packets sent in the stream"));
-            }
-            if received.len() != seen.len() {
-                failures.push(format!(
-                    "{} packets duplicated",
-                    received.len() - seen.len()
-                ));
-            }
-            // The stream passes before the stop and after the restart, with any controller.
-            let head = seen.iter().take_while(|n| **n < 50).count();
-            if head != 50 {
-                failures.push(format!(
-                    "only {head} of the first 50 packets (before the stop) arrived"
-                ));
-            }
-            let tail_from = u32::try_from(sent.saturating_sub(50)).unwrap_or(0);
-            let tail = seen.iter().filter(|n| **n >= tail_from).count();
-            if tail != sent - tail_from as usize {
-                failures.push(format!(
-                    "only {tail} of the last {} packets (after the restart) arrived",
-                    sent - tail_from as usize
-                ));
-            }
             if setup.label != ORACLE && lost > AGENT_LOSS_BOUND {
                 failures.push(format!(
                     "{lost} packets lost across the restart on {restart} (bound {AGENT_LOSS_BOUND}): {missing:?}"

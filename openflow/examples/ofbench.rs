@@ -273,18 +273,17 @@ fn install_bench(flows: &[Flow], n_target: usize) {
     // ovs-ofctl reads `dec_ttl()` (no controller ids: how ovn-controller installs `ip.ttl--`)
     // as plain `dec_ttl`; ofreplay keeps it. Apart from that the two tables must be equal,
     // and ofreplay's must hold every `dec_ttl()` of the input.
-    let ofctl_reading: Vec<String> = by_replay
+    let mut ofctl_reading: Vec<String> = by_replay
         .iter()
         .map(|l| l.replace("dec_ttl()", "dec_ttl"))
         .collect();
-    let mut ofctl_reading_sorted = ofctl_reading.clone();
-    ofctl_reading_sorted.sort_unstable();
-    let differing = by_ofctl
+    ofctl_reading.sort_unstable();
+    let mismatched: Vec<(&String, &String)> = by_ofctl
         .iter()
-        .zip(&ofctl_reading_sorted)
+        .zip(&ofctl_reading)
         .filter(|(a, b)| a != b)
-        .count()
-        + by_ofctl.len().abs_diff(by_replay.len());
+        .collect();
+    let differing = mismatched.len() + by_ofctl.len().abs_diff(by_replay.len());
     let kept = by_replay.iter().filter(|l| l.contains("dec_ttl()")).count();
     let wanted = std::fs::read_to_string(&file)
         .expect("flows")
@@ -297,12 +296,7 @@ fn install_bench(flows: &[Flow], n_target: usize) {
         by_replay.len(),
         by_ofctl.len()
     );
-    for (a, b) in by_ofctl
-        .iter()
-        .zip(&ofctl_reading_sorted)
-        .filter(|(a, b)| a != b)
-        .take(3)
-    {
+    for (a, b) in mismatched.iter().take(3) {
         println!("  ovs-ofctl: {a}\n  ofreplay:  {b}");
     }
     assert_eq!(differing, 0, "ofreplay installed a different table");

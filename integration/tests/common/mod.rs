@@ -627,3 +627,54 @@ pub fn longest_gap(seen: &[u32], from: u32, to: u32) -> u32 {
     }
     best.max(to - last.map_or(from, |l| l + 1))
 }
+
+/// What happened to a numbered stream across an event.
+pub struct StreamLoss {
+    pub sent: usize,
+    pub lost: usize,
+    /// The numbers that never arrived.
+    pub missing: Vec<u32>,
+    /// The longest run of them ([`longest_gap`]).
+    pub longest_gap: u32,
+}
+
+/// Checks a numbered stream around an event, with any controller: enough packets sent, none
+/// duplicated, the first 50 (before the event) and the last 50 (after it) all arrived.
+/// Measures what was lost.
+pub fn judge_stream(sent: usize, received: &[u32], failures: &mut Vec<String>) -> StreamLoss {
+    let mut seen = received.to_vec();
+    seen.sort_unstable();
+    seen.dedup();
+    if received.len() != seen.len() {
+        failures.push(format!(
+            "{} packets duplicated",
+            received.len() - seen.len()
+        ));
+    }
+    if sent < 200 {
+        failures.push(format!("only {sent} packets sent in the stream"));
+    }
+    let head = seen.iter().take_while(|n| **n < 50).count();
+    if head != 50 {
+        failures.push(format!(
+            "only {head} of the first 50 packets (before the event) arrived"
+        ));
+    }
+    let sent32 = u32::try_from(sent).unwrap_or(u32::MAX);
+    let tail_from = sent32.saturating_sub(50);
+    let tail = seen.iter().filter(|n| **n >= tail_from).count();
+    if tail != (sent32 - tail_from) as usize {
+        failures.push(format!(
+            "only {tail} of the last {} packets (after the event) arrived",
+            sent32 - tail_from
+        ));
+    }
+    StreamLoss {
+        sent,
+        lost: sent.saturating_sub(seen.len()),
+        missing: (0..sent32)
+            .filter(|n| seen.binary_search(n).is_err())
+            .collect(),
+        longest_gap: longest_gap(&seen, 0, sent32),
+    }
+}
