@@ -123,6 +123,20 @@ impl<K: StableKey, V: Clone> IdTable<K, V> {
         Some(id)
     }
 
+    /// Replaces the value installed under `key` (its id and references stay), for a key
+    /// whose content comes from elsewhere and changed (a Southbound `Meter` row).
+    pub fn set_value(&mut self, key: &K, value: V)
+    where
+        V: PartialEq,
+    {
+        if let Some(s) = self.by_key.get_mut(key) {
+            if s.value != value {
+                s.value = value;
+                self.version += 1;
+            }
+        }
+    }
+
     /// The table's own copy of `key` (so that users holding keys share one copy when `K`
     /// is reference-counted).
     pub fn interned(&self, key: &K) -> Option<K> {

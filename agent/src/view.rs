@@ -147,6 +147,23 @@ impl Ids {
             .unwrap_or_default()
     }
 
+    /// Gives every named meter in use (a key that is not `__string: ...`) the bands its
+    /// Southbound `Meter` row has now: after a `Meter` or `Meter_Band` change, the switch's
+    /// meter is modified under the same id, and no flow changes.
+    pub fn refresh_named_meters(&self, replica: &Replica) {
+        let Ok(mut t) = self.meters.lock() else {
+            return;
+        };
+        let names: Vec<String> = t
+            .iter()
+            .filter(|(_, k, _)| !k.starts_with("__string:"))
+            .map(|(_, k, _)| k.clone())
+            .collect();
+        for name in names {
+            t.set_value(&name, named_meter_mod(replica, &name));
+        }
+    }
+
     /// Pins a meter key (`__string: ...` or a meter name) to an id.
     pub fn seed_meter(&self, key: &str, id: u32) {
         if let Ok(mut t) = self.meters.lock() {
@@ -550,47 +567,6 @@ impl<'a> SbView<'a> {
     pub fn has_chassis(&self) -> bool {
         self.chassis_uuid.is_some()
     }
-
-    /// The meter to install for SB `Meter` row `name` (id filled in by the caller).
-    fn named_meter_mod(&self, name: &str) -> MeterMod {
-        use openflow::wire::meter_mod::{
-            OFPMBT_DROP, OFPMF_BURST, OFPMF_KBPS, OFPMF_PKTPS, OFPMF_STATS,
-        };
-        let Some((_, m)) = self
-            .replica
-            .table::<Meter>()
-            .and_then(|t| t.iter().find(|(_, m)| m.name == name))
-        else {
-            return MeterMod::default();
-        };
-        let bands_table = self.replica.table::<MeterBand>();
-        let bands: Vec<openflow::wire::MeterBand> = m
-            .bands
-            .iter()
-            .filter_map(|b| bands_table.and_then(|t| t.get(b)))
-            .map(|b| openflow::wire::MeterBand {
-                band_type: OFPMBT_DROP,
-                rate: u32::try_from(b.rate).unwrap_or(0),
-                burst_size: u32::try_from(b.burst_size).unwrap_or(0),
-                extra: [0; 4],
-            })
-            .collect();
-        let unit = if m.unit == "pktps" {
-            OFPMF_PKTPS
-        } else {
-            OFPMF_KBPS
-        };
-        let burst = if bands.iter().any(|b| b.burst_size != 0) {
-            OFPMF_BURST
-        } else {
-            0
-        };
-        MeterMod {
-            flags: unit | burst | OFPMF_STATS,
-            bands,
-            ..MeterMod::default()
-        }
-    }
 }
 
 impl ChassisView for SbView<'_> {
@@ -628,7 +604,7 @@ impl ChassisView for SbView<'_> {
             .acquire(&key.to_owned(), || meter.clone())
     }
     fn named_meter(&self, name: &str) -> Option<u32> {
-        let meter = self.named_meter_mod(name);
+        let meter = named_meter_mod(self.replica, name);
         self.ids
             .meters
             .lock()
@@ -652,5 +628,46 @@ impl ChassisView for SbView<'_> {
             .conj
             .lock()
             .map_or(start, |mut c| c.acquire(*lflow, *dp, n, start))
+    }
+}
+
+/// The meter to install for SB `Meter` row `name` (id filled in by the caller; no bands
+/// when there is no such row).
+fn named_meter_mod(replica: &Replica, name: &str) -> MeterMod {
+    use openflow::wire::meter_mod::{
+        OFPMBT_DROP, OFPMF_BURST, OFPMF_KBPS, OFPMF_PKTPS, OFPMF_STATS,
+    };
+    let Some((_, m)) = replica
+        .table::<Meter>()
+        .and_then(|t| t.iter().find(|(_, m)| m.name == name))
+    else {
+        return MeterMod::default();
+    };
+    let bands_table = replica.table::<MeterBand>();
+    let bands: Vec<openflow::wire::MeterBand> = m
+        .bands
+        .iter()
+        .filter_map(|b| bands_table.and_then(|t| t.get(b)))
+        .map(|b| openflow::wire::MeterBand {
+            band_type: OFPMBT_DROP,
+            rate: u32::try_from(b.rate).unwrap_or(0),
+            burst_size: u32::try_from(b.burst_size).unwrap_or(0),
+            extra: [0; 4],
+        })
+        .collect();
+    let unit = if m.unit == "pktps" {
+        OFPMF_PKTPS
+    } else {
+        OFPMF_KBPS
+    };
+    let burst = if bands.iter().any(|b| b.burst_size != 0) {
+        OFPMF_BURST
+    } else {
+        0
+    };
+    MeterMod {
+        flags: unit | burst | OFPMF_STATS,
+        bands,
+        ..MeterMod::default()
     }
 }

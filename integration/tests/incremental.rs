@@ -4,7 +4,11 @@
 //! after, [`common::restart_changes_no_flow`]). The changes: ports added and removed (each
 //! bound on a random chassis), an interface moved to the other chassis, drop ACLs on address
 //! sets and port groups added and removed, addresses added to and removed from an address
-//! set, port-group members changed, a load balancer attached and detached.
+//! set, port-group members changed, a load balancer attached and detached, logged ACLs
+//! with a meter added and the meter's rate changed, a DNS record changed, a template
+//! variable an ACL matches on changed, and the priorities of an HA chassis group (which
+//! chassis binds an external port) swapped. Groups and meters are compared as well as
+//! flows, and ovn-agent must make every change without a full recompute.
 //!
 //! Run with ovn-controller on both chassis first (the oracle: the test itself must hold
 //! there), then ovn-agent on both. `OVN_SEED=N` replays a sequence; `OVN_STEPS=N` sets its
@@ -34,6 +38,14 @@ struct Changes<'a> {
     next_port: u32,
     acls: u32,
     lb_attached: bool,
+    /// NB rows the changes set: the meter's band, the DNS row, each chassis' template
+    /// variables.
+    meter_band: String,
+    /// The meter's rate now, once a logged ACL uses it (the switches have it then).
+    meter_rate: u32,
+    logged_acls: u32,
+    dns: String,
+    template_vars: BTreeMap<&'static str, String>,
     log: Vec<String>,
 }
 
@@ -186,8 +198,57 @@ impl Changes<'_> {
         self.nbctl(&[verb, "sw0", "lb1"]);
     }
 
+    fn add_logged_acl(&mut self) {
+        self.acls += 1;
+        let priority = (1000 + self.acls).to_string();
+        let name = format!("--name=acl{}", self.acls);
+        let matching = format!("outport == @pg1 && udp.dst == {}", 1000 + self.acls);
+        self.logged_acls += 1;
+        self.nbctl(&[
+            "--log",
+            "--meter=m1",
+            &name,
+            "acl-add",
+            "pg1",
+            "to-lport",
+            &priority,
+            &matching,
+            "allow-related",
+        ]);
+    }
+
+    fn change_meter_rate(&mut self) {
+        self.meter_rate = self.rng.gen_range(1..20) * 100;
+        let rate = format!("rate={}", self.meter_rate);
+        let band = self.meter_band.clone();
+        self.nbctl(&["set", "Meter_Band", &band, &rate]);
+    }
+
+    fn change_dns_record(&mut self) {
+        let record = format!("records:vm1=\"10.0.0.{}\"", self.rng.gen_range(1..50));
+        let dns = self.dns.clone();
+        self.nbctl(&["set", "DNS", &dns, &record]);
+    }
+
+    fn change_template_var(&mut self) {
+        let chassis = self.pick_chassis();
+        let value = format!(
+            "variables:blockip=\"192.168.9.{}\"",
+            self.rng.gen_range(1..50)
+        );
+        let row = self.template_vars[chassis].clone();
+        self.nbctl(&["set", "Chassis_Template_Var", &row, &value]);
+    }
+
+    fn swap_ha_priorities(&mut self) {
+        let first = self.pick_chassis();
+        let second = if first == "hv1" { "hv2" } else { "hv1" };
+        self.nbctl(&["ha-chassis-group-add-chassis", "gw", first, "20"]);
+        self.nbctl(&["ha-chassis-group-add-chassis", "gw", second, "10"]);
+    }
+
     fn step(&mut self) {
-        match self.rng.gen_range(0..10) {
+        match self.rng.gen_range(0..15) {
             0..=1 => self.add_port(),
             2 => self.remove_port(),
             3 => self.move_port(),
@@ -196,6 +257,11 @@ impl Changes<'_> {
             6 => self.change_address_set(),
             7 => self.change_port_group(),
             8 => self.toggle_load_balancer(),
+            9 => self.add_logged_acl(),
+            10 => self.change_meter_rate(),
+            11 => self.change_dns_record(),
+            12 => self.change_template_var(),
+            13 => self.swap_ha_priorities(),
             _ => {
                 self.log.push("--wait=hv sync".into());
                 self.net
@@ -208,7 +274,14 @@ impl Changes<'_> {
     }
 }
 
-fn run_sequence(net: &Net, seed: u64, steps: usize) -> Vec<String> {
+/// What a sequence did: its steps, and the rate of meter m1 every chassis must have
+/// installed (`None`: no logged ACL uses the meter).
+struct Sequence {
+    log: Vec<String>,
+    meter_rate: Option<u32>,
+}
+
+fn run_sequence(net: &Net, seed: u64, steps: usize) -> Sequence {
     let central = net.lab.central();
     for args in [
         &[
@@ -225,11 +298,94 @@ fn run_sequence(net: &Net, seed: u64, steps: usize) -> Vec<String> {
             "10.0.0.3:8080,10.0.1.2:8080",
             "tcp",
         ],
+        &["meter-add", "m1", "drop", "100", "pktps"],
+        // A template variable per chassis, and an ACL that matches on it.
+        &[
+            "create",
+            "Chassis_Template_Var",
+            "chassis=hv1",
+            "variables={blockip=\"192.168.9.1\"}",
+        ],
+        &[
+            "create",
+            "Chassis_Template_Var",
+            "chassis=hv2",
+            "variables={blockip=\"192.168.9.2\"}",
+        ],
+        &[
+            "acl-add",
+            "sw1",
+            "to-lport",
+            "999",
+            "ip4.src == ^blockip && udp",
+            "drop",
+        ],
+        // An external port bound where HA group gw is active.
+        &["ha-chassis-group-add", "gw"],
+        &["ha-chassis-group-add-chassis", "gw", "hv1", "20"],
+        &["ha-chassis-group-add-chassis", "gw", "hv2", "10"],
+        &[
+            "lsp-add",
+            "sw0",
+            "ext1",
+            "--",
+            "lsp-set-type",
+            "ext1",
+            "external",
+            "--",
+            "lsp-set-addresses",
+            "ext1",
+            "50:54:00:00:00:77 10.0.0.77",
+        ],
     ] {
         central
             .nbctl(args)
             .unwrap_or_else(|e| panic!("ovn-nbctl {args:?}: {e}"));
     }
+    let uuid_of = |args: &[&str]| {
+        let out = central
+            .nbctl(args)
+            .unwrap_or_else(|e| panic!("ovn-nbctl {args:?}: {e}"));
+        out.split_whitespace()
+            .next()
+            .unwrap_or_else(|| panic!("ovn-nbctl {args:?} found no row"))
+            .to_owned()
+    };
+    let group = uuid_of(&[
+        "--bare",
+        "--columns=_uuid",
+        "find",
+        "HA_Chassis_Group",
+        "name=gw",
+    ]);
+    let dns = uuid_of(&["create", "DNS", "records={vm1=\"10.0.0.1\"}"]);
+    for args in [
+        &[
+            "set",
+            "Logical_Switch_Port",
+            "ext1",
+            &format!("ha_chassis_group={group}"),
+        ][..],
+        &["add", "Logical_Switch", "sw0", "dns_records", &dns],
+    ] {
+        central
+            .nbctl(args)
+            .unwrap_or_else(|e| panic!("ovn-nbctl {args:?}: {e}"));
+    }
+    let meter_band = uuid_of(&["--bare", "--columns=bands", "find", "Meter", "name=m1"]);
+    let template_vars = CHASSIS
+        .iter()
+        .map(|c| {
+            let row = uuid_of(&[
+                "--bare",
+                "--columns=_uuid",
+                "find",
+                "Chassis_Template_Var",
+                &format!("chassis={c}"),
+            ]);
+            (*c, row)
+        })
+        .collect();
     let mut changes = Changes {
         net,
         rng: StdRng::seed_from_u64(seed),
@@ -237,6 +393,11 @@ fn run_sequence(net: &Net, seed: u64, steps: usize) -> Vec<String> {
         next_port: 0,
         acls: 0,
         lb_attached: false,
+        meter_band,
+        meter_rate: 100,
+        logged_acls: 0,
+        dns,
+        template_vars,
         log: Vec::new(),
     };
     for _ in 0..steps {
@@ -263,7 +424,31 @@ fn run_sequence(net: &Net, seed: u64, steps: usize) -> Vec<String> {
     central
         .wait_hv_sync()
         .unwrap_or_else(|e| panic!("--wait=hv sync: {e}"));
-    changes.log
+    Sequence {
+        meter_rate: (changes.logged_acls > 0).then_some(changes.meter_rate),
+        log: changes.log,
+    }
+}
+
+/// The switch's meters on `chassis` that have no band of rate `rate`.
+fn meters_without_rate(net: &Net, chassis: &str, rate: u32) -> Vec<String> {
+    let wanted = format!("rate={rate}");
+    match common::group_meter_dump(&net.lab, chassis) {
+        Ok(lines) => {
+            let meters: Vec<String> = lines
+                .into_iter()
+                .filter(|l| l.starts_with("meter="))
+                .collect();
+            if meters.is_empty() {
+                return vec!["no meter at all".to_owned()];
+            }
+            meters
+                .into_iter()
+                .filter(|m| !m.split_whitespace().any(|w| w == wanted))
+                .collect()
+        }
+        Err(e) => vec![format!("dump-meters: {e}")],
+    }
 }
 
 #[test]
@@ -286,7 +471,17 @@ fn random_changes_then_a_fresh_start_install_the_same_flows() {
         let label = setup.label.clone();
         let mut net = two_switches_one_router(&setup, &CHASSIS)
             .unwrap_or_else(|e| panic!("[{label}] build the lab: {e}"));
-        let log = run_sequence(&net, seed, steps);
+        let Sequence { log, meter_rate } = run_sequence(&net, seed, steps);
+        if let Some(rate) = meter_rate {
+            for chassis in CHASSIS {
+                let wrong = meters_without_rate(&net, chassis, rate);
+                if !wrong.is_empty() {
+                    problems.push(format!(
+                        "[{label}] {chassis}: meter m1's rate is {rate} pktps, the switch has {wrong:?}"
+                    ));
+                }
+            }
+        }
         if setup.controller("hv1") != Some(&integration::Controller::OvnController) {
             for chassis in CHASSIS {
                 let stats = common::show_stats(&net, chassis);
@@ -295,6 +490,14 @@ fn random_changes_then_a_fresh_start_install_the_same_flows() {
                     .filter(|l| l.starts_with("dependency runs") || l.starts_with("full recompute"))
                     .collect();
                 eprintln!("[{label}] {chassis}: {}", paths.join("; "));
+                // The one full recompute is the start's.
+                let full = common::agent_counter(&net, chassis, "full recomputes");
+                if full != Some(1) {
+                    problems.push(format!(
+                        "[{label}] {chassis}: {full:?} full recomputes, not only the start's: {}",
+                        paths.join("; ")
+                    ));
+                }
             }
         }
         let outcome = common::restart_changes_no_flow(&mut net, &CHASSIS);

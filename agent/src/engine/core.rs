@@ -16,8 +16,8 @@ use openflow::wire::meter_mod::OFPMF_STATS;
 use openflow::wire::{Group, GroupMod, Message, MeterMod};
 use sbclient::datum::{Atom, Datum};
 use sbclient::ovn_sb::{
-    self, AddressSet, DatapathBinding, LogicalDpGroup, LogicalFlow, MulticastGroup, PortBinding,
-    PortGroup, SbGlobal,
+    self, AddressSet, ChassisTemplateVar, DatapathBinding, LogicalDpGroup, LogicalFlow,
+    MulticastGroup, PortBinding, PortGroup, SbGlobal,
 };
 use sbclient::transaction::{by_uuid, Columns, Mutator};
 use sbclient::vswitch::{Bridge, Interface, OpenVswitch, Port};
@@ -27,7 +27,7 @@ use super::binding::{self, LocalIfaces, Me};
 use super::conditions::{conditions, Interest};
 use super::config::{ChassisConfig, ConfigError};
 use super::deps::{affected_lflows, changed_names, changed_rows, lflows_on, port_group_names};
-use super::lflow_index::LflowIndex;
+use super::lflow_index::{LflowIndex, DHCP_ACTIONS};
 use super::ovs_config::{self, BridgeKeys};
 use super::zones::Zones;
 use crate::compile::{
@@ -228,7 +228,8 @@ struct InFlight {
     entries: Vec<Option<u32>>,
     groups_added: Vec<(u32, crate::view::GroupKey)>,
     groups_deleted: Vec<u32>,
-    meters_added: Vec<u32>,
+    /// Meters added or modified, as sent.
+    meters_added: Vec<(u32, MeterMod)>,
     meters_deleted: Vec<u32>,
     /// Where the next part of the put resumes in `batch`.
     next_op: usize,
@@ -292,7 +293,9 @@ pub struct Engine {
     /// Flows the switch has in a form the table cannot hold (deleted at the next put).
     foreign: Vec<ForeignFlow>,
     installed_groups: BTreeMap<u32, crate::view::GroupKey>,
-    installed_meters: BTreeSet<u32>,
+    /// The switch's meters as last sent (or dumped): a Southbound `Meter` change modifies
+    /// them in place.
+    installed_meters: BTreeMap<u32, MeterMod>,
     put_seq: u64,
     in_flight: Option<InFlight>,
     /// The logical flows of a full compile still to compile, each batch as the put in
@@ -420,7 +423,7 @@ impl Engine {
             of_session: None,
             foreign: Vec::new(),
             installed_groups: BTreeMap::new(),
-            installed_meters: BTreeSet::new(),
+            installed_meters: BTreeMap::new(),
             put_seq: 0,
             in_flight: None,
             streamed: None,
@@ -628,6 +631,34 @@ impl Engine {
                     self.phys_all = true;
                 }
                 "MAC_Binding" | "Static_MAC_Binding" | "FDB" => self.others_dirty = true,
+                // pinctrl's `dns_lookup` reads the rows as they are; no flow uses them.
+                "DNS" => {}
+                // Flows name meters by id, which stays: the switch's meter is modified.
+                "Meter" | "Meter_Band" => self.ids.refresh_named_meters(&self.sb.replica),
+                "DHCP_Options" | "DHCPv6_Options" => {
+                    let action = if t == "DHCP_Options" {
+                        DHCP_ACTIONS[0]
+                    } else {
+                        DHCP_ACTIONS[1]
+                    };
+                    let lflows = self.lflow_index.using_action(action);
+                    self.dirty_lflows.extend(lflows);
+                }
+                "Chassis_Template_Var" => {
+                    for name in self.changed_template_vars() {
+                        let lflows = self.lflow_index.naming_template(&name);
+                        self.dirty_lflows.extend(lflows);
+                    }
+                    // Load balancers' VIPs and backends may be templates too.
+                    self.others_dirty = true;
+                    self.lb_dirty = true;
+                }
+                // Which chassis is active comes out of the runtime; the tunnels to the
+                // gateways are physical flows.
+                "HA_Chassis_Group" | "HA_Chassis" => {
+                    self.note_physical_change(t);
+                    self.deps_dirty = true;
+                }
                 "Load_Balancer" => {
                     self.others_dirty = true;
                     self.lb_dirty = true;
@@ -639,6 +670,38 @@ impl Engine {
             }
         }
         self.sb.replica.clear_changes();
+    }
+
+    /// The template variables of this chassis that this change added, removed or changed.
+    fn changed_template_vars(&self) -> BTreeSet<String> {
+        let Some(t) = self.sb.replica.table::<ChassisTemplateVar>() else {
+            return BTreeSet::new();
+        };
+        let ours = |v: &ChassisTemplateVar| v.chassis == self.runtime.chassis_name;
+        let c = t.changes();
+        let now: Vec<&ChassisTemplateVar> = c
+            .inserted
+            .iter()
+            .chain(c.modified.keys())
+            .filter_map(|u| t.get(u))
+            .filter(|v| ours(v))
+            .collect();
+        let before: Vec<&ChassisTemplateVar> = c
+            .modified
+            .values()
+            .chain(c.deleted.values())
+            .map(AsRef::as_ref)
+            .filter(|v| ours(v))
+            .collect();
+        let value = |rows: &[&ChassisTemplateVar], k: &str| {
+            rows.iter().find_map(|r| r.variables.get(k).cloned())
+        };
+        now.iter()
+            .chain(before.iter())
+            .flat_map(|r| r.variables.keys())
+            .filter(|k| value(&now, k) != value(&before, k))
+            .cloned()
+            .collect()
     }
 
     /// Records the rows of this change the view follows row by row ([`TouchedRows`]).
@@ -904,7 +967,19 @@ impl Engine {
             .iter()
             .map(|g| (g.group_id, crate::view::group_key_of(g)))
             .collect();
-        self.installed_meters = dump.meters.iter().map(|m| m.meter_id).collect();
+        self.installed_meters = dump
+            .meters
+            .iter()
+            .map(|m| {
+                let installed = MeterMod {
+                    meter_id: m.meter_id,
+                    flags: m.flags,
+                    bands: m.bands.clone(),
+                    ..MeterMod::default()
+                };
+                (m.meter_id, installed)
+            })
+            .collect();
         // Zones were flushed before; the switch's conntrack survives a reconnect.
     }
 
@@ -1802,14 +1877,14 @@ impl Engine {
         if let (false, Ok(t)) = (ids_in_step, self.ids.meters.lock()) {
             for (id, _, m) in t.iter() {
                 meters_wanted.insert(id);
-                if !self.installed_meters.contains(&id) && !m.bands.is_empty() {
-                    meters_add.push((id, m.clone()));
+                if let Some(sent) = meter_to_send(self.installed_meters.get(&id), id, m) {
+                    meters_add.push((id, sent));
                 }
             }
         }
         let meters_del: Vec<u32> = self
             .installed_meters
-            .iter()
+            .keys()
             .filter(|id| !ids_in_step && !streamed && !meters_wanted.contains(id))
             .copied()
             .collect();
@@ -1869,15 +1944,12 @@ impl Engine {
                 .map(|(id, k, _)| (*id, k.clone()))
                 .collect(),
             groups_deleted: groups_del,
-            meters_added: meters_add.iter().map(|(id, _)| *id).collect(),
+            meters_added: meters_add.clone(),
             meters_deleted: meters_del.clone(),
             next_op: 0,
             encoded: false,
         });
-        let mut meter_mods: Vec<MeterMod> = meters_add
-            .iter()
-            .map(|(id, m)| meter_add_mod(*id, m))
-            .collect();
+        let mut meter_mods: Vec<MeterMod> = meters_add.into_iter().map(|(_, m)| m).collect();
         let complete = self.encode_put_part(&mut bundle, &mut meter_mods);
         Some(Put {
             session,
@@ -1890,7 +1962,7 @@ impl Engine {
             meters_del: meters_del
                 .into_iter()
                 .map(|id| MeterMod {
-                    command: 2,
+                    command: openflow::wire::meter_mod::OFPMC_DELETE,
                     meter_id: id,
                     ..MeterMod::default()
                 })
@@ -2078,14 +2150,13 @@ impl Engine {
         }
         if let Ok(t) = self.ids.meters.lock() {
             for (id, _, m) in t.iter() {
-                if self.installed_meters.contains(&id)
-                    || f.meters_added.contains(&id)
-                    || m.bands.is_empty()
-                {
+                if f.meters_added.iter().any(|(sent, _)| *sent == id) {
                     continue;
                 }
-                meters.push(meter_add_mod(id, m));
-                f.meters_added.push(id);
+                if let Some(sent) = meter_to_send(self.installed_meters.get(&id), id, m) {
+                    meters.push(sent.clone());
+                    f.meters_added.push((id, sent));
+                }
             }
         }
     }
@@ -2279,10 +2350,28 @@ fn push_group_add(
 /// The meter mod that adds meter `id` (with statistics, as ovn-controller asks).
 fn meter_add_mod(id: u32, m: &MeterMod) -> MeterMod {
     MeterMod {
-        command: 0,
+        command: openflow::wire::meter_mod::OFPMC_ADD,
         meter_id: id,
         flags: m.flags | OFPMF_STATS,
         bands: m.bands.clone(),
+    }
+}
+
+/// The meter mod that makes the switch's meter `id` (`installed`: as last sent or dumped)
+/// what `wanted` says: an add, a modify when its flags or bands differ, none when it is
+/// already so or has no bands to install (a `Meter` row not there yet).
+fn meter_to_send(installed: Option<&MeterMod>, id: u32, wanted: &MeterMod) -> Option<MeterMod> {
+    if wanted.bands.is_empty() {
+        return None;
+    }
+    let add = meter_add_mod(id, wanted);
+    match installed {
+        None => Some(add),
+        Some(i) if i.flags == add.flags && i.bands == add.bands => None,
+        Some(_) => Some(MeterMod {
+            command: openflow::wire::meter_mod::OFPMC_MODIFY,
+            ..add
+        }),
     }
 }
 
@@ -2549,3 +2638,37 @@ fn pkt_mark_peers(sb: &Replica, cfg: &ChassisConfig, mark_field: Option<u8>) -> 
 /// Unused OVS types kept for documentation of what the engine reads.
 #[allow(dead_code)]
 type _Reads = (Bridge, Interface, Port);
+
+#[cfg(test)]
+mod meter_tests {
+    use super::meter_to_send;
+    use openflow::wire::meter_mod::{OFPMC_ADD, OFPMC_MODIFY, OFPMF_PKTPS, OFPMF_STATS};
+    use openflow::wire::{MeterBand, MeterMod};
+
+    fn meter(rate: u32) -> MeterMod {
+        MeterMod {
+            flags: OFPMF_PKTPS,
+            bands: vec![MeterBand {
+                band_type: 1,
+                rate,
+                burst_size: 0,
+                extra: [0; 4],
+            }],
+            ..MeterMod::default()
+        }
+    }
+
+    #[test]
+    fn a_meter_is_added_then_modified_when_its_bands_change_and_left_when_equal() {
+        let added = meter_to_send(None, 7, &meter(100)).expect("an add");
+        assert_eq!((added.command, added.meter_id), (OFPMC_ADD, 7));
+        assert_eq!(added.flags, OFPMF_PKTPS | OFPMF_STATS);
+        // As sent, or as the switch reports it: nothing to send.
+        assert_eq!(meter_to_send(Some(&added), 7, &meter(100)), None);
+        let modified = meter_to_send(Some(&added), 7, &meter(400)).expect("a modify");
+        assert_eq!((modified.command, modified.meter_id), (OFPMC_MODIFY, 7));
+        assert_eq!(modified.bands[0].rate, 400);
+        // A name with no Meter row yet has no bands: nothing is installed.
+        assert_eq!(meter_to_send(None, 7, &MeterMod::default()), None);
+    }
+}

@@ -1,6 +1,8 @@
 //! Reverse index of the logical flows: which lflows name a port (any quoted string of their
 //! match or actions, and the `in_out_port` tag), an address set (`$name`), a port group
-//! (`@name`), and which lflows sit on a datapath or datapath group. A change to one of
+//! (`@name`), a template variable (`^name`), which use `put_dhcp_opts` or
+//! `put_dhcpv6_opts` (their options are checked against the DHCP option catalogues), and
+//! which lflows sit on a datapath or datapath group. A change to one of
 //! these then finds its lflows by lookup, not by scanning every lflow's text.
 //!
 //! Names are taken with the compiler's own lexer, so an lflow is indexed under exactly the
@@ -27,7 +29,15 @@ enum Kind {
     AddressSet,
     /// `@name`.
     PortGroup,
+    /// `^name`.
+    Template,
+    /// One of [`DHCP_ACTIONS`], as an identifier.
+    Action,
 }
+
+/// The actions whose compiled form depends on the DHCP option catalogues
+/// (`DHCP_Options`, `DHCPv6_Options`).
+pub const DHCP_ACTIONS: [&str; 2] = ["put_dhcp_opts", "put_dhcpv6_opts"];
 
 #[derive(Default)]
 pub struct LflowIndex {
@@ -48,6 +58,8 @@ fn names_of(lf: &LogicalFlow) -> Option<Vec<(Kind, Box<str>)>> {
                 Token::Str(s) => (Kind::Str, s),
                 Token::Macro(s) => (Kind::AddressSet, s),
                 Token::PortGroup(s) => (Kind::PortGroup, s),
+                Token::Template(s) => (Kind::Template, s),
+                Token::Id(s) if DHCP_ACTIONS.contains(&s.as_str()) => (Kind::Action, s),
                 _ => continue,
             };
             out.push((name.0, name.1.into_boxed_str()));
@@ -152,6 +164,16 @@ impl LflowIndex {
         self.named(Kind::PortGroup, name)
     }
 
+    /// Lflows whose text names template variable `^name`.
+    pub fn naming_template<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a Uuid> {
+        self.named(Kind::Template, name)
+    }
+
+    /// Lflows that use `action` (one of [`DHCP_ACTIONS`]).
+    pub fn using_action<'a>(&'a self, action: &str) -> impl Iterator<Item = &'a Uuid> {
+        self.named(Kind::Action, action)
+    }
+
     /// Lflows on datapath `dp` directly (not through a group).
     pub fn on_datapath(&self, dp: &Uuid) -> impl Iterator<Item = &Uuid> {
         self.by_datapath.get(dp).into_iter().flatten()
@@ -190,7 +212,7 @@ mod tests {
     #[test]
     fn lflows_are_found_by_the_names_the_lexer_sees() {
         let mut r = crate::southbound::new_replica();
-        let (a, b, c, bad) = (1u128, 2u128, 3u128, 4u128);
+        let (a, b, c, bad, dhcp, tpl) = (1u128, 2u128, 3u128, 4u128, 5u128, 6u128);
         let id = |n: u128| Uuid::from_u128(n).to_string();
         apply(
             &mut r,
@@ -199,6 +221,8 @@ mod tests {
                 id(b): lflow(r#"outport == @pg1 && inport == "p10""#, r#"outport = "p2"; output;"#),
                 id(c): lflow("ip4.dst == $as10", "drop;"),
                 id(bad): lflow("inport == \"", "next;"),
+                id(dhcp): lflow("udp.dst == 67", "reg0[3] = put_dhcp_opts(offerip = 10.0.0.5); next;"),
+                id(tpl): lflow("ip4.dst == ^vip", "put_dhcp_opts = 1;"),
             }}),
         );
         let t = r.table::<LogicalFlow>().unwrap();
@@ -217,9 +241,19 @@ mod tests {
         assert_eq!(sorted(ix.naming_address_set("as1")), vec![ua, ubad]);
         assert_eq!(sorted(ix.naming_port_group("pg1")), vec![ub, ubad]);
         assert_eq!(sorted(ix.naming_port("pg1")), vec![ubad]);
+        let (udhcp, utpl) = (Uuid::from_u128(dhcp), Uuid::from_u128(tpl));
+        // An action name counts only where the lexer sees an identifier: `tpl` names it
+        // too (as a field, which the compiler then refuses), `b`'s strings do not.
+        assert_eq!(
+            sorted(ix.using_action("put_dhcp_opts")),
+            vec![ubad, udhcp, utpl]
+        );
+        assert_eq!(sorted(ix.using_action("put_dhcpv6_opts")), vec![ubad]);
+        assert_eq!(sorted(ix.naming_template("vip")), vec![ubad, utpl]);
+        assert_eq!(sorted(ix.naming_template("vi")), vec![ubad]);
         assert_eq!(
             sorted(ix.on_datapath(&Uuid::from_u128(DP))),
-            vec![ua, ub, uc, ubad]
+            vec![ua, ub, uc, ubad, udhcp, utpl]
         );
         r.clear_changes();
 
@@ -229,9 +263,13 @@ mod tests {
             &json!({"Logical_Flow": {
                 id(a): {"modify": {"match": r#"inport == "p3""#}},
                 id(bad): {"delete": null},
+                id(dhcp): {"delete": null},
+                id(tpl): {"delete": null},
             }}),
         );
         ix.apply(r.table::<LogicalFlow>().unwrap());
+        assert_eq!(sorted(ix.using_action("put_dhcp_opts")), Vec::<Uuid>::new());
+        assert_eq!(sorted(ix.naming_template("vip")), Vec::<Uuid>::new());
         assert_eq!(sorted(ix.naming_port("p1")), Vec::<Uuid>::new());
         assert_eq!(sorted(ix.naming_port("p3")), vec![ua]);
         assert_eq!(sorted(ix.naming_address_set("as1")), Vec::<Uuid>::new());

@@ -6,6 +6,10 @@ use super::encode::EncodeError;
 use super::reader::{DecodeError, Reader};
 use super::Wire;
 
+/// `ofp_meter_mod_command`.
+pub const OFPMC_ADD: u16 = 0;
+pub const OFPMC_MODIFY: u16 = 1;
+pub const OFPMC_DELETE: u16 = 2;
 pub const OFPMBT_DROP: u16 = 1;
 pub const OFPMBT_DSCP_REMARK: u16 = 2;
 pub const OFPMF_KBPS: u16 = 1;
