@@ -154,8 +154,9 @@ fn ttl_expired_gets_time_exceeded(net: &Net) -> Outcome {
     p.finish(&net.ports())
 }
 
-/// UDP to a router address: port unreachable; TCP to a router address: reset.
-fn router_answers_udp_and_tcp_to_itself(net: &Net) -> Outcome {
+/// UDP to a router address: port unreachable; TCP to a router address: reset (`tcp_reset`);
+/// SCTP to a router address: abort (`sctp_abort`).
+fn router_answers_udp_tcp_and_sctp_to_itself(net: &Net) -> Outcome {
     let mut p = net.probe();
     let vm1 = net.vm("vm1");
     let router = Ipv4Addr::new(10, 0, 0, 254);
@@ -187,6 +188,13 @@ fn router_answers_udp_and_tcp_to_itself(net: &Net) -> Outcome {
     p.send("vm1", &syn);
     p.expect("TCP to the router: reset", "vm1", |f| {
         ipv4_summary(f).is_some_and(|s| matches!(s.l4, L4::Tcp { .. }) && s.src == router)
+    });
+    p.send("vm1", &sctp_init(vm1, router, 7779));
+    p.expect("SCTP to the router: abort", "vm1", |f| {
+        ipv4_summary(f).is_some_and(|s| s.src == router)
+            && f.len() >= 50
+            && f[23] == 132
+            && f[46] == 6
     });
     p.finish(&net.ports())
 }
@@ -421,9 +429,9 @@ fn routed_udp(from: &common::Vm, to: &common::Vm, ports: (u16, u16), payload: &[
     )
 }
 
-/// An SCTP INIT from `from` to `to` (routed through lr0): verification tag 0, initiate tag
-/// 0x11223344.
-fn sctp_init(from: &common::Vm, to: &common::Vm, dport: u16) -> Vec<u8> {
+/// An SCTP INIT from `from` to `to` (through lr0's port on sw0): verification tag 0,
+/// initiate tag 0x11223344.
+fn sctp_init(from: &common::Vm, to: Ipv4Addr, dport: u16) -> Vec<u8> {
     let mut sctp = Vec::new();
     sctp.extend_from_slice(&5000u16.to_be_bytes());
     sctp.extend_from_slice(&dport.to_be_bytes());
@@ -434,7 +442,7 @@ fn sctp_init(from: &common::Vm, to: &common::Vm, dport: u16) -> Vec<u8> {
     sctp[8..12].copy_from_slice(&crc.to_le_bytes());
     let b = PacketBuilder::ethernet2(from.port.mac.0, mac(LR0_SW0_MAC).0).ipv4(
         from.port.ip.octets(),
-        to.port.ip.octets(),
+        to.octets(),
         64,
     );
     let mut out = Vec::new();
@@ -456,7 +464,7 @@ fn acl_reject_aborts_sctp(net: &Net) -> Outcome {
         "reject",
     ]);
     p.wait_hv("ACL reject on SCTP added");
-    p.send("vm1", &sctp_init(vm1, vm2, 7778));
+    p.send("vm1", &sctp_init(vm1, vm2.port.ip, 7778));
     p.expect("the rejected INIT gets an ABORT", "vm1", |f| {
         ipv4_summary(f).is_some_and(|s| s.src == vm2.port.ip)
             && f.len() >= 50
@@ -704,8 +712,8 @@ const SCENARIOS: &[Scenario] = &[
     ),
     ("ttl 1 gets time exceeded", ttl_expired_gets_time_exceeded),
     (
-        "router answers udp and tcp to itself",
-        router_answers_udp_and_tcp_to_itself,
+        "router answers udp, tcp and sctp to itself",
+        router_answers_udp_tcp_and_sctp_to_itself,
     ),
     (
         "acl reject answers the sender",
