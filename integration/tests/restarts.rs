@@ -168,19 +168,14 @@ fn settled_flows(net: &common::Net) -> Vec<String> {
 /// routed pings pass.
 fn streamed_puts(net: &mut common::Net, ctl: &Controller, table: &[String]) -> Vec<String> {
     let mut problems = Vec::new();
-    let script = net.lab.dir().join("ovn-agent-small-parts");
-    let text = format!(
-        "#!/bin/sh\nexec '{}' --compile-batch-lflows 8 --put-part-flows 16 \"$@\"\n",
-        ctl.program()
-    );
-    let written = std::fs::write(&script, text).and_then(|()| {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
-    });
-    if let Err(e) = written {
-        return vec![format!("write {}: {e}", script.display())];
-    }
-    let small = Controller::OvnAgent(script);
+    let small = match common::agent_with_args(
+        net.lab.dir(),
+        ctl,
+        &["--compile-batch-lflows", "8", "--put-part-flows", "16"],
+    ) {
+        Ok(c) => c,
+        Err(e) => return vec![e],
+    };
     for (case, empty_first) in [
         ("over the installed table", false),
         ("on an empty switch", true),

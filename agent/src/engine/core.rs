@@ -146,6 +146,8 @@ pub struct EngineStats {
     /// Where the last run's time went (debug logs of slow runs).
     pub last_phases: RunPhases,
     pub full_recomputes: u64,
+    /// Incremental runs whose logical flows were too many for one compile batch.
+    pub batched_lflow_runs: u64,
     /// Why full recomputes happened (the change not handled incrementally).
     pub recompute_reasons: BTreeMap<String, u64>,
     pub incremental_lflows: u64,
@@ -1721,7 +1723,26 @@ impl Engine {
                 .map(|t| dirty.iter().filter_map(|u| Some((u, t.get(u)?))).collect())
                 .unwrap_or_default();
             self.stats.incremental_lflows += lflows.len() as u64;
-            results = compile_lflow_list(&cx, &lflows, threads);
+            // A huge change (northd's table anew, an address set that every ACL names) is
+            // compiled and put in the table a batch at a time, as the first compile is: its
+            // compiled form never exists all at once beside the table.
+            let batch = self.opts.compile_batch_lflows();
+            let batched = lflows.len() > batch;
+            for chunk in lflows.chunks(batch) {
+                let compiled = compile_lflow_list(&cx, chunk, threads);
+                self.stats.bad_rows += apply_compiled(
+                    &mut self.flows,
+                    &mut self.uses,
+                    &mut self.failures,
+                    &self.ids,
+                    compiled,
+                );
+                if batched {
+                    cache.forget_parsed();
+                }
+            }
+            self.stats.batched_lflow_runs += u64::from(batched);
+            results = Vec::new();
             gone.extend(
                 std::mem::take(&mut self.deleted_lflows)
                     .into_iter()

@@ -84,6 +84,26 @@ impl Setup {
     }
 }
 
+/// `agent` started with `args` before the harness's own: a shell script in `dir` that runs
+/// it so (the harness starts a controller as one program).
+pub fn agent_with_args(
+    dir: &std::path::Path,
+    agent: &Controller,
+    args: &[&str],
+) -> std::result::Result<Controller, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let script = dir.join(format!("ovn-agent{}", args.join("").replace('-', "_")));
+    let text = format!(
+        "#!/bin/sh\nexec '{}' {} \"$@\"\n",
+        agent.program(),
+        args.join(" ")
+    );
+    std::fs::write(&script, text)
+        .and_then(|()| std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)))
+        .map_err(|e| format!("write {}: {e}", script.display()))?;
+    Ok(Controller::OvnAgent(script))
+}
+
 /// A VM: its logical port and the VIF (named like the port) on its chassis.
 #[derive(Debug, Clone)]
 pub struct Vm {

@@ -57,6 +57,11 @@ fn engine_stats(engine: &Engine) -> String {
         "dependency runs {} ({} lflows recompiled for changed ports, port groups or datapaths), {} with the physical flows of the touched ports only",
         s.dependency_runs, s.dependency_lflows, s.scoped_physical_runs
     );
+    let _ = writeln!(
+        out,
+        "incremental runs compiled in batches {} (more lflows than one compile batch)",
+        s.batched_lflow_runs
+    );
     for (why, n) in &s.recompute_reasons {
         let _ = writeln!(out, "full recompute because {why}: {n}");
     }
