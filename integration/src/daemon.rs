@@ -132,13 +132,23 @@ impl Daemon {
 
     /// Peak resident set size so far (`VmHWM`), in KiB.
     pub fn peak_rss_kib(&self) -> Result<u64> {
+        self.status_kib("VmHWM")
+    }
+
+    /// Resident set size now (`VmRSS`), in KiB.
+    pub fn rss_kib(&self) -> Result<u64> {
+        self.status_kib("VmRSS")
+    }
+
+    /// A `kB` line of `/proc/<pid>/status`.
+    fn status_kib(&self, key: &str) -> Result<u64> {
         let path = format!("/proc/{}/status", self.pid());
         let status = std::fs::read_to_string(&path).map_err(io_error(format!("read {path}")))?;
         status
             .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .ok_or_else(|| HarnessError::Config(format!("no VmHWM in {path}")))
+            .ok_or_else(|| HarnessError::Config(format!("no {key} in {path}")))
     }
 
     /// CPU time the process has used so far, user plus system, in seconds (`utime` + `stime`

@@ -71,6 +71,10 @@ struct Args {
     #[command(flatten)]
     k8s_shape: K8sArgs,
 
+    /// ACLs added in one Northbound transaction (and then removed in one): a huge update
+    /// of their logical flows (0: none).
+    #[arg(long, default_value_t = 10_000)]
+    huge_acls: usize,
     /// Port-up and change-latency samples per controller.
     #[arg(long, default_value_t = 5)]
     samples: usize,
@@ -295,6 +299,8 @@ struct Round {
     acl: Vec<Duration>,
     address: Vec<Duration>,
     port_group: Vec<Duration>,
+    /// The huge update, if made.
+    huge: Option<Huge>,
     /// Over the whole round (first sync and all samples).
     peak_rss_kib: u64,
     cpu_total: f64,
@@ -485,6 +491,9 @@ fn measure(
             .push(northd_to_ack(central, &watch, &name, t)?);
     }
     drop(watch);
+    let huge = (args.huge_acls > 0)
+        .then(|| huge_update(central, daemon, &switch, args.huge_acls))
+        .transpose()?;
     let peak_rss_kib = daemon.peak_rss_kib()?;
     let cpu_total = daemon.cpu_seconds()?;
     let engine_stats = engine_stats(chassis, controller, &stats_at_sync);
@@ -537,11 +546,63 @@ fn measure(
         acl: samples.acl,
         address: samples.address,
         port_group: samples.port_group,
+        huge,
         peak_rss_kib,
         cpu_total,
         floor,
         engine_stats,
     })
+}
+
+/// What one huge update did to the controller: `acls` ACLs added to the sample switch in
+/// one Northbound transaction, then removed in one.
+#[derive(Debug)]
+struct Huge {
+    acls: usize,
+    add: Duration,
+    remove: Duration,
+    /// `VmRSS` before, after the addition and after the removal; `VmHWM` before and after.
+    rss_kib: [u64; 3],
+    peak_kib: [u64; 2],
+}
+
+fn huge_update(
+    central: &Central,
+    daemon: &integration::Daemon,
+    switch: &str,
+    acls: usize,
+) -> anyhow::Result<Huge> {
+    let matches: Vec<String> = (0..acls)
+        .map(|i| format!("ip4.src == 198.51.{}.{} && tcp.dst == 80", i / 250, i % 250))
+        .collect();
+    let command = |verb: &str, extra: &[&str]| -> Vec<String> {
+        let mut cmd = Vec::new();
+        for m in &matches {
+            cmd.extend(["--", verb, switch, "from-lport", "1900", m].map(str::to_owned));
+            cmd.extend(extra.iter().map(|s| (*s).to_owned()));
+        }
+        cmd.split_off(1)
+    };
+    let rss_before = daemon.rss_kib()?;
+    let peak_before = daemon.peak_rss_kib()?;
+    let t = Instant::now();
+    nbctl_wait_hv(central, &strs(&command("acl-add", &["drop"])))?;
+    let add = t.elapsed();
+    let rss_added = daemon.rss_kib()?;
+    let t = Instant::now();
+    nbctl_wait_hv(central, &strs(&command("acl-del", &[])))?;
+    let remove = t.elapsed();
+    Ok(Huge {
+        acls,
+        add,
+        remove,
+        rss_kib: [rss_before, rss_added, daemon.rss_kib()?],
+        peak_kib: [peak_before, daemon.peak_rss_kib()?],
+    })
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
 }
 
 /// Latency samples of one round.
@@ -847,6 +908,46 @@ fn table(rounds: &[Round], samples: usize, floor_runs: usize) -> String {
         (
             "  min-max".into(),
             Box::new(|r| (f64::NAN, spread(&r.port_group))),
+        ),
+        (
+            "ACLs added in one transaction: --wait=hv".into(),
+            Box::new(|r| match &r.huge {
+                Some(h) => {
+                    let s = h.add.as_secs_f64();
+                    (s, format!("{} in {s:.3} s", h.acls))
+                }
+                None => (f64::NAN, "-".into()),
+            }),
+        ),
+        (
+            "  then all removed in one: --wait=hv".into(),
+            Box::new(|r| match &r.huge {
+                Some(h) => {
+                    let s = h.remove.as_secs_f64();
+                    (s, format!("{s:.3} s"))
+                }
+                None => (f64::NAN, "-".into()),
+            }),
+        ),
+        (
+            "  RSS before, added, removed (MiB)".into(),
+            Box::new(|r| match &r.huge {
+                Some(h) => {
+                    let [a, b, c] = h.rss_kib.map(mib);
+                    (b - a, format!("{a:.0}, {b:.0}, {c:.0}"))
+                }
+                None => (f64::NAN, "-".into()),
+            }),
+        ),
+        (
+            "  peak RSS before -> after (MiB)".into(),
+            Box::new(|r| match &r.huge {
+                Some(h) => {
+                    let [a, b] = h.peak_kib.map(mib);
+                    (b - a, format!("{a:.0} -> {b:.0}"))
+                }
+                None => (f64::NAN, "-".into()),
+            }),
         ),
         (
             format!("floor: ofctl --bundle add-flows, median of {floor_runs}"),
