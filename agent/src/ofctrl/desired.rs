@@ -23,6 +23,7 @@ use openflow::action::equivalent;
 use openflow::flow::FlowModCommand;
 use smallvec::SmallVec;
 
+use super::pages::Pages;
 use crate::lflow::hash::FxBuild;
 use crate::lflow::of::{Action, Flow, FlowMatch, Slot};
 use crate::owner::Owner;
@@ -216,7 +217,7 @@ impl Entry {
 /// The flow table of the chassis.
 #[derive(Default)]
 pub struct FlowTable {
-    entries: Vec<Option<Entry>>,
+    entries: Pages<Entry>,
     free: Vec<u32>,
     index: HashTable<u32>,
     hasher: FxBuild,
@@ -369,7 +370,7 @@ impl FlowTable {
     /// Makes room for `additional` more keys (a full compile knows its count: growing by
     /// doubling would leave up to half the entries' memory unused).
     pub fn reserve(&mut self, additional: usize) {
-        self.entries.reserve_exact(additional);
+        self.entries.reserve(additional);
         let (entries, hasher) = (&self.entries, &self.hasher);
         self.index.reserve(additional, |&i| {
             entries[i as usize]

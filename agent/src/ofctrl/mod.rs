@@ -3,5 +3,6 @@
 
 pub mod conn;
 pub mod desired;
+mod pages;
 
 pub use desired::{DesiredFlows, EffectiveFlow, FlowBatch, FlowOp, FlowTable, ForeignFlow};

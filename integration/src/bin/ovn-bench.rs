@@ -307,6 +307,8 @@ struct Round {
     floor: Vec<Duration>,
     /// What the controller's incremental engine says it did ([`engine_stats_command`]).
     engine_stats: String,
+    /// `memory/show` at the first sync: what each structure holds.
+    memory_at_sync: String,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -353,6 +355,11 @@ fn main() -> anyhow::Result<()> {
     print!("{}", flow_differences(&rounds));
     for r in &rounds {
         println!("\n{} engine statistics:\n{}", r.label, r.engine_stats);
+        println!(
+            "{} memory/show at the first sync:\n  {}",
+            r.label,
+            r.memory_at_sync.trim()
+        );
     }
     Ok(())
 }
@@ -428,6 +435,9 @@ fn measure(
     let export = export_flows(chassis, &dump)?;
     let stats_at_sync = chassis
         .controller_appctl(&[engine_stats_command(controller)])
+        .unwrap_or_default();
+    let memory_at_sync = chassis
+        .controller_appctl(&["memory/show"])
         .unwrap_or_default();
 
     let switch = topology.sample_switch();
@@ -551,6 +561,7 @@ fn measure(
         cpu_total,
         floor,
         engine_stats,
+        memory_at_sync,
     })
 }
 
