@@ -49,6 +49,8 @@ struct Changes<'a> {
     logged_acls: u32,
     dns: String,
     template_vars: BTreeMap<&'static str, String>,
+    /// The chassis with the highest priority in HA group gw: where ext1 ends up bound.
+    ha_active: &'static str,
     log: Vec<String>,
 }
 
@@ -248,6 +250,7 @@ impl Changes<'_> {
         let second = if first == "hv1" { "hv2" } else { "hv1" };
         self.nbctl(&["ha-chassis-group-add-chassis", "gw", first, "20"]);
         self.nbctl(&["ha-chassis-group-add-chassis", "gw", second, "10"]);
+        self.ha_active = first;
     }
 
     fn step(&mut self) {
@@ -401,6 +404,7 @@ fn run_sequence(net: &Net, seed: u64, steps: usize) -> Sequence {
         logged_acls: 0,
         dns,
         template_vars,
+        ha_active: "hv1",
         log: Vec::new(),
     };
     for _ in 0..steps {
@@ -424,12 +428,57 @@ fn run_sequence(net: &Net, seed: u64, steps: usize) -> Sequence {
             );
         }
     }
+    // A chassis takes the external port once BFD shows it the highest-priority member that
+    // is up, which can be after the last change: the comparison starts from that state.
+    if let Err(e) = wait_bound(central, "ext1", changes.ha_active) {
+        panic!("{e}\nsteps:\n{}", changes.steps());
+    }
     central
         .wait_hv_sync()
         .unwrap_or_else(|e| panic!("--wait=hv sync: {e}"));
     Sequence {
         meter_rate: (changes.logged_acls > 0).then_some(changes.meter_rate),
         log: changes.log,
+    }
+}
+
+/// Waits (up to 30 s) until logical port `port` is bound to `chassis`.
+fn wait_bound(
+    central: &integration::Central,
+    port: &str,
+    chassis: &str,
+) -> std::result::Result<(), String> {
+    let uuid_of = |args: &[&str]| -> String {
+        central
+            .sbctl(args)
+            .map(|s| s.trim().to_owned())
+            .unwrap_or_default()
+    };
+    let wanted = uuid_of(&[
+        "--bare",
+        "--columns=_uuid",
+        "find",
+        "Chassis",
+        &format!("name={chassis}"),
+    ]);
+    let started = std::time::Instant::now();
+    loop {
+        let now = uuid_of(&[
+            "--bare",
+            "--columns=chassis",
+            "find",
+            "Port_Binding",
+            &format!("logical_port={port}"),
+        ]);
+        if !wanted.is_empty() && now == wanted {
+            return Ok(());
+        }
+        if started.elapsed() > std::time::Duration::from_secs(30) {
+            return Err(format!(
+                "{port} is bound to {now:?}, not to {chassis} ({wanted}), after 30 s"
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
 
