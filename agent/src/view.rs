@@ -156,7 +156,7 @@ impl Ids {
         };
         let names: Vec<String> = t
             .iter()
-            .filter(|(_, k, _)| !k.starts_with("__string:"))
+            .filter(|(_, k, _)| !k.starts_with(crate::lflow::encode::SET_METER_KEY))
             .map(|(_, k, _)| k.clone())
             .collect();
         for name in names {

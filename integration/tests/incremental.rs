@@ -447,39 +447,12 @@ fn wait_bound(
     central: &integration::Central,
     port: &str,
     chassis: &str,
-) -> std::result::Result<(), String> {
-    let uuid_of = |args: &[&str]| -> String {
-        central
-            .sbctl(args)
-            .map(|s| s.trim().to_owned())
-            .unwrap_or_default()
-    };
-    let wanted = uuid_of(&[
-        "--bare",
-        "--columns=_uuid",
-        "find",
-        "Chassis",
-        &format!("name={chassis}"),
-    ]);
-    let started = std::time::Instant::now();
-    loop {
-        let now = uuid_of(&[
-            "--bare",
-            "--columns=chassis",
-            "find",
-            "Port_Binding",
-            &format!("logical_port={port}"),
-        ]);
-        if !wanted.is_empty() && now == wanted {
-            return Ok(());
-        }
-        if started.elapsed() > std::time::Duration::from_secs(30) {
-            return Err(format!(
-                "{port} is bound to {now:?}, not to {chassis} ({wanted}), after 30 s"
-            ));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+) -> integration::Result<()> {
+    integration::host::wait_for(
+        &format!("{port} bound to {chassis}"),
+        std::time::Duration::from_secs(30),
+        || Ok((central.port_binding_chassis(port)?.as_deref() == Some(chassis)).then_some(())),
+    )
 }
 
 /// The switch's meters on `chassis` that have no band of rate `rate`.

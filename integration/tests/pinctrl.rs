@@ -10,7 +10,9 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use etherparse::{Icmpv6Type, PacketBuilder, SlicedPacket, TransportSlice};
 
-use common::{mac, two_switches_one_router, Net, Scenario, Setup, LR0_SW0_MAC, LR0_SW1_MAC};
+use common::{
+    is_icmp, mac, two_switches_one_router, Net, Scenario, Setup, LR0_SW0_MAC, LR0_SW1_MAC,
+};
 use integration::observe::Outcome;
 use integration::packet::{arp_summary, icmp4_echo, ipv4_summary, tcp4, udp4, Mac, TcpFlags, L4};
 use integration::scenario::SnatGateway;
@@ -18,12 +20,6 @@ use integration::Result;
 
 /// An address on sw1 that no logical port has: the router must resolve it.
 const UNKNOWN_HOST: Ipv4Addr = Ipv4Addr::new(10, 0, 1, 9);
-
-fn is_icmp(p: &[u8], icmp_type: u8, code: u8) -> bool {
-    ipv4_summary(p).is_some_and(
-        |s| matches!(s.l4, L4::Icmp { icmp_type: t, code: c } if t == icmp_type && c == code),
-    )
-}
 
 /// vm1 pings a host on sw1 that the router has no MAC for: the router asks with an ARP
 /// request out of sw1's ports and keeps the ping; vm5 answers for the host, which creates

@@ -17,9 +17,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{mac, two_switches_one_router, Net, Setup, LR0_SW0_MAC};
+use common::{is_icmp, mac, two_switches_one_router, Net, Setup, LR0_SW0_MAC};
 use integration::host::Host;
-use integration::packet::{icmp4_echo, ipv4_summary, udp4, L4};
+use integration::packet::{icmp4_echo, udp4};
 use integration::scenario::wait_port_up;
 
 const FLOOD: Duration = Duration::from_secs(10);
@@ -34,12 +34,6 @@ fn flood_rate() -> u64 {
         .and_then(|v| v.parse().ok())
         .filter(|n| *n > 0)
         .unwrap_or(100_000)
-}
-
-fn is_icmp(p: &[u8], icmp_type: u8, code: u8) -> bool {
-    ipv4_summary(p).is_some_and(
-        |s| matches!(s.l4, L4::Icmp { icmp_type: t, code: c } if t == icmp_type && c == code),
-    )
 }
 
 /// A tap interface on hv1's br-int, bound to [`FLOOD_PORT`]. ovs-vswitchd makes it
@@ -68,8 +62,7 @@ impl Tap {
             &format!("external-ids:iface-id={FLOOD_PORT}"),
         ])
         .map_err(|e| format!("add tap {name}: {e}"))?;
-        tap.host
-            .run("ip", &["link", "set", name, "up"])
+        integration::kernel::ip(&tap.host, &["link", "set", name, "up"])
             .map_err(|e| format!("ip link set {name} up: {e}"))?;
         Ok(tap)
     }
@@ -89,7 +82,7 @@ impl Tap {
 
 impl Drop for Tap {
     fn drop(&mut self) {
-        let _ = self.host.run("ip", &["link", "del", &self.name]);
+        let _ = integration::kernel::ip(&self.host, &["link", "del", &self.name]);
     }
 }
 

@@ -13,6 +13,10 @@ use openflow::wire::group_mod::OFPGT_SELECT;
 use openflow::wire::meter_mod::{OFPMBT_DROP, OFPMF_BURST, OFPMF_KBPS, OFPMF_STATS};
 use openflow::wire::{Bucket, Group, MeterBand, MeterMod};
 
+/// How the key of a `set_meter` meter starts (as in ovn-controller): its content is in the
+/// key, unlike a named meter's (an SB `Meter` row's name, whose bands can change).
+pub const SET_METER_KEY: &str = "__string:";
+
 /// A select group with OVN's `dp_hash` selection method.
 pub(super) fn select_group(param: u64, buckets: Vec<Bucket>) -> Group {
     Group {
@@ -439,8 +443,8 @@ impl Encoder<'_> {
             Action::SetQueue(q) => out.push(OfAction::SetQueue(u32::from(*q))),
             Action::SetMeter { rate, burst } => {
                 let key = match burst {
-                    Some(b) => format!("__string: uuid {} kbps burst stats bands=type=drop rate={rate} burst_size={b}", self.p.lflow_uuid),
-                    None => format!("__string: uuid {} kbps stats bands=type=drop rate={rate}", self.p.lflow_uuid),
+                    Some(b) => format!("{SET_METER_KEY} uuid {} kbps burst stats bands=type=drop rate={rate} burst_size={b}", self.p.lflow_uuid),
+                    None => format!("{SET_METER_KEY} uuid {} kbps stats bands=type=drop rate={rate}", self.p.lflow_uuid),
                 };
                 let meter = MeterMod {
                     flags: OFPMF_KBPS | OFPMF_STATS | if burst.is_some() { OFPMF_BURST } else { 0 },

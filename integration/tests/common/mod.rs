@@ -104,6 +104,13 @@ pub fn agent_with_args(
     Ok(Controller::OvnAgent(script))
 }
 
+/// Whether `p` is an IPv4 ICMP message of `icmp_type` and `code`.
+pub fn is_icmp(p: &[u8], icmp_type: u8, code: u8) -> bool {
+    integration::packet::ipv4_summary(p).is_some_and(|s| {
+        matches!(s.l4, integration::packet::L4::Icmp { icmp_type: t, code: c } if t == icmp_type && c == code)
+    })
+}
+
 /// A VM: its logical port and the VIF (named like the port) on its chassis.
 #[derive(Debug, Clone)]
 pub struct Vm {
