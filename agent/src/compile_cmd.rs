@@ -16,7 +16,7 @@ use crate::view::{Ids, SbView};
 
 #[derive(clap::Args, Debug)]
 pub struct CompileArgs {
-    /// Southbound database remote (`unix:PATH`, `tcp:IP:PORT`), or files holding
+    /// Southbound database remote (`unix:PATH`, `tcp:IP:PORT`, `ssl:IP:PORT`), or files holding
     /// `ovn-sbctl --format=json list TABLE` / `ovsdb-client -f json dump` output (repeatable).
     #[arg(long, required = true)]
     pub sb: Vec<String>,
@@ -55,6 +55,46 @@ pub struct CompileArgs {
     /// Compiler threads (0: one per core).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    #[command(flatten)]
+    pub ssl: SslArgs,
+}
+
+/// The SSL files and choices for an `ssl:` Southbound remote, as the daemon takes them.
+#[derive(clap::Args, Debug, Default)]
+pub struct SslArgs {
+    /// File with the private key (SSL).
+    #[arg(short = 'p', long = "private-key", value_name = "FILE")]
+    pub private_key: Option<std::path::PathBuf>,
+    /// File with the certificate for the private key (SSL).
+    #[arg(short = 'c', long = "certificate", value_name = "FILE")]
+    pub certificate: Option<std::path::PathBuf>,
+    /// File with the peer CA certificate (SSL).
+    #[arg(short = 'C', long = "ca-cert", value_name = "FILE")]
+    pub ca_cert: Option<std::path::PathBuf>,
+    /// File with the peer CA certificate to read, or to take from the server (SSL).
+    #[arg(long, value_name = "FILE")]
+    pub bootstrap_ca_cert: Option<std::path::PathBuf>,
+    /// SSL protocols to enable.
+    #[arg(long, value_name = "PROTOS")]
+    pub ssl_protocols: Option<String>,
+    /// SSL ciphers to enable.
+    #[arg(long, value_name = "CIPHERS")]
+    pub ssl_ciphers: Option<String>,
+}
+
+impl SslArgs {
+    /// As the daemon's options.
+    pub fn options(&self) -> crate::daemon::SslOptions {
+        crate::daemon::SslOptions {
+            private_key: self.private_key.clone(),
+            certificate: self.certificate.clone(),
+            ca_cert: self.ca_cert.clone(),
+            bootstrap_ca_cert: self.bootstrap_ca_cert.clone(),
+            peer_ca_cert: None,
+            protocols: self.ssl_protocols.clone(),
+            ciphers: self.ssl_ciphers.clone(),
+        }
+    }
 }
 
 /// Why `ovn-agent compile` could not run.
@@ -97,7 +137,11 @@ fn load(args: &CompileArgs) -> Result<Southbound, CompileCmdError> {
                 .build()
                 .map_err(CompileCmdError::Runtime)?;
             let mut fetched = rt
-                .block_on(Southbound::fetch(f, Duration::from_secs(10)))
+                .block_on(Southbound::fetch(
+                    f,
+                    Duration::from_secs(10),
+                    crate::daemon::ssl::from_options(&args.ssl.options()),
+                ))
                 .map_err(|source| CompileCmdError::Southbound {
                     path: f.clone(),
                     source,

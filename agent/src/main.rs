@@ -164,6 +164,7 @@ async fn serve(
             compile_batch_lflows: config.compile_batch_lflows,
         },
         metrics,
+        tls: agent::daemon::ssl::from_options(&config.ssl),
     };
     let result = run(loop_config, requests, stop_rx, || {
         if let Err(e) = process.ready() {

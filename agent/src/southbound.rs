@@ -240,8 +240,13 @@ impl Southbound {
         Ok(())
     }
 
-    /// Connects to `remote`, takes one snapshot of every table, disconnects.
-    pub async fn fetch(remote: &str, timeout: Duration) -> Result<Self, SouthboundError> {
+    /// Connects to `remote` (`ssl:` with `tls`), takes one snapshot of every table,
+    /// disconnects.
+    pub async fn fetch(
+        remote: &str,
+        timeout: Duration,
+        tls: Option<sbclient::client::TlsSettings>,
+    ) -> Result<Self, SouthboundError> {
         let err = |reason: String| SouthboundError::Remote {
             remote: remote.to_owned(),
             reason,
@@ -250,9 +255,15 @@ impl Southbound {
         let remotes = Remote::parse_list(remote).map_err(|e| err(e.to_string()))?;
         let mut config = ClientConfig::new(remotes, ovn_sb::DATABASE).monitor_replica(&sb.replica);
         config.probe_interval = None;
+        config.tls = tls;
         let (client, mut events) = spawn(config);
+        // Why the last attempt failed, for the timeout's message.
+        let mut last_failure = None;
         let got = tokio::time::timeout(timeout, async {
             while let Some(event) = events.recv().await {
+                if let Event::Disconnected { reason, .. } = &event {
+                    last_failure = Some(reason.clone());
+                }
                 let snapshot = matches!(event, Event::Snapshot(_));
                 event
                     .apply(&mut sb.replica)
@@ -269,7 +280,11 @@ impl Southbound {
             Ok(Ok(true)) => {}
             Ok(Ok(false)) => return Err(err("connection closed before the snapshot".into())),
             Ok(Err(e)) => return Err(e),
-            Err(_) => return Err(err(format!("no snapshot within {timeout:?}"))),
+            Err(_) => {
+                let why =
+                    last_failure.map_or_else(String::new, |r| format!(" (last attempt: {r})"));
+                return Err(err(format!("no snapshot within {timeout:?}{why}")));
+            }
         }
         sb.tables = sb.replica.table_names().map(str::to_owned).collect();
         Ok(sb)

@@ -6,17 +6,18 @@ use std::time::Duration;
 use integration::daemon::{ControlSocket, Daemon};
 use integration::host::Host;
 use integration::ovsdb_cluster::free_port;
-use sbclient::client::TlsFiles;
+use sbclient::client::TlsSettings;
 use sbclient::ovn_sb::{self, SbGlobal};
 use sbclient::{spawn, ClientConfig, Columns, Event, Remote, Replica, Transaction};
 
 const DB: &str = "OVN_Southbound";
 
-fn files(host: &Host, name: &str, ca: &str) -> TlsFiles {
-    TlsFiles {
-        private_key: host.path(&format!("{name}-privkey.pem")),
-        certificate: host.path(&format!("{name}-cert.pem")),
-        ca_cert: host.path(&format!("pki/{ca}/cacert.pem")),
+fn files(host: &Host, name: &str, ca: &str) -> TlsSettings {
+    TlsSettings {
+        private_key: Some(host.path(&format!("{name}-privkey.pem"))),
+        certificate: Some(host.path(&format!("{name}-cert.pem"))),
+        ca_cert: Some(host.path(&format!("pki/{ca}/cacert.pem"))),
+        ..TlsSettings::default()
     }
 }
 
@@ -57,9 +58,15 @@ async fn ssl_remote_with_ovs_pki_certificates() {
         "ovsdb-server",
         ControlSocket::Explicit,
         &[
-            format!("--private-key={}", server_files.private_key.display()),
-            format!("--certificate={}", server_files.certificate.display()),
-            format!("--ca-cert={}", server_files.ca_cert.display()),
+            format!(
+                "--private-key={}",
+                server_files.private_key.unwrap().display()
+            ),
+            format!(
+                "--certificate={}",
+                server_files.certificate.unwrap().display()
+            ),
+            format!("--ca-cert={}", server_files.ca_cert.unwrap().display()),
             format!("--remote=pssl:{port}:127.0.0.1"),
             db,
         ],
@@ -101,7 +108,7 @@ async fn ssl_remote_with_ovs_pki_certificates() {
     let mut config =
         ClientConfig::new(Remote::parse_list(&remote).unwrap(), DB).monitor_replica(&replica);
     let mut rogue = files(&host, "rogue", "controllerca");
-    rogue.ca_cert = host.path("pki/switchca/cacert.pem");
+    rogue.ca_cert = Some(host.path("pki/switchca/cacert.pem"));
     config.tls = Some(rogue);
     config.backoff_min = Duration::from_millis(100);
     config.backoff_max = Duration::from_millis(200);

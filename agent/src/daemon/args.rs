@@ -180,7 +180,7 @@ fn parse_metrics_address(text: &str) -> Result<SocketAddr, String> {
 /// What the command line asks for.
 #[derive(Debug)]
 pub enum Invocation {
-    Compile(CompileArgs),
+    Compile(Box<CompileArgs>),
     Daemon(Box<DaemonArgs>),
 }
 
@@ -190,7 +190,7 @@ pub fn parse_invocation(argv: &[OsString]) -> Result<Invocation, clap::Error> {
     use clap::{CommandFactory, FromArgMatches, Parser};
     if argv.get(1).is_some_and(|arg| arg == "compile") {
         let CompileCommand::Compile(args) = CompileCli::try_parse_from(argv)?.command;
-        return Ok(Invocation::Compile(args));
+        return Ok(Invocation::Compile(Box::new(args)));
     }
     let program = Program::from_argv0(
         argv.first()

@@ -10,6 +10,7 @@ pub mod process;
 pub mod program;
 pub mod run;
 pub mod signals;
+pub mod ssl;
 
 pub use args::{parse_invocation, DaemonArgs, DaemonConfig, Invocation, SslOptions};
 pub use pidfile::{Pidfile, PidfileError};

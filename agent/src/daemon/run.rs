@@ -16,7 +16,7 @@ use crate::ofctrl::conn::{self, OfControl, OfEvent};
 
 /// The Open_vSwitch columns the agent reads (as ovn-controller's OVS IDL registers them):
 /// statistics and other busy columns stay unmonitored.
-const OVS_COLUMNS: [(&str, &[&str]); 5] = [
+const OVS_COLUMNS: [(&str, &[&str]); 6] = [
     (
         "Open_vSwitch",
         &[
@@ -25,7 +25,12 @@ const OVS_COLUMNS: [(&str, &[&str]); 5] = [
             "bridges",
             "datapaths",
             "iface_types",
+            "ssl",
         ],
+    ),
+    (
+        "SSL",
+        &["private_key", "certificate", "ca_cert", "bootstrap_ca_cert"],
     ),
     (
         "Bridge",
@@ -68,6 +73,9 @@ pub struct LoopConfig {
     pub program: String,
     /// `--metrics`: the metrics the loop keeps up to date.
     pub metrics: Option<std::sync::Arc<crate::metrics::Metrics>>,
+    /// The command line's SSL settings (`-p/-c/-C`, ...): for an `ssl:` OVS database,
+    /// and for the Southbound when the OVS database has no `SSL` row.
+    pub tls: Option<sbclient::client::TlsSettings>,
 }
 
 pub use crate::appctl::AppctlRequest as Request;
@@ -106,6 +114,8 @@ struct Sb {
     client: Client,
     events: mpsc::Receiver<Event>,
     remote: String,
+    /// The SSL settings the client was last given.
+    tls: Option<sbclient::client::TlsSettings>,
 }
 
 /// Runs until `exit` or `shutdown`; `ready` is called once the agent serves requests and
@@ -121,6 +131,7 @@ pub async fn run(
         .map_err(|e| DaemonError::OvsRemote(cfg.ovs_remote.clone(), e.to_string()))?;
     let mut ovs_cfg = ClientConfig::new(remotes, sbclient::vswitch::DATABASE);
     ovs_cfg.probe_interval = None;
+    ovs_cfg.tls.clone_from(&cfg.tls);
     for (t, cols) in OVS_COLUMNS {
         ovs_cfg = ovs_cfg.monitor_columns(t, cols);
     }
@@ -320,12 +331,20 @@ pub async fn run(
         // The Southbound client follows external_ids:ovn-remote.
         if let Some(c) = engine.cfg.clone() {
             let want = c.remote.clone();
+            let tls = super::ssl::effective(&engine.ovs, cfg.tls.as_ref());
             if sb.as_ref().is_none_or(|s| s.remote != want) {
                 if let Some(old) = sb.take() {
                     old.client.shutdown().await;
                     engine.sb_disconnected();
                 }
-                sb = start_sb(&engine, &want, c.sb_probe_ms());
+                sb = start_sb(&engine, &want, c.sb_probe_ms(), tls.clone());
+            }
+            // ... and the SSL settings (the SSL row, else the command line).
+            if let Some(s) = sb.as_mut().filter(|s| s.tls != tls) {
+                tracing::info!(target: "main", "SSL settings changed: {}", super::ssl::describe(tls.as_ref()));
+                if s.client.set_tls(tls.clone()).await.is_ok() {
+                    s.tls = tls;
+                }
             }
             // The OpenFlow connection follows the bridge name.
             let target = format!("unix:{}/{}.mgmt", cfg.ovs_rundir.display(), c.bridge);
@@ -548,7 +567,12 @@ fn log_slow_run(
     }
 }
 
-fn start_sb(engine: &Engine, remote: &str, probe_ms: u64) -> Option<Sb> {
+fn start_sb(
+    engine: &Engine,
+    remote: &str,
+    probe_ms: u64,
+    tls: Option<sbclient::client::TlsSettings>,
+) -> Option<Sb> {
     let remotes = match Remote::parse_list(remote) {
         Ok(r) => r,
         Err(e) => {
@@ -559,6 +583,7 @@ fn start_sb(engine: &Engine, remote: &str, probe_ms: u64) -> Option<Sb> {
     let mut c =
         ClientConfig::new(remotes, sbclient::ovn_sb::DATABASE).monitor_replica(&engine.sb.replica);
     c.set_probe_interval_ms(probe_ms);
+    c.tls.clone_from(&tls);
     // The first conditions go with the monitor request (before our chassis exists:
     // gateway ports and every Chassis_Private, so we never create a duplicate).
     let initial = crate::engine::conditions::conditions(&crate::engine::conditions::Interest {
@@ -577,6 +602,7 @@ fn start_sb(engine: &Engine, remote: &str, probe_ms: u64) -> Option<Sb> {
         client,
         events,
         remote: remote.to_owned(),
+        tls,
     })
 }
 

@@ -427,6 +427,7 @@ fn physical_flows_equal_what_ovn_controller_installs() {
         .block_on(Southbound::fetch(
             &lab.central().sb_remote(),
             Duration::from_secs(30),
+            None,
         ))
         .expect("fetch the SB");
     let rt = runtime::build(&sb, "hv1", &ovs);

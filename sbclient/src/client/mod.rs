@@ -34,7 +34,7 @@ pub use monitor::{InitialMonitor, MonitorState, ZERO_TXN_ID};
 pub use remote::{Remote, RemoteError};
 pub use server_db::{ClusterMemory, ServerDatabase, Unsuitable};
 pub use timing::{Backoff, Probe, ProbeAction};
-pub use tls::{TlsError, TlsFiles};
+pub use tls::{TlsError, TlsSettings};
 
 /// How to connect and what to monitor.
 #[derive(Debug, Clone)]
@@ -58,8 +58,9 @@ pub struct ClientConfig {
     pub backoff_max: Duration,
     /// Largest accepted message.
     pub max_message: usize,
-    /// Key, certificate and CA certificate for `ssl:` remotes.
-    pub tls: Option<TlsFiles>,
+    /// Key, certificates and TLS choices for `ssl:` remotes (changed at run time
+    /// with [`Client::set_tls`]).
+    pub tls: Option<TlsSettings>,
 }
 
 impl ClientConfig {
@@ -181,6 +182,9 @@ pub struct ClientStats {
     pub bad_messages: u64,
     /// Columns left out of transactions because the server's schema lacks them.
     pub columns_not_written: u64,
+    /// `ssl:` connection attempts that failed for SSL: settings or files unusable,
+    /// handshake refused, CA bootstrap failed.
+    pub tls_failures: u64,
 }
 
 /// Errors of requests made through the handle.
@@ -208,6 +212,8 @@ enum Command {
     ),
     Request(String, Value, oneshot::Sender<Result<Value, ClientError>>),
     SetCondition(String, Condition, oneshot::Sender<u64>),
+    /// New SSL settings: an SSL connection made with others is dropped and made again.
+    SetTls(Option<TlsSettings>),
     ResetClusterIndex,
     Shutdown,
 }
@@ -225,6 +231,7 @@ impl std::fmt::Debug for Command {
             Command::Transact(..) => "Transact",
             Command::Request(..) => "Request",
             Command::SetCondition(..) => "SetCondition",
+            Command::SetTls(..) => "SetTls",
             Command::ResetClusterIndex => "ResetClusterIndex",
             Command::Shutdown => "Shutdown",
         })
@@ -309,6 +316,16 @@ impl Client {
             .await
             .map_err(|_| ClientError::Stopped)?;
         rx.await.map_err(|_| ClientError::Stopped)?
+    }
+
+    /// Replaces the SSL settings (the SSL table or the files changed). An SSL
+    /// connection is made again with them; the files themselves are watched by the
+    /// client, so rewriting a certificate needs no call.
+    pub async fn set_tls(&self, settings: Option<TlsSettings>) -> Result<(), ClientError> {
+        self.commands
+            .send(Command::SetTls(settings))
+            .await
+            .map_err(|_| ClientError::Stopped)
     }
 
     /// Sets the monitor condition of `table`. Returns the sequence number that

@@ -102,11 +102,22 @@ pub enum Stream {
     Tls(Box<TlsStream<TcpStream>>),
 }
 
-/// Connects to a remote; `ssl:` needs a TLS configuration.
+/// Why a connection could not be made.
+#[derive(Debug, Error)]
+pub enum ConnectError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The TCP connection was made, the TLS handshake failed (a certificate refused by
+    /// either side, no common protocol or suite).
+    #[error("SSL handshake failed: {0}")]
+    Handshake(std::io::Error),
+}
+
+/// Connects to a remote; `ssl:` remotes use `tls` (the caller has it ready).
 pub async fn connect(
     remote: &Remote,
     tls: Option<&std::sync::Arc<TlsConfig>>,
-) -> std::io::Result<Stream> {
+) -> Result<Stream, ConnectError> {
     match remote {
         Remote::Unix(path) => Ok(Stream::Unix(UnixStream::connect(path).await?)),
         Remote::Tcp { host, port } => {
@@ -118,15 +129,28 @@ pub async fn connect(
             let config = tls.ok_or_else(|| {
                 std::io::Error::new(
                     std::io::ErrorKind::InvalidInput,
-                    "ssl: remote without private key, certificate and CA certificate",
+                    "ssl: remote without an SSL configuration",
                 )
             })?;
             let tcp = TcpStream::connect((host.as_str(), *port)).await?;
             tcp.set_nodelay(true)?;
             let stream = TlsConnector::from(std::sync::Arc::clone(config))
                 .connect(server_name(host)?, tcp)
-                .await?;
+                .await
+                .map_err(ConnectError::Handshake)?;
             Ok(Stream::Tls(Box::new(stream)))
+        }
+    }
+}
+
+impl Stream {
+    /// The certificates the server presented (TLS only).
+    pub fn peer_certificates(
+        &self,
+    ) -> Option<&[tokio_rustls::rustls::pki_types::CertificateDer<'static>]> {
+        match self {
+            Stream::Tls(s) => s.get_ref().1.peer_certificates(),
+            _ => None,
         }
     }
 }

@@ -183,6 +183,7 @@ impl Driver {
             self.emit(Event::Snapshot(updates.to_owned())).await?;
         }
         s.phase = Phase::Monitoring;
+        self.tls.connected();
         self.connections += 1;
         self.stat(|st| {
             st.connections += 1;

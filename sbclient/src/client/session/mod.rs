@@ -11,9 +11,10 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::monitor::{MonitorState, ZERO_TXN_ID};
-use super::remote::{connect, Remote, Stream};
+use super::remote::{connect, ConnectError, Remote, Stream};
 use super::server_db::{ClusterMemory, ServerDatabase, Unsuitable};
 use super::timing::{Backoff, Probe, ProbeAction};
+use super::tls::{write_bootstrapped_ca, Connector, TlsError, TlsState};
 use super::{ClientConfig, ClientError, ClientStats, Command, Event};
 use crate::jsonrpc::{encode_request, Framer};
 use crate::replica::Replica;
@@ -23,6 +24,18 @@ mod handlers;
 
 const SERVER_DB: &str = "_Server";
 
+/// How often an SSL session looks at its key and certificate files.
+const TLS_FILE_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
+async fn tick_opt(interval: Option<&mut tokio::time::Interval>) {
+    match interval {
+        Some(i) => {
+            i.tick().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
 /// Why a session ended.
 #[derive(Debug)]
 enum End {
@@ -30,6 +43,8 @@ enum End {
     Protocol(String),
     Unsuitable(Unsuitable),
     ProbeTimeout,
+    /// The SSL settings or files changed: reconnect with them.
+    TlsChanged,
     Shutdown,
 }
 
@@ -40,6 +55,7 @@ impl std::fmt::Display for End {
             End::Protocol(e) => write!(f, "protocol error: {e}"),
             End::Unsuitable(u) => write!(f, "server unsuitable: {u}"),
             End::ProbeTimeout => f.write_str("inactivity probe timed out"),
+            End::TlsChanged => f.write_str("SSL configuration changed"),
             End::Shutdown => f.write_str("shutdown"),
         }
     }
@@ -77,7 +93,7 @@ pub(super) struct Driver {
     /// Connections that reached monitoring (the current one's number while monitoring).
     connections: u64,
     shutdown: bool,
-    tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
+    tls: TlsState,
 }
 
 struct Session {
@@ -89,6 +105,7 @@ struct Session {
     resumed: bool,
     remote: String,
     unix: bool,
+    tls: bool,
     /// The data database's schema as the server has it (from `_Server`, or `get_schema`).
     schema: Option<crate::schema::DatabaseSchema>,
     /// Its text from `get_schema`, when the server has no `_Server` database.
@@ -108,19 +125,8 @@ impl Driver {
         for (table, cond) in std::mem::take(&mut config.conditions) {
             monitor.set_condition(&table, cond);
         }
-        // Loaded once; a bad configuration is logged and ssl: remotes then fail to connect.
-        let tls = config
-            .tls
-            .as_ref()
-            .and_then(|files| match super::tls::client_config(files) {
-                Ok(c) => Some(c),
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot load the SSL configuration");
-                    None
-                }
-            });
         Self {
-            tls,
+            tls: TlsState::new(config.tls.clone()),
             config,
             commands,
             events,
@@ -153,16 +159,17 @@ impl Driver {
                 return;
             };
             let started = Instant::now();
-            let end = match connect(&remote, self.tls.as_ref()).await {
+            let end = match self.open(&remote).await {
                 Ok(stream) => self.session(stream, &remote).await,
-                Err(e) => {
+                Err(end) => {
                     self.stat(|s| s.connect_failures += 1);
-                    Err(End::Io(e.to_string()))
+                    Err(end)
                 }
             };
             self.monitor.on_disconnect();
             self.stat(|st| st.connected = false);
-            let mut skip_backoff = false;
+            // New SSL settings are tried at once.
+            let mut skip_backoff = matches!(end, Err(End::TlsChanged));
             match end {
                 Ok(()) | Err(End::Shutdown) => return,
                 Err(end) => {
@@ -200,6 +207,44 @@ impl Driver {
         }
     }
 
+    /// Opens a connection to `remote`; for `ssl:`, with the SSL configuration as it is
+    /// now (reloaded if a file changed), bootstrapping the CA certificate if asked.
+    async fn open(&mut self, remote: &Remote) -> Result<Stream, End> {
+        let connector = match remote {
+            Remote::Ssl { .. } => Some(self.tls.connector().map_err(|e| self.tls_failure(&e))?),
+            _ => None,
+        };
+        let config = connector.as_ref().map(|c| match c {
+            Connector::Verify(config) | Connector::Bootstrap { config, .. } => config,
+        });
+        let stream = match connect(remote, config).await {
+            Ok(stream) => stream,
+            Err(ConnectError::Handshake(e)) => {
+                return Err(self.tls_failure(&TlsError::Handshake(remote.to_string(), e.to_string())))
+            }
+            Err(e) => return Err(End::Io(e.to_string())),
+        };
+        if let Some(Connector::Bootstrap { ca_cert, .. }) = connector {
+            let chain = stream.peer_certificates().unwrap_or_default();
+            write_bootstrapped_ca(chain, &ca_cert).map_err(|e| self.tls_failure(&e))?;
+            tracing::info!(
+                "successfully bootstrapped CA cert to {}; reconnecting to verify the server with it",
+                ca_cert.display()
+            );
+            return Err(End::TlsChanged);
+        }
+        Ok(stream)
+    }
+
+    /// Counts an SSL failure and logs it, once while it repeats.
+    fn tls_failure(&mut self, error: &TlsError) -> End {
+        self.stat(|s| s.tls_failures += 1);
+        if self.tls.first_report(error) {
+            tracing::error!("{error}");
+        }
+        End::Io(error.to_string())
+    }
+
     /// A command while no connection is monitoring. Transactions and requests fail at
     /// once (they may rest on a stale replica), except before the first connection, when
     /// they wait for it.
@@ -210,6 +255,9 @@ impl Driver {
                 let _ = reply.send(self.monitor.set_condition(&table, cond));
             }
             Command::ResetClusterIndex => self.cluster.reset(),
+            Command::SetTls(settings) => {
+                self.tls.set(settings);
+            }
             Command::Shutdown => self.shutdown = true,
             Command::Transact(txn, None, reply) if first => {
                 self.queued.push_back(Command::Transact(txn, None, reply));
@@ -246,6 +294,7 @@ impl Driver {
             resumed: false,
             remote: remote.to_string(),
             unix: matches!(remote, Remote::Unix(_)),
+            tls: matches!(remote, Remote::Ssl { .. }),
             schema: None,
             schema_text: None,
             missing_columns: Vec::new(),
@@ -288,6 +337,8 @@ impl Driver {
             self.config.probe_interval
         };
         let mut probe = Probe::new(interval, Instant::now().into_std());
+        // An SSL session ends when its files change, so that the next one uses them.
+        let mut tls_check = s.tls.then(|| tokio::time::interval(TLS_FILE_CHECK));
         loop {
             let probe_at = probe.deadline().map(Instant::from_std);
             tokio::select! {
@@ -306,6 +357,9 @@ impl Driver {
                     None | Some(Command::Shutdown) => return Err(End::Shutdown),
                     Some(cmd) => self.command(s, cmd).await?,
                 },
+                () = tick_opt(tls_check.as_mut()) => if self.tls.changed_since_connect() {
+                    return Err(End::TlsChanged);
+                },
                 () = sleep_until_opt(probe_at) => match probe.poll(Instant::now().into_std()) {
                     ProbeAction::Wait => {}
                     ProbeAction::SendEcho => {
@@ -322,6 +376,13 @@ impl Driver {
     }
 
     async fn command(&mut self, s: &mut Session, cmd: Command) -> Result<(), End> {
+        if let Command::SetTls(settings) = cmd {
+            return if self.tls.set(settings) && s.tls {
+                Err(End::TlsChanged)
+            } else {
+                Ok(())
+            };
+        }
         if s.phase != Phase::Monitoring {
             self.offline_command(cmd);
             return Ok(());
@@ -357,7 +418,7 @@ impl Driver {
                 self.cluster.reset();
                 Ok(())
             }
-            Command::Shutdown => Err(End::Shutdown),
+            Command::SetTls(_) | Command::Shutdown => Err(End::Shutdown),
         }
     }
 
