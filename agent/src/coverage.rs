@@ -69,6 +69,9 @@ counters! {
     OVS_TXN = "ovs_txn";
     UNIXCTL_RECEIVED = "unixctl_received";
     UNIXCTL_REPLIED = "unixctl_replied";
+    SB_TXN_REFUSED = "sb_txn_refused";
+    SB_TXN_HELD = "sb_txn_held";
+    SB_SSL_FAILURES = "sb_ssl_failures";
 }
 
 /// The counter named `name`.

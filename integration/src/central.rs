@@ -38,18 +38,24 @@ pub fn start_ovsdb_listening(
 ) -> Result<Daemon> {
     let db = host.path(&format!("{name}.db"));
     host.run("ovsdb-tool", &["create", &db.display().to_string(), schema])?;
-    serve_ovsdb(host, name, extra_remotes)
+    serve_ovsdb(host, name, extra_remotes, &[])
 }
 
 /// Starts an `ovsdb-server` named `name` on `host` for its existing database
 /// `<dir>/<name>.db`, listening on `<dir>/<name>.sock` and on `extra_remotes`.
-fn serve_ovsdb(host: &Host, name: &str, extra_remotes: &[String]) -> Result<Daemon> {
+fn serve_ovsdb(
+    host: &Host,
+    name: &str,
+    extra_remotes: &[String],
+    options: &[String],
+) -> Result<Daemon> {
     let db = host.path(&format!("{name}.db")).display().to_string();
     let mut args = vec![format!(
         "--remote=punix:{}",
         host.path(&format!("{name}.sock")).display()
     )];
     args.extend(extra_remotes.iter().map(|r| format!("--remote={r}")));
+    args.extend(options.iter().cloned());
     args.push(db);
     Daemon::start(host, name, "ovsdb-server", ControlSocket::Explicit, &args)
 }
@@ -67,6 +73,8 @@ fn sb_remote(host: &Host, sb: &Southbound) -> String {
 pub struct CentralListen {
     pub nb: Vec<String>,
     pub sb: Vec<String>,
+    /// More options of the Southbound `ovsdb-server` (its SSL key and certificates).
+    pub sb_options: Vec<String>,
 }
 
 /// The Southbound database: one server, or a Raft cluster of several.
@@ -76,6 +84,8 @@ enum Southbound {
         server: Daemon,
         /// Where it listens besides its unix socket.
         listen: Vec<String>,
+        /// Its other options.
+        options: Vec<String>,
     },
     Clustered(Cluster),
 }
@@ -104,9 +114,15 @@ impl Central {
     /// Starts the central node's daemons on `host` (the lab's `central` directory, or a
     /// container's node directory), the databases also listening on `listen`.
     pub fn start_on(host: Host, sb_schema: &str, listen: &CentralListen) -> Result<Self> {
+        let db = host.path("ovnsb_db.db");
+        host.run(
+            "ovsdb-tool",
+            &["create", &db.display().to_string(), sb_schema],
+        )?;
         let sb = Southbound::Standalone {
-            server: start_ovsdb_listening(&host, "ovnsb_db", sb_schema, &listen.sb)?,
+            server: serve_ovsdb(&host, "ovnsb_db", &listen.sb, &listen.sb_options)?,
             listen: listen.sb.clone(),
+            options: listen.sb_options.clone(),
         };
         Self::start_with(host, sb, &listen.nb)
     }
@@ -148,9 +164,13 @@ impl Central {
     /// every client loses its connection and finds the same content when it reconnects.
     pub fn restart_sb(&mut self) -> Result<()> {
         match &mut self.sb {
-            Southbound::Standalone { server, listen } => {
+            Southbound::Standalone {
+                server,
+                listen,
+                options,
+            } => {
                 server.stop();
-                *server = serve_ovsdb(&self.host, "ovnsb_db", listen)?;
+                *server = serve_ovsdb(&self.host, "ovnsb_db", listen, options)?;
                 Ok(())
             }
             Southbound::Clustered(_) => Err(HarnessError::Config(

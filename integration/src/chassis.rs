@@ -224,13 +224,25 @@ impl Chassis {
     /// Starts `controller` against this chassis' OVS database (configured by
     /// [`Chassis::configure_ovn`]) and waits until it answers on its control socket.
     pub fn spawn_controller(&mut self, controller: &Controller) -> Result<()> {
+        self.spawn_controller_with(controller, &[])
+    }
+
+    /// Like [`Chassis::spawn_controller`], with options before the database argument
+    /// (`-p KEY -c CERT -C CA`, ...).
+    pub fn spawn_controller_with(
+        &mut self,
+        controller: &Controller,
+        options: &[String],
+    ) -> Result<()> {
         let db = format!("unix:{}", self.host.path("db.sock").display());
+        let mut args = options.to_vec();
+        args.push(db);
         let daemon = Daemon::start(
             &self.host,
             controller.ctl_name(),
             &controller.program(),
             ControlSocket::ByPid(controller.ctl_name()),
-            &[db],
+            &args,
         )?;
         self.controller = Some(daemon);
         Ok(())

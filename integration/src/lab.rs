@@ -38,6 +38,15 @@ impl Lab {
         Self::start_with(|dir| Central::start_with_sb_schema(dir, sb_schema))
     }
 
+    /// Like [`Lab::start`], the central node's databases also listening (and the
+    /// Southbound server started with the options) of `listen`.
+    pub fn start_listening(listen: &crate::central::CentralListen) -> Result<Self> {
+        Self::start_with(|dir| {
+            let host = crate::host::Host::create(dir, "central")?;
+            Central::start_on(host, crate::central::SB_SCHEMA, listen)
+        })
+    }
+
     /// Like [`Lab::start`], with the Southbound database a Raft cluster of `servers` servers.
     pub fn start_clustered(servers: usize) -> Result<Self> {
         Self::start_with(|dir| Central::start_clustered(dir, servers))

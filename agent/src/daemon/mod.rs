@@ -8,6 +8,7 @@ pub mod os_error;
 pub mod pidfile;
 pub mod process;
 pub mod program;
+pub mod refused;
 pub mod run;
 pub mod signals;
 pub mod ssl;

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use sbclient::{spawn as spawn_db, Client, ClientConfig, Condition, Event, Remote, Transaction};
+use sbclient::{
+    spawn as spawn_db, Client, ClientConfig, Condition, Event, Remote, Transaction, TxnError,
+};
 use tokio::sync::mpsc;
 
 use super::commands;
@@ -99,10 +101,13 @@ pub enum DaemonError {
 /// Results of the work the loop started.
 #[derive(Debug)]
 enum Done {
-    SbTxn(Result<(), String>),
+    /// The engine's Southbound transaction.
+    SbTxn(Result<(), TxnError>),
     /// An `up` transaction sent behind the claims in flight ([`crate::engine::Actions::sb_up_txn`]).
-    SbUpTxn(Result<(), String>),
-    OvsTxn(Result<(), String>),
+    SbUpTxn(Result<(), TxnError>),
+    /// pinctrl's Southbound writes (MAC bindings, IGMP groups, ...).
+    PinTxn(Result<(), TxnError>),
+    OvsTxn(Result<(), TxnError>),
     ConditionSeq(u64),
     /// The condition change for this table was never handed to the client (its task is
     /// gone): the engine no longer waits for it and asks again.
@@ -116,6 +121,17 @@ struct Sb {
     remote: String,
     /// The SSL settings the client was last given.
     tls: Option<sbclient::client::TlsSettings>,
+    /// The client's SSL failures already counted in `sb_ssl_failures`.
+    ssl_failures_counted: u64,
+}
+
+impl Sb {
+    /// Adds the client's new SSL failures to the `sb_ssl_failures` counter.
+    fn count_ssl_failures(&mut self) {
+        let total = self.client.stats().tls_failures;
+        crate::coverage::SB_SSL_FAILURES.add(total.saturating_sub(self.ssl_failures_counted));
+        self.ssl_failures_counted = total;
+    }
 }
 
 /// Runs until `exit` or `shutdown`; `ready` is called once the agent serves requests and
@@ -165,6 +181,9 @@ pub async fn run(
     let mut service_manager = super::notify::SystemdNotify::from_env(&cfg.ovs_remote);
     // Since when queued input has held the engine run back.
     let mut run_deferred_since: Option<Instant> = None;
+    // Transactions the Southbound refused wait for new input (the engine's, the `up` one).
+    let mut refused = super::refused::Refusals::default();
+    let mut refused_up = super::refused::Refusals::default();
     ready();
     loop {
         let mut changed = false;
@@ -175,6 +194,15 @@ pub async fn run(
             }
             ev = async { match sb.as_mut() { Some(s) => s.events.recv().await, None => std::future::pending().await } } => {
                 if let Some(ev) = ev {
+                    if let (Event::Disconnected { .. }, Some(s)) = (&ev, sb.as_mut()) {
+                        s.count_ssl_failures();
+                    }
+                    // A new connection may carry another identity (certificate): what was
+                    // refused on the old one is tried again.
+                    if matches!(ev, Event::Connected { .. }) {
+                        refused = super::refused::Refusals::default();
+                        refused_up = super::refused::Refusals::default();
+                    }
                     changed |= on_sb_event(&mut engine, &ev, &mut pin_view_dirty);
                 } else {
                     sb = None;
@@ -224,7 +252,7 @@ pub async fn run(
                 // client may stay gone until the loop replaces it).
                 changed = !matches!(d, Some(Done::ConditionFailed(_)));
                 match d {
-                    Some(Done::SbTxn(r)) => {
+                    Some(Done::SbTxn(r) | Done::PinTxn(r)) => {
                         // The transaction's own updates came before its reply: apply them
                         // before the engine plans again (it would plan from a replica
                         // without them: duplicate rows, claims made twice).
@@ -237,7 +265,7 @@ pub async fn run(
                         sb_busy = false;
                         tracing::debug!(target: "main", "southbound transaction done");
                         igmp_dirty = true;
-                        if let Err(e) = r { tracing::info!(target: "main", "southbound transaction: {e}"); }
+                        refused.on_result(&r, super::refused::inputs(&engine));
                     }
                     Some(Done::SbUpTxn(r)) => {
                         if let Some(s) = sb.as_mut() {
@@ -249,7 +277,10 @@ pub async fn run(
                         sb_up_busy = false;
                         // It fails when its claim did (the wait): the port goes up the usual
                         // way once the claim is made again.
-                        if let Err(e) = r { tracing::debug!(target: "main", "southbound up transaction: {e}"); }
+                        match &r {
+                            Err(e) if !super::refused::is_refusal(e) => tracing::debug!(target: "main", "southbound up transaction: {e}"),
+                            _ => refused_up.on_result(&r, super::refused::inputs(&engine)),
+                        }
                     }
                     Some(Done::OvsTxn(r)) => {
                         if drain_events(&mut ovs_events, |ev| on_ovs_event(&mut engine, ev)) {
@@ -374,13 +405,19 @@ pub async fn run(
         let mut actions = tokio::task::block_in_place(|| engine.run_bindings(now));
         // The Southbound transaction (claims above all) goes before the flows are made:
         // the server commits it meanwhile.
-        if let (Some(txn), false, Some(s)) = (actions.sb_txn.take(), sb_busy, sb.as_ref()) {
+        let inputs = super::refused::inputs(&engine);
+        let sb_txn = actions.sb_txn.take().filter(|_| refused.may_send(inputs));
+        if let (Some(txn), false, Some(s)) = (sb_txn, sb_busy, sb.as_ref()) {
             tracing::debug!(target: "main", "southbound transaction sent ({} us into the run)", now.elapsed().as_micros());
             sb_busy = true;
             crate::coverage::SB_TXN.inc();
             spawn_txn(s.client.clone(), txn, done_tx.clone(), Done::SbTxn);
         }
-        if let (Some(txn), false, Some(s)) = (actions.sb_up_txn.take(), sb_up_busy, sb.as_ref()) {
+        let up_txn = actions
+            .sb_up_txn
+            .take()
+            .filter(|_| refused_up.may_send(inputs));
+        if let (Some(txn), false, Some(s)) = (up_txn, sb_up_busy, sb.as_ref()) {
             tracing::debug!(target: "main", "southbound up transaction sent behind the claims");
             sb_up_busy = true;
             crate::coverage::SB_TXN.inc();
@@ -485,7 +522,7 @@ pub async fn run(
             if let Some(txn) = txn {
                 sb_busy = true;
                 crate::coverage::SB_TXN.inc();
-                spawn_txn(s.client.clone(), txn, done_tx.clone(), Done::SbTxn);
+                spawn_txn(s.client.clone(), txn, done_tx.clone(), Done::PinTxn);
             }
         }
         // The snapshot also carries table numbers: a layout change rebuilds it too.
@@ -603,6 +640,7 @@ fn start_sb(
         events,
         remote: remote.to_owned(),
         tls,
+        ssl_failures_counted: 0,
     })
 }
 
@@ -699,14 +737,10 @@ fn spawn_txn(
     client: Client,
     txn: Transaction,
     done: mpsc::UnboundedSender<Done>,
-    wrap: fn(Result<(), String>) -> Done,
+    wrap: fn(Result<(), TxnError>) -> Done,
 ) {
     tokio::spawn(async move {
-        let r = client
-            .transact(txn)
-            .await
-            .map(|_| ())
-            .map_err(|e| e.to_string());
+        let r = client.transact(txn).await.map(|_| ());
         let _ = done.send(wrap(r));
     });
 }

@@ -14,6 +14,8 @@ pub static REFUSED_FLOW: RateLimit = RateLimit::new(5, 20);
 pub static BAD_UPDATE: RateLimit = RateLimit::new(5, 20);
 /// Columns that the Southbound server's schema lacks.
 pub static MISSING_COLUMN: RateLimit = RateLimit::new(5, 20);
+/// Southbound transactions the server refused (RBAC, constraints).
+pub static REFUSED_TXN: RateLimit = RateLimit::new(5, 20);
 /// Monitor-condition changes that could not be sent or that the server refused.
 pub static CONDITION: RateLimit = RateLimit::new(5, 20);
 /// ovn-northd's internal version differs from ours (`ovn-match-northd-version`): once a
@@ -28,6 +30,7 @@ pub fn suppressed_total() -> u64 {
         &BAD_UPDATE,
         &MISSING_COLUMN,
         &CONDITION,
+        &REFUSED_TXN,
         &NORTHD_VERSION,
     ]
     .iter()

@@ -138,6 +138,7 @@ fn run_central(args: &CentralArgs) -> anyhow::Result<()> {
     let listen = CentralListen {
         nb: args.nb_listen.clone(),
         sb: args.sb_listen.clone(),
+        sb_options: Vec::new(),
     };
     let mut central = Central::start_on(host, SB_SCHEMA, &listen)?;
     ready(&args.dir, "central node")?;

@@ -13,6 +13,8 @@ use integration::packet::Mac;
 use integration::scenario::{add_router, add_switch, wait_port_up, RouterPort, VmPort};
 use integration::{Controller, Lab, Result, Vif};
 
+pub mod pki;
+
 /// The label of the oracle setup: the real ovn-controller on every chassis.
 pub const ORACLE: &str = "ovn-controller";
 

@@ -27,6 +27,19 @@ const SERVER_DB: &str = "_Server";
 /// How often an SSL session looks at its key and certificate files.
 const TLS_FILE_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// A read error; on a TLS session, one of the TLS layer (an alert) is told apart.
+fn read_error(tls: bool, e: &std::io::Error) -> End {
+    let of_tls = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<tokio_rustls::rustls::Error>())
+        .is_some();
+    if tls && of_tls {
+        End::TlsRefused(e.to_string())
+    } else {
+        End::Io(e.to_string())
+    }
+}
+
 async fn tick_opt(interval: Option<&mut tokio::time::Interval>) {
     match interval {
         Some(i) => {
@@ -40,6 +53,9 @@ async fn tick_opt(interval: Option<&mut tokio::time::Interval>) {
 #[derive(Debug)]
 enum End {
     Io(String),
+    /// The TLS layer failed after the handshake (with TLS 1.3 the server refuses the
+    /// client's certificate only then: an alert instead of the first reply).
+    TlsRefused(String),
     Protocol(String),
     Unsuitable(Unsuitable),
     ProbeTimeout,
@@ -52,6 +68,7 @@ impl std::fmt::Display for End {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             End::Io(e) => write!(f, "I/O error: {e}"),
+            End::TlsRefused(e) => write!(f, "SSL error: {e}"),
             End::Protocol(e) => write!(f, "protocol error: {e}"),
             End::Unsuitable(u) => write!(f, "server unsuitable: {u}"),
             End::ProbeTimeout => f.write_str("inactivity probe timed out"),
@@ -160,7 +177,12 @@ impl Driver {
             };
             let started = Instant::now();
             let end = match self.open(&remote).await {
-                Ok(stream) => self.session(stream, &remote).await,
+                Ok(stream) => match self.session(stream, &remote).await {
+                    Err(End::TlsRefused(e)) => {
+                        Err(self.tls_failure(&TlsError::Handshake(remote.to_string(), e)))
+                    }
+                    other => other,
+                },
                 Err(end) => {
                     self.stat(|s| s.connect_failures += 1);
                     Err(end)
@@ -220,7 +242,9 @@ impl Driver {
         let stream = match connect(remote, config).await {
             Ok(stream) => stream,
             Err(ConnectError::Handshake(e)) => {
-                return Err(self.tls_failure(&TlsError::Handshake(remote.to_string(), e.to_string())))
+                return Err(
+                    self.tls_failure(&TlsError::Handshake(remote.to_string(), e.to_string()))
+                )
             }
             Err(e) => return Err(End::Io(e.to_string())),
         };
@@ -343,7 +367,7 @@ impl Driver {
             let probe_at = probe.deadline().map(Instant::from_std);
             tokio::select! {
                 read = reader.read(&mut buf) => {
-                    let n = read.map_err(|e| End::Io(e.to_string()))?;
+                    let n = read.map_err(|e| read_error(s.tls, &e))?;
                     if n == 0 {
                         return Err(End::Io("connection closed by peer".into()));
                     }
