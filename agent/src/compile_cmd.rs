@@ -84,8 +84,8 @@ pub struct SslArgs {
 
 impl SslArgs {
     /// As the daemon's options.
-    pub fn options(&self) -> crate::daemon::SslOptions {
-        crate::daemon::SslOptions {
+    pub fn options(&self) -> crate::ssl_options::SslOptions {
+        crate::ssl_options::SslOptions {
             private_key: self.private_key.clone(),
             certificate: self.certificate.clone(),
             ca_cert: self.ca_cert.clone(),
@@ -140,7 +140,7 @@ fn load(args: &CompileArgs) -> Result<Southbound, CompileCmdError> {
                 .block_on(Southbound::fetch(
                     f,
                     Duration::from_secs(10),
-                    crate::daemon::ssl::from_options(&args.ssl.options()),
+                    args.ssl.options().settings(),
                 ))
                 .map_err(|source| CompileCmdError::Southbound {
                     path: f.clone(),

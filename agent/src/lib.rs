@@ -19,6 +19,7 @@ pub mod pinctrl;
 pub mod portsec;
 pub mod runtime;
 pub mod southbound;
+pub mod ssl_options;
 pub mod stopwatch;
 pub mod view;
 pub mod vlog;

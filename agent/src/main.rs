@@ -164,7 +164,7 @@ async fn serve(
             compile_batch_lflows: config.compile_batch_lflows,
         },
         metrics,
-        tls: agent::daemon::ssl::from_options(&config.ssl),
+        tls: config.ssl.settings(),
     };
     let result = run(loop_config, requests, stop_rx, || {
         if let Err(e) = process.ready() {

@@ -250,17 +250,7 @@ fn getopt_verbose(argv: &[OsString]) -> Vec<OsString> {
     out
 }
 
-/// SSL/PKI options, passed through to the database clients.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SslOptions {
-    pub private_key: Option<PathBuf>,
-    pub certificate: Option<PathBuf>,
-    pub ca_cert: Option<PathBuf>,
-    pub bootstrap_ca_cert: Option<PathBuf>,
-    pub peer_ca_cert: Option<PathBuf>,
-    pub protocols: Option<String>,
-    pub ciphers: Option<String>,
-}
+pub use crate::ssl_options::SslOptions;
 
 /// The daemon's settings with every path resolved (absolute, so the chdir after detaching
 /// cannot change what they name).

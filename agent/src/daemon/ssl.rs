@@ -8,25 +8,6 @@ use sbclient::client::TlsSettings;
 use sbclient::vswitch::{OpenVswitch, Ssl};
 use sbclient::Replica;
 
-use super::args::SslOptions;
-
-/// The command line's settings, if it names any file or choice.
-pub fn from_options(options: &SslOptions) -> Option<TlsSettings> {
-    let bootstrap = options.ca_cert.is_none() && options.bootstrap_ca_cert.is_some();
-    let settings = TlsSettings {
-        private_key: options.private_key.clone(),
-        certificate: options.certificate.clone(),
-        ca_cert: options
-            .ca_cert
-            .clone()
-            .or_else(|| options.bootstrap_ca_cert.clone()),
-        bootstrap_ca_cert: bootstrap,
-        protocols: options.protocols.clone(),
-        ciphers: options.ciphers.clone(),
-    };
-    (settings != TlsSettings::default()).then_some(settings)
-}
-
 /// The `SSL` row the Open_vSwitch record points to (or, as ovn-controller reads it,
 /// the first one there is).
 fn ssl_row(ovs: &Replica) -> Option<&Ssl> {
@@ -79,6 +60,7 @@ pub fn describe(settings: Option<&TlsSettings>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ssl_options::SslOptions;
     use serde_json::json;
 
     fn replica(ssl: Option<(&str, &str, &str, bool)>) -> Replica {
@@ -110,7 +92,7 @@ mod tests {
 
     #[test]
     fn the_ssl_row_wins_over_the_command_line() {
-        let cli = from_options(&options());
+        let cli = options().settings();
         let ovs = replica(Some(("/db/key.pem", "/db/cert.pem", "/db/ca.pem", true)));
         let s = effective(&ovs, cli.as_ref()).unwrap();
         assert_eq!(s.private_key.as_deref(), Some("/db/key.pem".as_ref()));
@@ -120,18 +102,5 @@ mod tests {
         let ovs = replica(None);
         assert_eq!(effective(&ovs, cli.as_ref()), cli);
         assert_eq!(effective(&ovs, None), None);
-    }
-
-    #[test]
-    fn bootstrap_ca_cert_option() {
-        let s = from_options(&SslOptions {
-            bootstrap_ca_cert: Some("/cli/boot.pem".into()),
-            ..SslOptions::default()
-        })
-        .unwrap();
-        assert!(s.bootstrap_ca_cert);
-        assert_eq!(s.ca_cert.as_deref(), Some("/cli/boot.pem".as_ref()));
-        assert_eq!(from_options(&SslOptions::default()), None);
-        assert!(!from_options(&options()).unwrap().bootstrap_ca_cert);
     }
 }
