@@ -187,7 +187,7 @@ fn groups_hash(counters: &[&Counter], totals: &[u64]) -> u32 {
         .map(|(c, t)| (*t, c.name))
         .collect();
     hit.sort_unstable_by(|a, b| b.cmp(a));
-    let mut h = crate::ids::Fnv::default();
+    let mut h = crate::stable_hash::Fnv::default();
     for (total, name) in hit {
         std::hash::Hasher::write_u64(&mut h, total);
         std::hash::Hasher::write(&mut h, name.as_bytes());

@@ -20,6 +20,7 @@ pub mod portsec;
 pub mod runtime;
 pub mod southbound;
 pub mod ssl_options;
+pub mod stable_hash;
 pub mod stopwatch;
 pub mod view;
 pub mod vlog;

@@ -13,7 +13,7 @@ use sbclient::ovn_sb::{
 use sbclient::{Replica, Uuid};
 
 use crate::ids::{ConjIds, IdTable};
-use crate::lflow::flows::{conj_id_hash, ChassisView};
+use crate::lflow::chassis_view::{conj_id_hash, ChassisView};
 use crate::lflow::hash::FxBuild;
 use crate::southbound::Southbound;
 
@@ -56,31 +56,7 @@ impl Default for Ids {
     }
 }
 
-/// A group's identity: its content in one canonical form (no id; bucket weights and
-/// watches as OVS reports them; actions by meaning), so a group the compiler builds and the
-/// same group read back from a switch are one key.
-pub type GroupKey = std::sync::Arc<Group>;
-
-/// The key of `g`.
-pub fn group_key_of(g: &Group) -> GroupKey {
-    use openflow::wire::group_mod::OFPGT_SELECT;
-    let mut k = g.clone();
-    k.group_id = 0;
-    let select = k.group_type == OFPGT_SELECT;
-    for b in &mut k.buckets {
-        if b.weight.is_none() && select {
-            b.weight = Some(1);
-        }
-        if b.watch_port == Some(u32::MAX) {
-            b.watch_port = None;
-        }
-        if b.watch_group == Some(u32::MAX) {
-            b.watch_group = None;
-        }
-        b.actions = openflow::action::canonical(&b.actions);
-    }
-    std::sync::Arc::new(k)
-}
+pub use crate::lflow::chassis_view::{group_key_of, GroupKey};
 
 /// A group's text as `dump-groups` prints it, without the id.
 pub fn group_key(g: &Group) -> String {
@@ -108,8 +84,8 @@ impl Ids {
     }
 
     /// Drops the references a compiled owner held (its flows are gone).
-    pub fn release(&self, uses: &[crate::lflow::flows::IdUse]) {
-        use crate::lflow::flows::IdUse;
+    pub fn release(&self, uses: &[crate::lflow::chassis_view::IdUse]) {
+        use crate::lflow::chassis_view::IdUse;
         for u in uses {
             match u {
                 IdUse::Group(k) => {

@@ -22,38 +22,7 @@ use super::template::expand_templates;
 use openflow::wire::{Group, MeterMod};
 use sbclient::Uuid;
 
-/// An id a compiled flow refers to; its user releases it when the flow goes.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum IdUse {
-    Group(crate::view::GroupKey),
-    Meter(String),
-    Conj(Uuid, Uuid),
-}
-
-/// What the compiler needs to know about this chassis and the Southbound content.
-pub trait ChassisView: Sync {
-    fn address_set(&self, name: &str) -> Option<&[String]>;
-    /// Port group by SB name, already filtered to ports related to this chassis.
-    fn port_group(&self, name: &str) -> Option<&[String]>;
-    /// Tunnel key of a port binding or multicast group on a datapath ("none" is 0).
-    fn port_key(&self, dp: &Uuid, name: &str) -> Option<u32>;
-    fn is_resident(&self, port: &str) -> bool;
-    /// Whether (datapath, port) is related to this chassis (LS port-pinned flows).
-    fn is_related(&self, dp_key: u32, port_key: u32) -> bool;
-    /// The id of `group` (one more user) and its key.
-    fn group_id(&self, group: &Group) -> Option<(u32, crate::view::GroupKey)>;
-    /// The id of the meter `key` (one more user), installed as `meter`.
-    fn meter_id(&self, key: &str, meter: &MeterMod) -> Option<u32>;
-    /// The id of SB meter `name` (one more user).
-    fn named_meter(&self, name: &str) -> Option<u32>;
-    fn template_vars(&self) -> &HashMap<String, String>;
-    /// Whether the SB DHCP option catalogue knows `name` (default: yes).
-    fn dhcp_option_known(&self, _v6: bool, _name: &str) -> bool {
-        true
-    }
-    /// First of `n` consecutive conjunction ids for (lflow, datapath) (one more user).
-    fn conj_ids(&self, lflow: &Uuid, dp: &Uuid, n: u32) -> u32;
-}
+pub use super::chassis_view::{conj_id_hash, ChassisView, IdUse};
 
 /// A logical flow.
 #[derive(Clone, Debug)]
@@ -498,33 +467,6 @@ fn compile_in(
 /// The cookie ovn-controller gives flows of an SB row: the first 32 bits of its uuid.
 pub fn cookie_of(uuid: &Uuid) -> u64 {
     (uuid.as_u128() >> 96) as u64
-}
-
-/// OVN's conjunction-id start for (lflow, datapath): `hash_int(uuid_hash(lflow),
-/// uuid_hash(dp))` with OVS's murmur-based `hash_2words`.
-pub fn conj_id_hash(lflow_uuid: &Uuid, dp_uuid: &Uuid) -> u32 {
-    fn part0(u: &Uuid) -> u32 {
-        (u.as_u128() >> 96) as u32
-    }
-    fn add(h: u32, d: u32) -> u32 {
-        let mut h = h;
-        if d != 0 {
-            let d = d
-                .wrapping_mul(0xcc9e_2d51)
-                .rotate_left(15)
-                .wrapping_mul(0x1b87_3593);
-            h ^= d;
-        }
-        h.rotate_left(13).wrapping_mul(5).wrapping_add(0xe654_6b64)
-    }
-    fn finish(mut h: u32) -> u32 {
-        h ^= h >> 16;
-        h = h.wrapping_mul(0x85eb_ca6b);
-        h ^= h >> 13;
-        h = h.wrapping_mul(0xc2b2_ae35);
-        h ^ (h >> 16)
-    }
-    finish(add(add(part0(lflow_uuid), 0), part0(dp_uuid)) ^ 8)
 }
 
 #[cfg(test)]

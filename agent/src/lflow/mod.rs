@@ -2,6 +2,7 @@
 
 pub mod actions;
 pub mod annotate;
+pub mod chassis_view;
 pub mod controller;
 pub mod encode;
 mod encode_lookup;

@@ -12,9 +12,9 @@ use crate::lflow::of::{conjunction, Action, FieldId, FlowMatch};
 use crate::runtime::LocalDatapath;
 
 use super::actions::*;
+use super::cx::PortCx;
 use super::cx::{cookie, leading_mac, Cx};
 use super::error::Problem;
-use super::port::PortCx;
 use super::OwnerFlows;
 
 /// The conjunction id of the table-0 chassis MAC flows.

@@ -191,3 +191,12 @@ pub fn leading_mac(s: &str) -> Option<u64> {
         (p.len() <= 2).then_some((acc << 8) | u64::from(byte))
     })
 }
+
+/// A port's keys and where its flows go, shared by the builders.
+pub struct PortCx<'a> {
+    pub uuid: &'a Uuid,
+    pub pb: &'a PortBinding,
+    pub dp_key: u32,
+    pub port_key: u32,
+    pub cookie: u64,
+}

@@ -11,7 +11,7 @@ use sbclient::Uuid;
 use crate::lflow::of::{pop, push, whole, Action, FieldId};
 
 use super::actions::*;
-use super::cx::{cookie, port_key, vlan_tag, Cx};
+use super::cx::{cookie, port_key, vlan_tag, Cx, PortCx};
 use super::error::Problem;
 use super::{chassis_mac, remote, OwnerFlows};
 
@@ -25,15 +25,6 @@ enum Access {
     Remote,
     /// Remote, through the tunnels of an HA chassis group with two or more members.
     HaRemote,
-}
-
-/// A port's keys and where its flows go, shared by the builders.
-pub struct PortCx<'a> {
-    pub uuid: &'a Uuid,
-    pub pb: &'a PortBinding,
-    pub dp_key: u32,
-    pub port_key: u32,
-    pub cookie: u64,
 }
 
 pub fn port_flows(cx: &Cx<'_>, uuid: &Uuid) -> OwnerFlows {

@@ -11,9 +11,9 @@ use crate::lflow::of::{Action, FieldId};
 use crate::runtime::{EncapType, Tunnel};
 
 use super::actions::*;
+use super::cx::PortCx;
 use super::cx::{leading_mac, port_key, Cx};
 use super::error::Problem;
-use super::port::PortCx;
 use super::OwnerFlows;
 
 /// OVS refuses bundles with more members.
