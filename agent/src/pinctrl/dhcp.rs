@@ -16,8 +16,9 @@ use std::net::Ipv4Addr;
 use dhcproto::v4::borrowed::Message;
 use dhcproto::v4::OptionCode;
 
-use super::handlers::{Effect, PacketIn, Skip};
+use super::effect::Effect;
 use super::packet::{Headers, L3};
+use super::packet_in::{PacketIn, Skip};
 use super::result_bit::{self, ResultBit};
 
 /// Fixed BOOTP header before the magic cookie (`op` .. `file`).

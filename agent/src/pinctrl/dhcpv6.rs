@@ -16,8 +16,9 @@
 use dhcproto::v6::{DhcpOption, Message, MessageType};
 use dhcproto::{Decodable, Decoder};
 
-use super::handlers::{Effect, PacketIn, Skip};
+use super::effect::Effect;
 use super::packet::{Headers, L3};
+use super::packet_in::{PacketIn, Skip};
 use super::result_bit::{self, ResultBit};
 
 const UDP_HEADER_LEN: usize = 8;

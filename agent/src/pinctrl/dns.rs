@@ -23,8 +23,9 @@ use openflow::wire::PacketInProp;
 use sbclient::ovn_sb::Dns;
 use sbclient::{Replica, Uuid};
 
-use super::handlers::{Effect, PacketIn, Skip};
+use super::effect::Effect;
 use super::packet::{self, L3};
+use super::packet_in::{PacketIn, Skip};
 use super::result_bit::ResultBit;
 
 /// The TTL of every answer (`DNS_DEFAULT_RR_TTL`).

@@ -128,13 +128,13 @@ pub fn frame(a: &Announce) -> Vec<u8> {
 /// The packet-out that sends `a` into the ingress pipeline of its port's switch, as if the
 /// port had sent it.
 pub fn packet_out(a: &Announce, ingress_table: u8) -> PacketOut {
-    let at = super::handlers::Entry {
+    let at = super::packet_in::Entry {
         datapath: a.datapath,
         inport: Some(a.port),
         table: ingress_table,
         ..Default::default()
     };
-    super::handlers::into_pipeline(at, frame(a))
+    super::packet_in::into_pipeline(at, frame(a))
 }
 
 #[cfg(test)]

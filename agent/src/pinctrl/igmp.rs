@@ -20,13 +20,12 @@ use sbclient::ovn_sb::{DatapathBinding, IgmpGroup, IpMulticast, PortBinding};
 use sbclient::transaction::by_uuid;
 use sbclient::{Atom, Columns, Datum, Replica, Transaction, Uuid};
 
+use super::packet::parse_mac;
 use super::packet::{Headers, Mac, L3};
-use super::view::parse_mac;
 
 /// The `IGMP_Group` address of the row that lists a switch's multicast router ports.
 pub const MROUTERS: &str = "mrouters";
-/// `OVN_MCAST_FLOOD_TUNNEL_KEY`: every port of the datapath (`_MC_flood`).
-pub const FLOOD_KEY: u32 = 32768;
+pub use super::igmp_query::FLOOD_KEY;
 /// `OVN_MCAST_MROUTER_FLOOD_TUNNEL_KEY`: ports toward multicast routers.
 pub const MROUTER_FLOOD_KEY: u32 = 32770;
 /// `OVN_MCAST_FLOOD_L2_TUNNEL_KEY`: the switch's L2 domain, router ports excluded.
@@ -828,14 +827,14 @@ impl Snooping {
 /// The packet-out that sends a report (or query) on to `key`'s multicast group, as if
 /// it had come in on `port` (`pinctrl_forward_pkt`).
 pub fn forward(dp: u32, port: u32, key: u32, packet: Vec<u8>, output_entry: u8) -> PacketOut {
-    let at = super::handlers::Entry {
+    let at = super::packet_in::Entry {
         datapath: dp,
         inport: Some(port),
         outport: Some(key),
         local_only: false,
         table: output_entry,
     };
-    super::handlers::into_pipeline(at, packet)
+    super::packet_in::into_pipeline(at, packet)
 }
 
 // ---------------------------------------------------------------------------------------

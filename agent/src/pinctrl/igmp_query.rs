@@ -14,8 +14,10 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use openflow::wire::PacketOut;
 
-use super::igmp::FLOOD_KEY;
 use super::packet::Mac;
+
+/// `OVN_MCAST_FLOOD_TUNNEL_KEY`: every port of the datapath (`_MC_flood`).
+pub const FLOOD_KEY: u32 = 32768;
 
 const IGMP_ALL_HOSTS_MAC: Mac = [0x01, 0x00, 0x5e, 0, 0, 1];
 const MLD_ALL_HOSTS_MAC: Mac = [0x33, 0x33, 0, 0, 0, 1];
@@ -116,12 +118,12 @@ pub fn mld_query(eth_src: Mac, src: Ipv6Addr, max_resp_s: u32) -> Vec<u8> {
 /// The packet-out of a query: datapath `dp`, outport the flood group, local only, into
 /// the local output stage.
 pub fn packet_out(dp: u32, frame: Vec<u8>, local_output: u8) -> PacketOut {
-    let at = super::handlers::Entry {
+    let at = super::packet_in::Entry {
         datapath: dp,
         outport: Some(FLOOD_KEY),
         local_only: true,
         table: local_output,
         ..Default::default()
     };
-    super::handlers::into_pipeline(at, frame)
+    super::packet_in::into_pipeline(at, frame)
 }

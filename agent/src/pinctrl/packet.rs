@@ -527,3 +527,13 @@ pub fn hex(bytes: &[u8]) -> String {
         out
     })
 }
+
+/// A MAC in `xx:xx:xx:xx:xx:xx` form.
+pub fn parse_mac(s: &str) -> Option<Mac> {
+    let mut out = [0u8; 6];
+    let mut parts = s.split(':');
+    for b in &mut out {
+        *b = u8::from_str_radix(parts.next()?, 16).ok()?;
+    }
+    parts.next().is_none().then_some(out)
+}

@@ -17,8 +17,9 @@ use sbclient::ovn_sb::PortBinding;
 use sbclient::{OvsMap, Replica, Uuid};
 
 use super::dns::{checksum, pseudo_header6, scan_networks};
-use super::handlers::{Effect, PacketIn, Skip};
+use super::effect::Effect;
 use super::packet::{self, Headers, Mac, L3};
+use super::packet_in::{PacketIn, Skip};
 use super::result_bit::ResultBit;
 use crate::vlog::RateLimit;
 
@@ -210,7 +211,7 @@ impl RaConfig {
         };
         let eth = o.get("ipv6_ra_src_eth");
         let eth_src = eth
-            .and_then(|e| super::view::parse_mac(e))
+            .and_then(|e| super::packet::parse_mac(e))
             .ok_or_else(|| RaConfigError::EthSrc(eth.cloned().unwrap_or_default()))?;
         let ip = o.get("ipv6_ra_src_addr");
         let ipv6_src = ip
@@ -358,14 +359,14 @@ impl PeriodicRa {
     /// The packet-out: the RA enters the switch's ingress pipeline from the peer port,
     /// for this chassis's ports only.
     pub fn packet_out(&self, ingress_table: u8) -> PacketOut {
-        let at = super::handlers::Entry {
+        let at = super::packet_in::Entry {
             datapath: self.datapath,
             inport: Some(self.port),
             local_only: true,
             table: ingress_table,
             ..Default::default()
         };
-        super::handlers::into_pipeline(at, self.config.packet())
+        super::packet_in::into_pipeline(at, self.config.packet())
     }
 }
 

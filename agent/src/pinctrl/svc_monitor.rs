@@ -20,9 +20,9 @@ use sbclient::ovn_sb::{PortBinding, ServiceMonitor};
 use sbclient::transaction::by_uuid;
 use sbclient::{Atom, Columns, Replica, Transaction, Uuid};
 
-use super::handlers::{PacketIn, Skip};
+use super::packet::parse_mac;
 use super::packet::{self, Headers, Mac, L3};
-use super::view::parse_mac;
+use super::packet_in::{PacketIn, Skip};
 
 const TCP_SYN: u16 = 0x02;
 const TCP_RST: u16 = 0x04;
@@ -534,14 +534,14 @@ impl Monitors {
 }
 
 fn packet_out(row: &MonitorRow, data: Vec<u8>, local_output: u8) -> PacketOut {
-    let at = super::handlers::Entry {
+    let at = super::packet_in::Entry {
         datapath: row.datapath,
         outport: Some(row.port_key),
         local_only: true,
         table: local_output,
         ..Default::default()
     };
-    super::handlers::into_pipeline(at, data)
+    super::packet_in::into_pipeline(at, data)
 }
 
 use super::csum::{fold, sum16};

@@ -41,16 +41,9 @@ pub struct View {
     pub ip_multicast: std::collections::BTreeMap<u32, super::igmp::Config>,
 }
 
-static QUERIER_CONFIG: crate::vlog::RateLimit = crate::vlog::RateLimit::new(1, 5);
+pub use super::packet::parse_mac;
 
-pub fn parse_mac(s: &str) -> Option<Mac> {
-    let mut out = [0u8; 6];
-    let mut parts = s.split(':');
-    for b in &mut out {
-        *b = u8::from_str_radix(parts.next()?, 16).ok()?;
-    }
-    parts.next().is_none().then_some(out)
-}
+static QUERIER_CONFIG: crate::vlog::RateLimit = crate::vlog::RateLimit::new(1, 5);
 
 impl View {
     pub fn from_replica(sb: &Replica, output_entry_table: u8, egress_table: u8) -> Self {
