@@ -12,53 +12,13 @@ use serde_json::Value;
 use crate::daemon::{ControlSocket, Daemon};
 use crate::error::{io_error, HarnessError, Result};
 use crate::host::{wait_for, Host};
-use crate::observe::Binding;
+use crate::ovs::serve_ovsdb;
+pub use crate::ovs::{start_ovsdb, start_ovsdb_listening, NB_SCHEMA, SB_SCHEMA};
 use crate::ovsdb_cluster::Cluster;
 use crate::sbwatch::SbWatch;
 
-pub const NB_SCHEMA: &str = "/usr/share/ovn/ovn-nb.ovsschema";
-pub const SB_SCHEMA: &str = "/usr/share/ovn/ovn-sb.ovsschema";
-
 /// How long `ovn-nbctl --wait`, `ovn-sbctl` and friends may block before a test fails.
 pub const DB_TIMEOUT_SECS: u32 = 30;
-
-/// Starts an `ovsdb-server` named `name` on `host` for a fresh database of `schema`, listening
-/// on `<dir>/<name>.sock`.
-pub fn start_ovsdb(host: &Host, name: &str, schema: &str) -> Result<Daemon> {
-    start_ovsdb_listening(host, name, schema, &[])
-}
-
-/// Like [`start_ovsdb`], also listening on `extra_remotes` (e.g. `ptcp:6642`, for chassis on
-/// other machines).
-pub fn start_ovsdb_listening(
-    host: &Host,
-    name: &str,
-    schema: &str,
-    extra_remotes: &[String],
-) -> Result<Daemon> {
-    let db = host.path(&format!("{name}.db"));
-    host.run("ovsdb-tool", &["create", &db.display().to_string(), schema])?;
-    serve_ovsdb(host, name, extra_remotes, &[])
-}
-
-/// Starts an `ovsdb-server` named `name` on `host` for its existing database
-/// `<dir>/<name>.db`, listening on `<dir>/<name>.sock` and on `extra_remotes`.
-fn serve_ovsdb(
-    host: &Host,
-    name: &str,
-    extra_remotes: &[String],
-    options: &[String],
-) -> Result<Daemon> {
-    let db = host.path(&format!("{name}.db")).display().to_string();
-    let mut args = vec![format!(
-        "--remote=punix:{}",
-        host.path(&format!("{name}.sock")).display()
-    )];
-    args.extend(extra_remotes.iter().map(|r| format!("--remote={r}")));
-    args.extend(options.iter().cloned());
-    args.push(db);
-    Daemon::start(host, name, "ovsdb-server", ControlSocket::Explicit, &args)
-}
 
 fn sb_remote(host: &Host, sb: &Southbound) -> String {
     match sb {
@@ -477,4 +437,13 @@ fn json_rows(text: &str) -> Result<Vec<Vec<Value>>> {
         .as_array()
         .map(|rows| rows.iter().filter_map(|r| r.as_array().cloned()).collect())
         .unwrap_or_default())
+}
+
+/// A port's binding in the Southbound `Port_Binding` table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    /// The name of the chassis in `chassis`.
+    pub chassis: Option<String>,
+    /// The `up` column (absent for port types that have none).
+    pub up: Option<bool>,
 }

@@ -7,50 +7,22 @@ use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::central::{start_ovsdb, Central};
+use crate::central::Central;
 use crate::controller::Controller;
 use crate::daemon::{ControlSocket, Daemon};
 use crate::error::{HarnessError, Result};
 use crate::host::{wait_for, Host};
 use crate::kernel;
-use crate::network::{start_vswitchd, vsctl, Network};
+use crate::network::Network;
+use crate::ovs::{start_ovsdb, start_vswitchd, vsctl};
+pub use crate::ovs::{Datapath, VSWITCH_SCHEMA};
 use crate::pcap;
 
-pub const VSWITCH_SCHEMA: &str = "/usr/share/openvswitch/vswitch.ovsschema";
 /// Prefix length of the simulated underlay on which Geneve runs.
 pub const UNDERLAY_PREFIX: u8 = 24;
 /// How long a chassis waits for its underlay interface to appear (containerlab adds links
 /// after the container started).
 pub const INTERFACE_TIMEOUT: Duration = Duration::from_secs(90);
-
-/// The datapath of a chassis' bridges.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Datapath {
-    /// OVS's simulated datapath (`--enable-dummy`): interfaces are pcap files and unix
-    /// sockets, so many chassis fit on one machine without touching the kernel.
-    Dummy,
-    /// The userspace datapath on real kernel interfaces (veths, taps): it needs no kernel
-    /// module, so it runs in any container or network namespace.
-    Netdev,
-}
-
-impl Datapath {
-    /// The bridges' `datapath_type`.
-    pub fn bridge_type(self) -> &'static str {
-        match self {
-            Self::Dummy => "dummy",
-            Self::Netdev => "netdev",
-        }
-    }
-
-    /// What `ovs-vswitchd` needs on its command line for this datapath.
-    pub(crate) fn vswitchd_options(self) -> &'static [&'static str] {
-        match self {
-            Self::Dummy => &["--enable-dummy=system", "--disable-system"],
-            Self::Netdev => &[],
-        }
-    }
-}
 
 #[derive(Debug)]
 pub struct Chassis {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::error::{HarnessError, Result};
 use crate::host::{wait_for, Host};
-use crate::network::vsctl;
+use crate::ovs::vsctl;
 use crate::packet::Mac;
 
 /// Runs `ip ARGS` in the node's network namespace (the caller's).

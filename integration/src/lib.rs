@@ -25,6 +25,7 @@ pub mod local_ovs;
 pub mod network;
 pub mod observe;
 pub mod oracle;
+pub mod ovs;
 pub mod ovsdb_cluster;
 pub mod packet;
 pub mod pcap;

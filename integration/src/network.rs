@@ -4,11 +4,11 @@
 
 use std::path::Path;
 
-use crate::central::start_ovsdb;
-use crate::chassis::{Datapath, VSWITCH_SCHEMA};
-use crate::daemon::{ControlSocket, Daemon};
+use crate::daemon::Daemon;
 use crate::error::Result;
 use crate::host::Host;
+pub(crate) use crate::ovs::{start_ovsdb, start_vswitchd, vsctl};
+use crate::ovs::{Datapath, VSWITCH_SCHEMA};
 
 pub const NETWORK_BRIDGE: &str = "n1";
 
@@ -82,31 +82,4 @@ impl Network {
     pub fn ovsdb(&self) -> &Daemon {
         &self.ovsdb
     }
-}
-
-/// `ovs-vswitchd` for bridges of `datapath`.
-pub(crate) fn start_vswitchd(host: &Host, datapath: Datapath) -> Result<Daemon> {
-    let db = format!("unix:{}", host.path("db.sock").display());
-    host.run(
-        "ovs-vsctl",
-        &[format!("--db={db}"), "--no-wait".into(), "init".into()],
-    )?;
-    let mut args: Vec<&str> = datapath.vswitchd_options().to_vec();
-    args.push(&db);
-    Daemon::start(
-        host,
-        "ovs-vswitchd",
-        "ovs-vswitchd",
-        ControlSocket::Explicit,
-        &args,
-    )
-}
-
-pub(crate) fn vsctl<S: AsRef<str>>(host: &Host, args: &[S]) -> Result<String> {
-    let mut all = vec![
-        format!("--db=unix:{}", host.path("db.sock").display()),
-        "--timeout=30".to_owned(),
-    ];
-    all.extend(args.iter().map(|a| a.as_ref().to_owned()));
-    host.run("ovs-vsctl", &all)
 }

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
+pub use crate::central::Binding;
 use crate::chassis::Vif;
 use crate::error::Result;
 use crate::lab::Lab;
@@ -51,15 +52,6 @@ pub fn is_multicast_query(frame: &[u8]) -> bool {
         },
         _ => false,
     }
-}
-
-/// A port's binding in the Southbound `Port_Binding` table.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Binding {
-    /// The name of the chassis in `chassis`.
-    pub chassis: Option<String>,
-    /// The `up` column (absent for port types that have none).
-    pub up: Option<bool>,
 }
 
 /// What one run of a scenario observed.

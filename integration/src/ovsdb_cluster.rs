@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use sbclient::{Datum, Replica, Uuid};
 
-use crate::central::SB_SCHEMA;
 use crate::daemon::{ControlSocket, Daemon};
 use crate::error::{HarnessError, Result};
 use crate::host::{wait_for, Host};
+use crate::ovs::SB_SCHEMA;
 
 /// Rows by table, then by uuid, then column -> value. Only real columns (no
 /// `_uuid`/`_version`).
@@ -114,7 +114,7 @@ pub struct Standalone {
 impl Standalone {
     pub fn start(parent: &Path) -> Result<Self> {
         let host = Host::create(parent, "sb")?;
-        let daemon = crate::central::start_ovsdb(&host, "sb", SB_SCHEMA)?;
+        let daemon = crate::ovs::start_ovsdb(&host, "sb", SB_SCHEMA)?;
         Ok(Self { daemon, host })
     }
 
