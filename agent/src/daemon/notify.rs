@@ -60,7 +60,8 @@ impl<'a> Progress<'a> {
             ovs_connected: engine.ovs_connected,
             config_problem: engine.cfg_error.as_ref().map(ToString::to_string),
             bridge: cfg.map(|c| {
-                let exists = crate::engine::binding::bridge(&engine.ovs, &c.bridge).is_some();
+                let exists =
+                    crate::engine::binding::bridge(&engine.inputs.ovs, &c.bridge).is_some();
                 (c.bridge.as_str(), exists)
             }),
             sb_remote: cfg.map(|c| c.remote.as_str()),

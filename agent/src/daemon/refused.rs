@@ -54,7 +54,7 @@ impl Refusals {
 
 /// What the engine plans from: the rows applied to its two replicas so far.
 pub fn inputs(engine: &crate::engine::core::Engine) -> u64 {
-    engine.sb.replica.stats().rows_applied + engine.ovs.stats().rows_applied
+    engine.inputs.sb.replica.stats().rows_applied + engine.inputs.ovs.stats().rows_applied
 }
 
 #[cfg(test)]

@@ -362,7 +362,7 @@ pub async fn run(
         // The Southbound client follows external_ids:ovn-remote.
         if let Some(c) = engine.cfg.clone() {
             let want = c.remote.clone();
-            let tls = super::ssl::effective(&engine.ovs, cfg.tls.as_ref());
+            let tls = super::ssl::effective(&engine.inputs.ovs, cfg.tls.as_ref());
             if sb.as_ref().is_none_or(|s| s.remote != want) {
                 if let Some(old) = sb.take() {
                     old.client.shutdown().await;
@@ -379,7 +379,8 @@ pub async fn run(
             }
             // The OpenFlow connection follows the bridge name.
             let target = format!("unix:{}/{}.mgmt", cfg.ovs_rundir.display(), c.bridge);
-            let bridge_exists = crate::engine::binding::bridge(&engine.ovs, &c.bridge).is_some();
+            let bridge_exists =
+                crate::engine::binding::bridge(&engine.inputs.ovs, &c.bridge).is_some();
             if bridge_exists && of.as_ref().is_none_or(|(t, _)| *t != target) {
                 let probe = (c.openflow_probe_s > 0)
                     .then(|| Duration::from_secs(c.openflow_probe_s.max(5)));
@@ -487,8 +488,11 @@ pub async fn run(
             && announced_at != Some(engine.input_generation())
         {
             announced_at = Some(engine.input_generation());
-            let planned =
-                crate::pinctrl::announce::plan(&engine.sb.replica, &engine.runtime, &engine.ifaces);
+            let planned = crate::pinctrl::announce::plan(
+                &engine.inputs.sb.replica,
+                &engine.runtime,
+                &engine.ifaces,
+            );
             let (changed, learn) = announcements.update(planned);
             pin_view_dirty |= changed;
             pin_writes.extend(learn);
@@ -499,8 +503,11 @@ pub async fn run(
         let igmp_due = igmp_dirty && igmp_wanted.is_some() && engine.sb_connected;
         if let (true, false, Some(s)) = (!pin_writes.is_empty() || igmp_due, sb_busy, sb.as_ref()) {
             let writes = std::mem::take(&mut pin_writes);
-            let mut txn =
-                crate::pinctrl::sb_write::txn(&engine.sb.replica, &writes, crate::engine::now_ms());
+            let mut txn = crate::pinctrl::sb_write::txn(
+                &engine.inputs.sb.replica,
+                &writes,
+                crate::engine::now_ms(),
+            );
             if let (true, Some(snap), Some(chassis)) =
                 (igmp_due, igmp_wanted.as_ref(), engine.runtime.chassis)
             {
@@ -509,7 +516,7 @@ pub async fn run(
                     .get_or_insert_with(|| sbclient::Transaction::new(sbclient::ovn_sb::DATABASE));
                 let local = &engine.runtime.local_datapaths;
                 crate::pinctrl::igmp::sync(
-                    &engine.sb.replica,
+                    &engine.inputs.sb.replica,
                     chassis,
                     |dp| local.contains_key(&dp),
                     snap,
@@ -570,12 +577,17 @@ const SLOW_RUN: Duration = Duration::from_millis(500);
 /// The pinctrl task's snapshot of the engine.
 fn pin_view(engine: &Engine, announce: &[crate::pinctrl::garp::Announce]) -> crate::pinctrl::View {
     let l = engine.layout();
-    let mut view = crate::pinctrl::View::from_replica(&engine.sb.replica, l.output_entry, l.egress);
+    let mut view =
+        crate::pinctrl::View::from_replica(&engine.inputs.sb.replica, l.output_entry, l.egress);
     view.ingress_table = l.ingress;
     view.announce = announce.to_vec();
     let local = &engine.runtime.local_datapaths;
-    view.with_services(&engine.sb.replica, engine.runtime.chassis, l.local_output)
-        .with_multicast(&engine.sb.replica, |dp| local.contains_key(&dp))
+    view.with_services(
+        &engine.inputs.sb.replica,
+        engine.runtime.chassis,
+        l.local_output,
+    )
+    .with_multicast(&engine.inputs.sb.replica, |dp| local.contains_key(&dp))
 }
 
 fn log_slow_run(
@@ -617,8 +629,8 @@ fn start_sb(
             return None;
         }
     };
-    let mut c =
-        ClientConfig::new(remotes, sbclient::ovn_sb::DATABASE).monitor_replica(&engine.sb.replica);
+    let mut c = ClientConfig::new(remotes, sbclient::ovn_sb::DATABASE)
+        .monitor_replica(&engine.inputs.sb.replica);
     c.set_probe_interval_ms(probe_ms);
     c.tls.clone_from(&tls);
     // The first conditions go with the monitor request (before our chassis exists:
@@ -653,7 +665,7 @@ fn on_ovs_event(engine: &mut Engine, ev: &Event) -> bool {
         }
         _ => {}
     }
-    match ev.apply(&mut engine.ovs) {
+    match ev.apply(&mut engine.inputs.ovs) {
         Ok(true) => engine.ovs_changed(),
         Ok(false) => {}
         Err(e) => {
@@ -688,10 +700,10 @@ fn on_sb_event(engine: &mut Engine, ev: &Event, bindings_changed: &mut bool) -> 
         }
         _ => {}
     }
-    match ev.apply(&mut engine.sb.replica) {
+    match ev.apply(&mut engine.inputs.sb.replica) {
         Ok(true) => {
-            tracing::debug!(target: "main", "southbound update of {:?}", engine.sb.replica.changed_tables());
-            *bindings_changed |= engine.sb.replica.changed_tables().iter().any(|t| {
+            tracing::debug!(target: "main", "southbound update of {:?}", engine.inputs.sb.replica.changed_tables());
+            *bindings_changed |= engine.inputs.sb.replica.changed_tables().iter().any(|t| {
                 matches!(
                     *t,
                     "MAC_Binding"
@@ -810,10 +822,10 @@ fn start_cleanup(
         .map(|c| c.system_id.clone())
         .unwrap_or_default();
     let mut sb_txn = Transaction::new(sbclient::ovn_sb::DATABASE);
-    crate::engine::chassis::cleanup(&engine.sb.replica, &name, &mut sb_txn);
+    crate::engine::chassis::cleanup(&engine.inputs.sb.replica, &name, &mut sb_txn);
     let mut ovs_txn = Transaction::new(sbclient::vswitch::DATABASE);
     if let Some(c) = &engine.cfg {
-        crate::engine::ovs_config::remove_tunnels(&engine.ovs, c, &mut ovs_txn);
+        crate::engine::ovs_config::remove_tunnels(&engine.inputs.ovs, c, &mut ovs_txn);
     }
     tokio::spawn(async move {
         if let Some(sb) = sb {

@@ -15,19 +15,22 @@ use openflow::wire::group_mod::{OFPGC_ADD, OFPGC_DELETE};
 use openflow::wire::meter_mod::OFPMF_STATS;
 use openflow::wire::{Group, GroupMod, Message, MeterMod};
 use sbclient::datum::{Atom, Datum};
-use sbclient::ovn_sb::{
-    self, AddressSet, ChassisTemplateVar, DatapathBinding, LogicalDpGroup, LogicalFlow,
-    MulticastGroup, PortBinding, PortGroup, SbGlobal,
-};
+use sbclient::ovn_sb::{self, LogicalFlow, PortBinding, SbGlobal};
 use sbclient::transaction::{by_uuid, Columns, Mutator};
-use sbclient::vswitch::{Bridge, Interface, OpenVswitch, Port};
+use sbclient::vswitch::{Bridge, Interface, Port};
 use sbclient::{Condition, Replica, Transaction, Uuid};
 
 use super::binding::{self, LocalIfaces, Me};
 use super::conditions::{conditions, Interest};
 use super::config::{ChassisConfig, ConfigError};
-use super::deps::{affected_lflows, changed_names, changed_rows, lflows_on, port_group_names};
-use super::lflow_index::{LflowIndex, DHCP_ACTIONS};
+use super::deps::affected_lflows;
+mod input_changes;
+
+use super::inputs::{
+    lflows_in_order, open_vswitch_row, patch_ofports, pkt_mark_peers, tunnels_of, wanted_zones,
+    Inputs,
+};
+use super::lflow_index::LflowIndex;
 use super::ovs_config::{self, BridgeKeys};
 use super::zones::Zones;
 use crate::compile::{
@@ -37,35 +40,9 @@ use crate::lflow::flows::{IdUse, MatchCache};
 use crate::lflow::hash::FxBuild;
 use crate::ofctrl::conn::{Dump, Put, PutError};
 use crate::ofctrl::{FlowBatch, FlowTable, ForeignFlow};
-use crate::runtime::{BindingKind, EncapType, Runtime, Tunnel};
+use crate::runtime::{BindingKind, Runtime};
 use crate::southbound::Southbound;
 use crate::view::{Ids, LocalFacts, SbView, TouchedRows, ViewParts};
-
-/// Southbound tables the runtime (bindings, local datapaths, tunnels, zones, conditions)
-/// is not computed from: their changes leave it as it is.
-const NOT_RUNTIME_INPUTS: &[&str] = &[
-    "Logical_Flow",
-    "Logical_DP_Group",
-    "Address_Set",
-    "Port_Group",
-    "MAC_Binding",
-    "Static_MAC_Binding",
-    "FDB",
-    "Load_Balancer",
-    "DNS",
-    "DHCP_Options",
-    "DHCPv6_Options",
-    "Controller_Event",
-    "Service_Monitor",
-    "IGMP_Group",
-    "Meter",
-    "Meter_Band",
-    "Chassis_Template_Var",
-    "Connection",
-    "SSL",
-    "RBAC_Role",
-    "RBAC_Permission",
-];
 
 /// What the local OVS configuration is compared with besides the replicas: interfaces
 /// whose flows are in, conntrack zones, and the installed nb_cfg.
@@ -224,7 +201,7 @@ pub struct Actions {
 
 /// What a put in flight carries, to finish it when the switch confirms.
 #[derive(Debug)]
-struct InFlight {
+pub(super) struct InFlight {
     seq: u64,
     batch: FlowBatch,
     nb_cfg: Option<i64>,
@@ -244,7 +221,7 @@ struct InFlight {
 /// What the local datapaths are computed from besides the Port_Binding and Datapath_Binding
 /// rows.
 #[derive(Debug, PartialEq, Eq)]
-struct LocalDatapathsKey {
+pub(super) struct LocalDatapathsKey {
     seeds: Vec<Uuid>,
     ha_members: Vec<Uuid>,
     chassis: Option<Uuid>,
@@ -253,7 +230,7 @@ struct LocalDatapathsKey {
 
 /// A full compile in progress: its logical flows in uuid order, compiled a batch at a time
 /// into the flow table while the put that carries them is sent ([`Engine::next_put_part`]).
-struct StreamedCompile {
+pub(super) struct StreamedCompile {
     lflows: Vec<Uuid>,
     next: usize,
     layout: crate::lflow::layout::TableLayout,
@@ -268,8 +245,8 @@ pub struct Engine {
     pub opts: EngineOptions,
     pub cfg: Option<ChassisConfig>,
     pub cfg_error: Option<ConfigError>,
-    pub sb: Southbound,
-    pub ovs: Replica,
+    /// The Southbound and local OVS replicas.
+    pub inputs: Inputs,
     pub sb_connected: bool,
     pub ovs_connected: bool,
     /// A transaction is in flight on that database: plan none (the replicas show its
@@ -281,121 +258,121 @@ pub struct Engine {
     pub runtime: Runtime,
     pub ids: Ids,
     pub flows: FlowTable,
-    uses: HashMap<Owner, Vec<IdUse>, FxBuild>,
+    pub(super) uses: HashMap<Owner, Vec<IdUse>, FxBuild>,
     /// The latest failure per owner (bad rows, refused flows).
     pub failures: BTreeMap<Owner, String>,
     /// Port_Bindings skipped as unusable, with why.
     pub bad_bindings: BTreeMap<Uuid, String>,
     pub stats: EngineStats,
-    last_claim: HashMap<Uuid, Instant>,
+    pub(super) last_claim: HashMap<Uuid, Instant>,
     pub zones: Zones,
-    zones_restored: bool,
+    pub(super) zones_restored: bool,
     /// Local interfaces by iface-id (from the last run).
     pub ifaces: LocalIfaces,
     // OpenFlow.
     pub of_session: Option<SessionId>,
     /// Flows the switch has in a form the table cannot hold (deleted at the next put).
-    foreign: Vec<ForeignFlow>,
-    installed_groups: BTreeMap<u32, crate::view::GroupKey>,
+    pub(super) foreign: Vec<ForeignFlow>,
+    pub(super) installed_groups: BTreeMap<u32, crate::view::GroupKey>,
     /// The switch's meters as last sent (or dumped): a Southbound `Meter` change modifies
     /// them in place.
-    installed_meters: BTreeMap<u32, MeterMod>,
-    put_seq: u64,
-    in_flight: Option<InFlight>,
+    pub(super) installed_meters: BTreeMap<u32, MeterMod>,
+    pub(super) put_seq: u64,
+    pub(super) in_flight: Option<InFlight>,
     /// The logical flows of a full compile still to compile, each batch as the put in
     /// flight needs more flows to send (the switch installs one part while the next is
     /// compiled).
-    streamed: Option<StreamedCompile>,
+    pub(super) streamed: Option<StreamedCompile>,
     /// Counts changes to the replicas and runtime recomputations: what is derived from
     /// them outside the engine (pinctrl's announcements) is derived again only when it moved.
-    input_generation: u64,
+    pub(super) input_generation: u64,
     /// The local datapaths depend on Port_Binding and Datapath_Binding rows and on the
     /// inputs in `local_dps_key`: with neither changed, the last ones are kept (walking
     /// every port of every local datapath on each run was the largest cost of a run).
-    local_dps_stale: bool,
-    local_dps_key: Option<LocalDatapathsKey>,
+    pub(super) local_dps_stale: bool,
+    pub(super) local_dps_key: Option<LocalDatapathsKey>,
     /// The group and meter id versions at which the switch had every wanted group and
     /// meter and nothing else (cleared whenever what the switch has may have moved).
-    ids_in_step: Option<(u64, u64)>,
-    acked_seq: u64,
+    pub(super) ids_in_step: Option<(u64, u64)>,
+    pub(super) acked_seq: u64,
     pub initial_sync_done: bool,
-    sb_connected_at: Option<Instant>,
+    pub(super) sb_connected_at: Option<Instant>,
     /// Bound VIF ports (PB uuid) waiting for the put that carries their flows.
-    waiting_install: HashMap<Uuid, u64>,
+    pub(super) waiting_install: HashMap<Uuid, u64>,
     /// Bound ports whose flows are in.
     pub installed_ports: BTreeSet<Uuid>,
     pub nb_cfg_acked: Option<(i64, i64)>,
     /// `debug/delay-nb-cfg-report`: how long an installed nb_cfg waits before it is
     /// reported, and the one waiting (with when it is due).
     pub nb_cfg_delay: std::time::Duration,
-    nb_cfg_due: Option<(i64, Instant)>,
+    pub(super) nb_cfg_due: Option<(i64, Instant)>,
     /// The configuration [`Engine::run_bindings`] got through with: [`Engine::run_flows`]
     /// has work, with it.
-    flows_due: Option<ChassisConfig>,
+    pub(super) flows_due: Option<ChassisConfig>,
     /// The binding plan the first half made; the second half derives the rest of the
     /// runtime from it (local datapaths, tunnels, zones, conditions), after the claims left.
-    runtime_due_plan: Option<(binding::BindingPlan, BTreeSet<String>)>,
+    pub(super) runtime_due_plan: Option<(binding::BindingPlan, BTreeSet<String>)>,
     /// Ports claimed by the Southbound transaction in flight, and ports whose `up` went in
     /// an [`Actions::sb_up_txn`] still in flight.
-    claims_in_flight: HashSet<Uuid>,
-    up_in_flight: HashSet<Uuid>,
+    pub(super) claims_in_flight: HashSet<Uuid>,
+    pub(super) up_in_flight: HashSet<Uuid>,
     /// ovn-northd's internal version differed from ours at the last run (with
     /// `ovn-match-northd-version`).
-    version_mismatch: bool,
+    pub(super) version_mismatch: bool,
     /// BFD timers of SB_Global that were left out (reported once each).
-    bfd_problems: Vec<super::bfd::BadParameter>,
+    pub(super) bfd_problems: Vec<super::bfd::BadParameter>,
     // Conditions.
-    cond_requested: BTreeMap<&'static str, Condition>,
-    cond_requested_seq: u64,
-    cond_acked_seq: u64,
+    pub(super) cond_requested: BTreeMap<&'static str, Condition>,
+    pub(super) cond_requested_seq: u64,
+    pub(super) cond_acked_seq: u64,
     /// Condition changes handed to the daemon whose sequence numbers have not come back yet
     /// (until they do, `cond_requested_seq` does not show them).
-    cond_unnumbered: usize,
+    pub(super) cond_unnumbered: usize,
     // What needs doing.
-    need_full: Option<String>,
-    dirty_lflows: BTreeSet<Uuid>,
+    pub(super) need_full: Option<String>,
+    pub(super) dirty_lflows: BTreeSet<Uuid>,
     /// What each lflow names (ports, address sets, port groups) and where it sits.
-    lflow_index: LflowIndex,
-    deleted_lflows: BTreeSet<Uuid>,
+    pub(super) lflow_index: LflowIndex,
+    pub(super) deleted_lflows: BTreeSet<Uuid>,
     /// A change the engine cannot yet attribute (first run, reconnect): recompute all.
-    runtime_changed: bool,
+    pub(super) runtime_changed: bool,
     /// Ports, multicast groups or local state changed: recompile the logical flows that
     /// depend on what changed ([`crate::view::ViewChanges`]), and every other and physical owner.
-    deps_dirty: bool,
+    pub(super) deps_dirty: bool,
     /// Rows of the non-lflow logical owners changed (MAC bindings, FDB, load balancers).
-    others_dirty: bool,
+    pub(super) others_dirty: bool,
     /// What load-balancer hairpin flows depend on changed (load balancers, datapath groups,
     /// datapaths, which datapaths are local).
-    lb_dirty: bool,
+    pub(super) lb_dirty: bool,
     /// What the runtime is computed from (OVS, the Southbound tables that feed bindings,
     /// local datapaths, tunnels and zones) changed since it was last computed.
-    runtime_inputs_dirty: bool,
+    pub(super) runtime_inputs_dirty: bool,
     /// When a throttled claim comes due (the runtime is computed again then).
-    runtime_due: Option<Instant>,
+    pub(super) runtime_due: Option<Instant>,
     /// The local OVS configuration needs comparing with what it should be.
-    ovs_sync_dirty: bool,
+    pub(super) ovs_sync_dirty: bool,
     /// What the last OVS comparison was made with (installed interfaces, zones, nb_cfg).
-    ovs_sync_inputs: Option<OvsSyncInputs>,
+    pub(super) ovs_sync_inputs: Option<OvsSyncInputs>,
     /// `sb_busy` and `ovs_busy` at the last run: a transaction that finished (failed ones
     /// too) means planning again.
-    busy_before: (bool, bool),
+    pub(super) busy_before: (bool, bool),
     /// The view's parts, kept between runs, and the Southbound tables changed since they
     /// were refreshed.
-    view_parts: ViewParts,
-    view_stale: BTreeSet<&'static str>,
+    pub(super) view_parts: ViewParts,
+    pub(super) view_stale: BTreeSet<&'static str>,
     /// The Port_Binding and Multicast_Group rows changed since the view was refreshed.
-    view_touched: TouchedRows,
+    pub(super) view_touched: TouchedRows,
     /// Since the physical and port-security flows were last computed: the Port_Bindings
     /// changed (uuids, and the names and datapaths they had), the datapaths whose
     /// multicast groups changed, and whether something chassis-wide did (then all again).
-    phys_pbs: BTreeSet<Uuid>,
-    phys_names: BTreeSet<String>,
-    phys_dps: BTreeSet<Uuid>,
+    pub(super) phys_pbs: BTreeSet<Uuid>,
+    pub(super) phys_names: BTreeSet<String>,
+    pub(super) phys_dps: BTreeSet<Uuid>,
     /// Multicast groups changed (deleted ones too: their flows must go).
-    phys_mcs: BTreeSet<Uuid>,
-    phys_all: bool,
+    pub(super) phys_mcs: BTreeSet<Uuid>,
+    pub(super) phys_all: bool,
     /// The runtime they were computed with.
-    phys_runtime: Option<Runtime>,
+    pub(super) phys_runtime: Option<Runtime>,
 }
 
 impl Engine {
@@ -406,8 +383,10 @@ impl Engine {
             opts,
             cfg: None,
             cfg_error: None,
-            sb: Southbound::default(),
-            ovs,
+            inputs: Inputs {
+                sb: Southbound::default(),
+                ovs,
+            },
             sb_connected: false,
             ovs_connected: false,
             sb_busy: false,
@@ -485,458 +464,6 @@ impl Engine {
             .map_or(crate::lflow::layout::TableLayout::CLASSIC, |c| c.layout)
     }
 
-    // ---- inputs ----------------------------------------------------------------------
-
-    /// The SB client connected. `resumed`: its monitors took up where the last connection
-    /// left them (`monitor_cond_since` found our last transaction id: a clustered server's
-    /// leader changed, or the client moved to another server), so only the changes since
-    /// follow, as updates like any other, and the flows follow them incrementally. Otherwise
-    /// a snapshot follows and every flow is computed again (and compared with the switch).
-    pub fn sb_connected(&mut self, now: Instant, resumed: bool) {
-        self.local_dps_stale = true;
-        self.sb_connected = true;
-        self.sb_connected_at = Some(now);
-        // Conditions start over on a new connection.
-        self.cond_requested.clear();
-        self.cond_requested_seq = 0;
-        self.cond_acked_seq = 0;
-        self.cond_unnumbered = 0;
-        if !resumed || !self.initial_sync_done {
-            self.need_full = Some("southbound reconnected".into());
-        }
-        self.runtime_inputs_dirty = true;
-    }
-
-    pub fn sb_disconnected(&mut self) {
-        self.sb_connected = false;
-    }
-
-    /// The SB server applied conditions up to `seq`.
-    pub fn conditions_acked(&mut self, seq: u64) {
-        self.cond_acked_seq = self.cond_acked_seq.max(seq);
-    }
-
-    /// Our condition requests got these sequence numbers.
-    pub fn conditions_requested(&mut self, seq: u64) {
-        self.cond_requested_seq = self.cond_requested_seq.max(seq);
-        self.cond_unnumbered = self.cond_unnumbered.saturating_sub(1);
-    }
-
-    /// The condition change for `table` never reached the client: not waited for any more,
-    /// and requested again by the next run.
-    pub fn condition_failed(&mut self, table: &str) {
-        self.cond_unnumbered = self.cond_unnumbered.saturating_sub(1);
-        self.cond_requested.remove(table);
-        self.stats.condition_failures += 1;
-        self.runtime_inputs_dirty = true;
-    }
-
-    /// A condition change was requested and not yet acknowledged by the server, or not yet
-    /// even numbered: the replica may still lack rows of datapaths that became local.
-    fn conditions_pending(&self) -> bool {
-        self.cond_unnumbered > 0 || self.cond_acked_seq < self.cond_requested_seq
-    }
-
-    /// The SB replica changed: note what needs recomputing, then forget the change sets.
-    pub fn sb_changed(&mut self) {
-        self.input_generation += 1;
-        let changed = self.sb.replica.changed_tables();
-        self.view_stale.extend(changed.iter().copied());
-        self.note_view_rows(&changed);
-        // First, so that the lookups below see this change's lflows.
-        if let Some(tab) = self.sb.replica.table::<LogicalFlow>() {
-            if changed.contains(&"Logical_Flow") {
-                self.lflow_index.apply(tab);
-            }
-        }
-        for t in changed {
-            let feeds_runtime = match t {
-                "Port_Binding" => {
-                    let only_up = self.only_up_changed();
-                    self.local_dps_stale |= !only_up;
-                    !only_up
-                }
-                "Datapath_Binding" => {
-                    self.local_dps_stale = true;
-                    true
-                }
-                "SB_Global" => !self.only_nb_cfg_changed(),
-                t => !NOT_RUNTIME_INPUTS.contains(&t),
-            };
-            self.runtime_inputs_dirty |= feeds_runtime;
-            match t {
-                "Logical_Flow" => {
-                    if let Some(tab) = self.sb.replica.table::<LogicalFlow>() {
-                        let c = tab.changes();
-                        self.dirty_lflows.extend(c.inserted.iter().copied());
-                        self.dirty_lflows.extend(c.modified.keys().copied());
-                        for u in c.deleted.keys() {
-                            self.dirty_lflows.remove(u);
-                            self.deleted_lflows.insert(*u);
-                        }
-                    }
-                }
-                // Rows whose changes only show up through the tables above, or that
-                // nothing compiles: nothing to redo.
-                "Chassis_Private" | "Controller_Event" | "Connection" | "SSL" | "RBAC_Role"
-                | "RBAC_Permission" | "Service_Monitor" | "BFD" | "Mirror" | "IGMP_Group"
-                | "Gateway_Chassis" | "IP_Multicast" => {}
-                "SB_Global" => {}
-                // Nothing compiles `up` (claims and `write_port_up` read the replica on
-                // every run): a change of `up` alone, our own port-up write included,
-                // recomputes nothing.
-                "Port_Binding" if self.only_up_changed() => {}
-                "Port_Binding" | "Multicast_Group" | "Chassis" | "Encap" => {
-                    self.note_physical_change(t);
-                    self.deps_dirty = true;
-                }
-                "Address_Set" => {
-                    if let Some(tab) = self.sb.replica.table::<AddressSet>() {
-                        for n in changed_names(tab, |a| &a.name) {
-                            let lflows = self.lflow_index.naming_address_set(&n);
-                            self.dirty_lflows.extend(lflows);
-                        }
-                    }
-                }
-                "Port_Group" => {
-                    if let Some(tab) = self.sb.replica.table::<PortGroup>() {
-                        for n in changed_names(tab, |g| &g.name) {
-                            for name in port_group_names(&n) {
-                                let lflows = self.lflow_index.naming_port_group(name);
-                                self.dirty_lflows.extend(lflows);
-                            }
-                        }
-                    }
-                }
-                "Logical_DP_Group" => {
-                    if let Some(tab) = self.sb.replica.table::<LogicalDpGroup>() {
-                        let groups = changed_rows(tab);
-                        let lflows = lflows_on(
-                            &self.sb.replica,
-                            &self.lflow_index,
-                            &BTreeSet::new(),
-                            &groups,
-                        );
-                        self.dirty_lflows.extend(lflows);
-                    }
-                    // Load balancers name datapath groups too.
-                    self.others_dirty = true;
-                    self.lb_dirty = true;
-                }
-                "Datapath_Binding" => {
-                    if let Some(tab) = self.sb.replica.table::<DatapathBinding>() {
-                        let dps = changed_rows(tab);
-                        let lflows =
-                            lflows_on(&self.sb.replica, &self.lflow_index, &dps, &BTreeSet::new());
-                        self.dirty_lflows.extend(lflows);
-                    }
-                    self.deps_dirty = true;
-                    self.lb_dirty = true;
-                    self.phys_all = true;
-                }
-                "MAC_Binding" | "Static_MAC_Binding" | "FDB" => self.others_dirty = true,
-                // pinctrl's `dns_lookup` reads the rows as they are; no flow uses them.
-                "DNS" => {}
-                // Flows name meters by id, which stays: the switch's meter is modified.
-                "Meter" | "Meter_Band" => self.ids.refresh_named_meters(&self.sb.replica),
-                "DHCP_Options" | "DHCPv6_Options" => {
-                    let action = if t == "DHCP_Options" {
-                        DHCP_ACTIONS[0]
-                    } else {
-                        DHCP_ACTIONS[1]
-                    };
-                    let lflows = self.lflow_index.using_action(action);
-                    self.dirty_lflows.extend(lflows);
-                }
-                "Chassis_Template_Var" => {
-                    for name in self.changed_template_vars() {
-                        let lflows = self.lflow_index.naming_template(&name);
-                        self.dirty_lflows.extend(lflows);
-                    }
-                    // Load balancers' VIPs and backends may be templates too.
-                    self.others_dirty = true;
-                    self.lb_dirty = true;
-                }
-                // Which chassis is active comes out of the runtime; the tunnels to the
-                // gateways are physical flows.
-                "HA_Chassis_Group" | "HA_Chassis" => {
-                    self.note_physical_change(t);
-                    self.deps_dirty = true;
-                }
-                "Load_Balancer" => {
-                    self.others_dirty = true;
-                    self.lb_dirty = true;
-                }
-                other => {
-                    self.need_full
-                        .get_or_insert_with(|| format!("{other} changed"));
-                }
-            }
-        }
-        self.sb.replica.clear_changes();
-    }
-
-    /// The template variables of this chassis that this change added, removed or changed.
-    fn changed_template_vars(&self) -> BTreeSet<String> {
-        let Some(t) = self.sb.replica.table::<ChassisTemplateVar>() else {
-            return BTreeSet::new();
-        };
-        let ours = |v: &ChassisTemplateVar| v.chassis == self.runtime.chassis_name;
-        let c = t.changes();
-        let now: Vec<&ChassisTemplateVar> = c
-            .inserted
-            .iter()
-            .chain(c.modified.keys())
-            .filter_map(|u| t.get(u))
-            .filter(|v| ours(v))
-            .collect();
-        let before: Vec<&ChassisTemplateVar> = c
-            .modified
-            .values()
-            .chain(c.deleted.values())
-            .map(AsRef::as_ref)
-            .filter(|v| ours(v))
-            .collect();
-        let value = |rows: &[&ChassisTemplateVar], k: &str| {
-            rows.iter().find_map(|r| r.variables.get(k).cloned())
-        };
-        now.iter()
-            .chain(before.iter())
-            .flat_map(|r| r.variables.keys())
-            .filter(|k| value(&now, k) != value(&before, k))
-            .cloned()
-            .collect()
-    }
-
-    /// Records the rows of this change the view follows row by row ([`TouchedRows`]).
-    fn note_view_rows(&mut self, changed: &[&str]) {
-        fn touched<T: sbclient::Row>(table: Option<&sbclient::Table<T>>) -> BTreeSet<Uuid> {
-            table.map(changed_rows).unwrap_or_default()
-        }
-        let replica = &self.sb.replica;
-        if changed.contains(&"Port_Binding") {
-            let rows = touched(replica.table::<PortBinding>());
-            self.view_touched.port_bindings.extend(rows);
-        }
-        if changed.contains(&"Multicast_Group") {
-            let rows = touched(replica.table::<MulticastGroup>());
-            self.view_touched.multicast_groups.extend(rows);
-        }
-        if let (true, Some(t)) = (
-            changed.contains(&"Address_Set"),
-            replica.table::<AddressSet>(),
-        ) {
-            let names = changed_names(t, |a| &a.name);
-            self.view_touched.address_sets.extend(names);
-        }
-        if let (true, Some(t)) = (
-            changed.contains(&"Port_Group"),
-            replica.table::<PortGroup>(),
-        ) {
-            let names = changed_names(t, |g| &g.name);
-            self.view_touched.port_groups.extend(names);
-        }
-    }
-
-    /// Records what a change to `table` means for the physical flows ([`Self::physical_scope`]).
-    fn note_physical_change(&mut self, table: &str) {
-        match table {
-            "Port_Binding" => {
-                let Some(t) = self.sb.replica.table::<PortBinding>() else {
-                    return;
-                };
-                let c = t.changes();
-                self.phys_pbs.extend(c.inserted.iter().copied());
-                for (u, old) in c.modified.iter().chain(c.deleted.iter()) {
-                    self.phys_pbs.insert(*u);
-                    self.phys_names.insert(old.logical_port.clone());
-                    self.phys_dps.insert(old.datapath);
-                    if let Some(peer) = old.options.get("peer") {
-                        self.phys_names.insert(peer.clone());
-                    }
-                }
-            }
-            "Multicast_Group" => {
-                let Some(t) = self.sb.replica.table::<MulticastGroup>() else {
-                    return;
-                };
-                let c = t.changes();
-                self.phys_mcs.extend(
-                    c.inserted
-                        .iter()
-                        .chain(c.modified.keys())
-                        .chain(c.deleted.keys())
-                        .copied(),
-                );
-                let now = c
-                    .inserted
-                    .iter()
-                    .chain(c.modified.keys())
-                    .filter_map(|u| t.get(u))
-                    .map(|m| m.datapath);
-                let before = c
-                    .modified
-                    .values()
-                    .chain(c.deleted.values())
-                    .map(|m| m.datapath);
-                self.phys_dps.extend(now.chain(before).collect::<Vec<_>>());
-            }
-            _ => self.phys_all = true,
-        }
-    }
-
-    /// The port bindings and multicast groups (sorted uuids) whose physical and
-    /// port-security flows may differ since they were last computed, when the change is
-    /// limited to some ports: those changed, bound or released, or whose zone changed, with
-    /// every port and multicast group of their datapaths and of the datapaths next to those
-    /// (flows refer to peers, localnet and distributed ports there), and their containers.
-    /// `None`: compute all of them.
-    fn physical_scope(&self) -> Option<(Vec<Uuid>, Vec<Uuid>)> {
-        const MAX_DATAPATHS: usize = 64;
-        if self.phys_all {
-            return None;
-        }
-        let (old, new) = (self.phys_runtime.as_ref()?, &self.runtime);
-        let same_globals = old.chassis == new.chassis
-            && old.chassis_name == new.chassis_name
-            && old.local_datapaths == new.local_datapaths
-            && old.patch_ofports == new.patch_ofports
-            && old.tunnels == new.tunnels
-            && old.active_tunnels == new.active_tunnels
-            && old.active_ha == new.active_ha
-            && old.ha_members == new.ha_members
-            && old.geneve_field == new.geneve_field
-            && old.mark_field == new.mark_field
-            && old.pkt_mark_peers == new.pkt_mark_peers
-            && old.drop_sampling == new.drop_sampling;
-        if !same_globals {
-            return None;
-        }
-        let pbs = self.sb.replica.table::<PortBinding>()?;
-        if !(pbs.has_index("logical_port")
-            && pbs.has_index("datapath")
-            && pbs.has_index("parent_port"))
-        {
-            return None;
-        }
-        let by_name = |n: &str| {
-            pbs.find_one("logical_port", &Atom::String(n.to_owned()))
-                .map(|(u, _)| *u)
-        };
-        let mut touched = self.phys_pbs.clone();
-        touched.extend(self.phys_names.iter().filter_map(|n| by_name(n)));
-        for (u, k) in &old.bound {
-            if new.bound.get(u) != Some(k) {
-                touched.insert(*u);
-            }
-        }
-        touched.extend(new.bound.keys().filter(|u| !old.bound.contains_key(u)));
-        for (u, k) in &old.localports {
-            if new.localports.get(u) != Some(k) {
-                touched.insert(*u);
-            }
-        }
-        touched.extend(
-            new.localports
-                .keys()
-                .filter(|u| !old.localports.contains_key(u)),
-        );
-        let zones_changed = old
-            .ct_zones
-            .iter()
-            .filter(|(n, z)| new.ct_zones.get(*n) != Some(z))
-            .map(|(n, _)| n)
-            .chain(
-                new.ct_zones
-                    .keys()
-                    .filter(|n| !old.ct_zones.contains_key(*n)),
-            );
-        for name in zones_changed {
-            // A datapath's zone is used by every port of it and of its neighbours.
-            if name.ends_with("_dnat") || name.ends_with("_snat") {
-                return None;
-            }
-            touched.extend(by_name(name));
-        }
-        let mut names: BTreeSet<String> = self.phys_names.clone();
-        let mut dps = self.phys_dps.clone();
-        for u in &touched {
-            if let Some(pb) = pbs.get(u) {
-                names.insert(pb.logical_port.clone());
-                dps.insert(pb.datapath);
-                if let Some(peer) = pb.options.get("peer") {
-                    names.insert(peer.clone());
-                }
-            }
-        }
-        touched.extend(names.iter().filter_map(|n| by_name(n)));
-        for u in &touched {
-            if let Some(pb) = pbs.get(u) {
-                dps.insert(pb.datapath);
-            }
-        }
-        let neighbours: Vec<Uuid> = dps
-            .iter()
-            .filter_map(|dp| new.local_datapaths.get(dp))
-            .flat_map(|ld| ld.peers.iter())
-            .filter_map(|(_, remote)| pbs.get(remote).map(|p| p.datapath))
-            .collect();
-        dps.extend(neighbours);
-        if dps.len() > MAX_DATAPATHS {
-            return None;
-        }
-        let mut scope = touched;
-        for dp in &dps {
-            scope.extend(pbs.find("datapath", &Atom::Uuid(*dp)).map(|(u, _)| *u));
-        }
-        for n in &names {
-            scope.extend(
-                pbs.find("parent_port", &Atom::String(n.clone()))
-                    .map(|(u, _)| *u),
-            );
-        }
-        let mut mcs: BTreeSet<Uuid> = self.phys_mcs.clone();
-        if let Some(t) = self.sb.replica.table::<MulticastGroup>() {
-            mcs.extend(
-                t.iter()
-                    .filter(|(_, m)| dps.contains(&m.datapath))
-                    .map(|(u, _)| *u),
-            );
-        }
-        Some((scope.into_iter().collect(), mcs.into_iter().collect()))
-    }
-
-    /// The physical and port-security flows are computed from the current state.
-    fn physical_done(&mut self) {
-        self.phys_pbs.clear();
-        self.phys_names.clear();
-        self.phys_dps.clear();
-        self.phys_mcs.clear();
-        self.phys_all = false;
-        self.phys_runtime = Some(self.runtime.clone());
-    }
-
-    /// Whether the only change to SB_Global is its `nb_cfg` (every Northbound change).
-    fn only_nb_cfg_changed(&self) -> bool {
-        only_modified::<SbGlobal>(&self.sb.replica, |old, new| old.nb_cfg = new.nb_cfg)
-    }
-
-    /// Whether every change to Port_Binding in the current change set is to `up` alone.
-    fn only_up_changed(&self) -> bool {
-        only_modified::<PortBinding>(&self.sb.replica, |old, new| old.up = new.up)
-    }
-
-    /// The OVS replica changed. Flows depend on the local OVS only through the runtime,
-    /// which every run derives from the replica again and compares (`same_runtime_but_zones`): an OVS
-    /// change that leaves it the same (our own `ovn-installed`, `ovn-nb-cfg` and
-    /// `ct-zone-*` writes, a new interface nobody has bound yet) recomputes nothing.
-    pub fn ovs_changed(&mut self) {
-        self.input_generation += 1;
-        self.ovs.clear_changes();
-        self.runtime_inputs_dirty = true;
-        self.ovs_sync_dirty = true;
-    }
-
     /// A new OpenFlow session with what the switch has.
     pub fn of_connected(
         &mut self,
@@ -987,11 +514,6 @@ impl Engine {
         // Zones were flushed before; the switch's conntrack survives a reconnect.
     }
 
-    /// See `input_generation`: equal values mean the same replicas and runtime.
-    pub fn input_generation(&self) -> u64 {
-        self.input_generation
-    }
-
     pub fn of_disconnected(&mut self) {
         self.finish_streamed_compile();
         self.ids_in_step = None;
@@ -1033,7 +555,7 @@ impl Engine {
         let mut actions = Actions::default();
         let host = self.opts.hostname.clone();
         match ChassisConfig::from_ovs(
-            open_vswitch_row(&self.ovs),
+            open_vswitch_row(&self.inputs.ovs),
             self.opts.chassis.as_deref(),
             self.opts.table_layout.as_deref(),
             &host,
@@ -1067,7 +589,7 @@ impl Engine {
         }
         self.restore_zones(&cfg);
         // The local OVS configuration (bridge first: nothing else works without it).
-        let bridge = binding::bridge(&self.ovs, &cfg.bridge).map(|(_, b)| b);
+        let bridge = binding::bridge(&self.inputs.ovs, &cfg.bridge).map(|(_, b)| b);
         let datapath_type = match bridge.map(|b| b.datapath_type.as_str()) {
             None | Some("") => "system".to_owned(),
             Some(t) => t.to_owned(),
@@ -1075,7 +597,7 @@ impl Engine {
         if !self.sb_connected {
             if bridge.is_none() {
                 let mut txn = Transaction::new(sbclient::vswitch::DATABASE);
-                ovs_config::create_bridge(&self.ovs, &cfg, &mut txn);
+                ovs_config::create_bridge(&self.inputs.ovs, &cfg, &mut txn);
                 actions.ovs_txn = Some(txn);
             }
             return actions;
@@ -1085,10 +607,11 @@ impl Engine {
         }
         // Chassis registration.
         let mut sb_txn = Transaction::new(ovn_sb::DATABASE);
-        let other = super::chassis::other_config(&cfg, open_vswitch_row(&self.ovs), &datapath_type);
-        let mut sb_dirty = super::chassis::sync(&self.sb.replica, &cfg, &other, &mut sb_txn);
+        let other =
+            super::chassis::other_config(&cfg, open_vswitch_row(&self.inputs.ovs), &datapath_type);
+        let mut sb_dirty = super::chassis::sync(&self.inputs.sb.replica, &cfg, &other, &mut sb_txn);
         let chassis_uuid =
-            super::chassis::find_chassis(&self.sb.replica, &cfg.system_id).map(|(u, _)| *u);
+            super::chassis::find_chassis(&self.inputs.sb.replica, &cfg.system_id).map(|(u, _)| *u);
         if self.runtime.chassis != chassis_uuid {
             self.runtime.chassis = chassis_uuid;
             self.runtime_changed = true;
@@ -1172,8 +695,8 @@ impl Engine {
         }
         let ovs_dirty = compare
             && (ovs_config::sync(
-                &self.ovs,
-                &self.sb.replica,
+                &self.inputs.ovs,
+                &self.inputs.sb.replica,
                 &cfg,
                 &self.runtime,
                 &installed_ifaces,
@@ -1198,7 +721,7 @@ impl Engine {
     /// conditions (into `actions`), from the replicas; true if it wrote to `sb_txn`.
     /// The runtime's first part: local interfaces, the binding plan, and the claims and
     /// releases it calls for (into `sb_txn`; true if it wrote something).
-    fn update_bindings(
+    pub(super) fn update_bindings(
         &mut self,
         cfg: &ChassisConfig,
         chassis_uuid: Option<Uuid>,
@@ -1207,7 +730,7 @@ impl Engine {
     ) -> (bool, (binding::BindingPlan, BTreeSet<String>)) {
         let mut sb_dirty = false;
         // Bindings.
-        let ifaces = binding::local_ifaces(&self.ovs, &cfg.bridge);
+        let ifaces = binding::local_ifaces(&self.inputs.ovs, &cfg.bridge);
         // Logged and counted once, not on every run.
         for (id, name) in &ifaces.duplicates {
             if !self.ifaces.duplicates.contains(&(id.clone(), name.clone())) {
@@ -1216,7 +739,7 @@ impl Engine {
             }
         }
         self.ifaces = ifaces;
-        let active_tunnels = super::bfd::active_tunnels(&self.ovs, &cfg.bridge);
+        let active_tunnels = super::bfd::active_tunnels(&self.inputs.ovs, &cfg.bridge);
         if active_tunnels != self.runtime.active_tunnels {
             tracing::debug!(target: "bfd", "BFD up to {active_tunnels:?}");
         }
@@ -1226,7 +749,13 @@ impl Engine {
             uuid: chassis_uuid,
             active_tunnels: Some(&active_tunnels),
         };
-        let plan = binding::plan(&self.sb.replica, &self.ifaces, &me, &self.last_claim, now);
+        let plan = binding::plan(
+            &self.inputs.sb.replica,
+            &self.ifaces,
+            &me,
+            &self.last_claim,
+            now,
+        );
         for n in &plan.notes {
             tracing::debug!(target: "binding", "{n}");
         }
@@ -1251,7 +780,7 @@ impl Engine {
 
     /// The runtime's second part, from the binding plan: what is bound where, local
     /// datapaths, tunnels, patch ports, zones and the monitor conditions.
-    fn finish_runtime(
+    pub(super) fn finish_runtime(
         &mut self,
         cfg: &ChassisConfig,
         chassis_uuid: Option<Uuid>,
@@ -1300,7 +829,7 @@ impl Engine {
             rt.local_datapaths.clone_from(&self.runtime.local_datapaths);
         } else {
             rt.local_datapaths = super::local::local_datapaths(
-                &self.sb.replica,
+                &self.inputs.sb.replica,
                 seeds,
                 chassis_uuid,
                 &|u| ha_members.contains(u),
@@ -1309,11 +838,11 @@ impl Engine {
             self.local_dps_stale = false;
             self.local_dps_key = Some(key);
         }
-        rt.tunnels = tunnels_of(&self.ovs, &cfg.bridge);
+        rt.tunnels = tunnels_of(&self.inputs.ovs, &cfg.bridge);
         rt.active_tunnels = active_tunnels;
-        rt.pkt_mark_peers = pkt_mark_peers(&self.sb.replica, cfg, rt.mark_field);
-        rt.patch_ofports = patch_ofports(&self.ovs, &cfg.bridge, &self.sb.replica);
-        let wanted_zones = wanted_zones(&self.sb.replica, &rt);
+        rt.pkt_mark_peers = pkt_mark_peers(&self.inputs.sb.replica, cfg, rt.mark_field);
+        rt.patch_ofports = patch_ofports(&self.inputs.ovs, &cfg.bridge, &self.inputs.sb.replica);
+        let wanted_zones = wanted_zones(&self.inputs.sb.replica, &rt);
         // Zones are released only once the view is complete (after the first put).
         self.zones.update(&wanted_zones, self.initial_sync_done);
         let zones_same = self.runtime.ct_zones == self.zones.by_name;
@@ -1358,8 +887,8 @@ impl Engine {
     /// condition change costs the server tens of milliseconds at scale (every Port_Binding
     /// row is matched again), and the claim sent behind it would wait that long. Once
     /// bound here, the clauses come (`parent_port` finds its nested ports).
-    fn seen_and_unclaimed(&self, iface_id: &str, me: Option<Uuid>) -> bool {
-        let Some(pbs) = self.sb.replica.table::<PortBinding>() else {
+    pub(super) fn seen_and_unclaimed(&self, iface_id: &str, me: Option<Uuid>) -> bool {
+        let Some(pbs) = self.inputs.sb.replica.table::<PortBinding>() else {
             return false;
         };
         if !pbs.has_index("logical_port") {
@@ -1373,11 +902,11 @@ impl Engine {
             })
     }
 
-    fn restore_zones(&mut self, cfg: &ChassisConfig) {
+    pub(super) fn restore_zones(&mut self, cfg: &ChassisConfig) {
         if self.zones_restored {
             return;
         }
-        if let Some((_, br)) = binding::bridge(&self.ovs, &cfg.bridge) {
+        if let Some((_, br)) = binding::bridge(&self.inputs.ovs, &cfg.bridge) {
             self.zones.restore(br.external_ids.iter());
             // Zones read back were in use before: no flush for them.
             self.zones.to_flush.clear();
@@ -1386,7 +915,7 @@ impl Engine {
     }
 
     /// Claims, releases and encaps into `txn`; true if it wrote something.
-    fn write_claims(
+    pub(super) fn write_claims(
         &mut self,
         plan: &binding::BindingPlan,
         me: Option<Uuid>,
@@ -1394,7 +923,7 @@ impl Engine {
         now: Instant,
     ) -> bool {
         let Some(me) = me else { return false };
-        let pbs = self.sb.replica.table::<PortBinding>();
+        let pbs = self.inputs.sb.replica.table::<PortBinding>();
         let name_of = |u: &Uuid| {
             pbs.and_then(|t| t.get(u))
                 .map_or_else(|| u.to_string(), |p| p.logical_port.clone())
@@ -1502,8 +1031,8 @@ impl Engine {
     }
 
     /// `up=true` for bound ports whose flows are in; true if it wrote something.
-    fn write_port_up(&self, txn: &mut Transaction) -> bool {
-        let Some(pbs) = self.sb.replica.table::<PortBinding>() else {
+    pub(super) fn write_port_up(&self, txn: &mut Transaction) -> bool {
+        let Some(pbs) = self.inputs.sb.replica.table::<PortBinding>() else {
             return false;
         };
         let mut wrote = false;
@@ -1523,7 +1052,8 @@ impl Engine {
             }
         }
         if let (Some(cfg), Some((nb, ts))) = (&self.cfg, self.nb_cfg_acked) {
-            wrote |= super::chassis::ack_nb_cfg(&self.sb.replica, &cfg.system_id, nb, ts, txn);
+            wrote |=
+                super::chassis::ack_nb_cfg(&self.inputs.sb.replica, &cfg.system_id, nb, ts, txn);
         }
         wrote
     }
@@ -1532,9 +1062,11 @@ impl Engine {
     /// `wait` for the claim (the server runs a connection's transactions in order: the
     /// port goes up right after its claim commits, not a round trip later). True if it
     /// wrote something.
-    fn write_port_up_behind_claims(&mut self, txn: &mut Transaction) -> bool {
-        let (Some(pbs), Some(me)) = (self.sb.replica.table::<PortBinding>(), self.runtime.chassis)
-        else {
+    pub(super) fn write_port_up_behind_claims(&mut self, txn: &mut Transaction) -> bool {
+        let (Some(pbs), Some(me)) = (
+            self.inputs.sb.replica.table::<PortBinding>(),
+            self.runtime.chassis,
+        ) else {
             return false;
         };
         let mut wrote = false;
@@ -1569,9 +1101,9 @@ impl Engine {
     }
 
     /// OVS interfaces of ports whose flows are in (they get `ovn-installed`).
-    fn installed_iface_uuids(&self) -> BTreeSet<Uuid> {
+    pub(super) fn installed_iface_uuids(&self) -> BTreeSet<Uuid> {
         let mut out = BTreeSet::new();
-        let Some(pbs) = self.sb.replica.table::<PortBinding>() else {
+        let Some(pbs) = self.inputs.sb.replica.table::<PortBinding>() else {
             return out;
         };
         for u in &self.installed_ports {
@@ -1588,7 +1120,7 @@ impl Engine {
 
     // ---- flows -----------------------------------------------------------------------
 
-    fn recompute_flows(&mut self, cfg: &ChassisConfig) {
+    pub(super) fn recompute_flows(&mut self, cfg: &ChassisConfig) {
         let mut full = self.need_full.take().or_else(|| {
             self.runtime_changed
                 .then(|| "local state changed".to_owned())
@@ -1622,10 +1154,15 @@ impl Engine {
         let view_started = std::time::Instant::now();
         let stale = std::mem::take(&mut self.view_stale);
         let touched = std::mem::take(&mut self.view_touched);
-        self.view_parts
-            .refresh(&self.sb, &cfg.system_id, &facts, &stale, Some(&touched));
+        self.view_parts.refresh(
+            &self.inputs.sb,
+            &cfg.system_id,
+            &facts,
+            &stale,
+            Some(&touched),
+        );
         let changed = self.view_parts.take_changes();
-        let view = SbView::from_parts(&self.sb, &self.ids, &self.view_parts);
+        let view = SbView::from_parts(&self.inputs.sb, &self.ids, &self.view_parts);
         if full.is_none() && changed.rebuilt {
             full = Some("first view".to_owned());
         } else if full.is_none() && !changed.is_empty() {
@@ -1684,7 +1221,7 @@ impl Engine {
             // The logical flows in batches, each put in the table as soon as it is compiled:
             // the compiled form of the whole table never exists at once beside the table.
             let mut keep: HashSet<Owner, FxBuild> = HashSet::default();
-            let lflows = lflows_in_order(&self.sb.replica);
+            let lflows = lflows_in_order(&self.inputs.sb.replica);
             // With a switch to send to and no put in flight, the put this run makes carries
             // the logical flows as they are compiled (the switch installs while we compile);
             // otherwise they are compiled at the end of this function, batch by batch alike.
@@ -1702,7 +1239,7 @@ impl Engine {
             compile_other_owners(&cx, &mut results, true);
             compile_port_security(&cx, &mut results, None);
             results.extend(physical_owners(
-                &self.sb.replica,
+                &self.inputs.sb.replica,
                 &self.runtime,
                 &layout,
                 None,
@@ -1719,6 +1256,7 @@ impl Engine {
         } else {
             let dirty = std::mem::take(&mut self.dirty_lflows);
             let lflows: Vec<(&Uuid, &LogicalFlow)> = self
+                .inputs
                 .sb
                 .replica
                 .table::<LogicalFlow>()
@@ -1769,7 +1307,7 @@ impl Engine {
                     };
                     compile_port_security(&cx, &mut results, pbs);
                     results.extend(physical_owners(
-                        &self.sb.replica,
+                        &self.inputs.sb.replica,
                         &self.runtime,
                         &layout,
                         mcs,
@@ -1838,7 +1376,7 @@ impl Engine {
     /// Whether the first put may go: the chassis is known and no condition change is
     /// pending (the replica holds every row the flows need), or the wait for that has gone
     /// on too long.
-    fn initial_view_settled(&self, now: Instant, conditions_stable: bool) -> bool {
+    pub(super) fn initial_view_settled(&self, now: Instant, conditions_stable: bool) -> bool {
         let settled =
             self.runtime.chassis.is_some() && conditions_stable && !self.conditions_pending();
         settled
@@ -1847,7 +1385,7 @@ impl Engine {
                 .is_some_and(|t| now.duration_since(t) >= INITIAL_SETTLE)
     }
 
-    fn build_put(&mut self, now: Instant, conditions_stable: bool) -> Option<Put> {
+    pub(super) fn build_put(&mut self, now: Instant, conditions_stable: bool) -> Option<Put> {
         let session = self.of_session?;
         if self.in_flight.is_some() {
             return None;
@@ -1856,6 +1394,7 @@ impl Engine {
             return None;
         }
         let sb_nb_cfg = self
+            .inputs
             .sb
             .replica
             .table::<SbGlobal>()
@@ -2015,7 +1554,11 @@ impl Engine {
     /// (compiling more of a streamed compile when they run out, with the meters its flows
     /// need added to `meters`), then, once no flow mod remains, its group deletes; true
     /// when nothing remains.
-    fn encode_put_part(&mut self, bundle: &mut BundleBuilder, meters: &mut Vec<MeterMod>) -> bool {
+    pub(super) fn encode_put_part(
+        &mut self,
+        bundle: &mut BundleBuilder,
+        meters: &mut Vec<MeterMod>,
+    ) -> bool {
         let mut room = self.opts.put_part_flows();
         loop {
             if !self.encode_flow_mods(bundle, &mut room) {
@@ -2057,7 +1600,11 @@ impl Engine {
 
     /// Encodes the put's pending flow mods into `bundle`, at most `room` of them (less
     /// what it encodes); false when the room ran out first.
-    fn encode_flow_mods(&mut self, bundle: &mut BundleBuilder, room: &mut usize) -> bool {
+    pub(super) fn encode_flow_mods(
+        &mut self,
+        bundle: &mut BundleBuilder,
+        room: &mut usize,
+    ) -> bool {
         let Some(InFlight {
             batch,
             entries,
@@ -2102,7 +1649,7 @@ impl Engine {
     }
 
     /// Compiles the next batch of a streamed compile into the flow table.
-    fn compile_streamed_batch(&mut self) {
+    pub(super) fn compile_streamed_batch(&mut self) {
         let Some(mut sc) = self.streamed.take() else {
             return;
         };
@@ -2113,12 +1660,12 @@ impl Engine {
             sc.cache.forget_parsed();
         }
         let end = (sc.next + self.opts.compile_batch_lflows()).min(sc.lflows.len());
-        let table = self.sb.replica.table::<LogicalFlow>();
+        let table = self.inputs.sb.replica.table::<LogicalFlow>();
         let batch: Vec<(&Uuid, &LogicalFlow)> = sc.lflows[sc.next..end]
             .iter()
             .filter_map(|u| Some((u, table?.get(u)?)))
             .collect();
-        let view = SbView::from_parts(&self.sb, &self.ids, &self.view_parts);
+        let view = SbView::from_parts(&self.inputs.sb, &self.ids, &self.view_parts);
         let cx = Context {
             view: &view,
             layout: &sc.layout,
@@ -2145,7 +1692,7 @@ impl Engine {
     }
 
     /// Compiles what is left of a streamed compile at once (its put will not carry it).
-    fn finish_streamed_compile(&mut self) {
+    pub(super) fn finish_streamed_compile(&mut self) {
         while self.streamed.is_some() {
             self.compile_streamed_batch();
         }
@@ -2154,7 +1701,11 @@ impl Engine {
     /// Adds what the last streamed batch changed to the put in flight, with the groups and
     /// meters its flows use that the switch does not have yet (groups go in the bundle
     /// before the flows; meters, which a bundle cannot hold, are sent ahead of the part).
-    fn take_streamed_changes(&mut self, bundle: &mut BundleBuilder, meters: &mut Vec<MeterMod>) {
+    pub(super) fn take_streamed_changes(
+        &mut self,
+        bundle: &mut BundleBuilder,
+        meters: &mut Vec<MeterMod>,
+    ) {
         let Some(f) = self.in_flight.as_mut() else {
             return;
         };
@@ -2266,10 +1817,15 @@ impl Engine {
 
     /// BFD on the tunnels of HA groups this chassis is in or serves. Bad timers are
     /// reported once each.
-    fn sync_bfd(&mut self, cfg: &ChassisConfig, me: Option<Uuid>, txn: &mut Transaction) -> bool {
+    pub(super) fn sync_bfd(
+        &mut self,
+        cfg: &ChassisConfig,
+        me: Option<Uuid>,
+        txn: &mut Transaction,
+    ) -> bool {
         let Some(me) = me else { return false };
-        let peers = super::bfd::bfd_chassis(&self.sb.replica, me);
-        let (settings, bad) = super::bfd::settings(&self.sb.replica);
+        let peers = super::bfd::bfd_chassis(&self.inputs.sb.replica, me);
+        let (settings, bad) = super::bfd::settings(&self.inputs.sb.replica);
         for b in &bad {
             if !self.bfd_problems.contains(b) {
                 crate::vlog_rl!(WARN, &crate::vlog::limits::BAD_ROW, target: "bfd", "{b}");
@@ -2277,17 +1833,18 @@ impl Engine {
             }
         }
         self.bfd_problems = bad;
-        super::bfd::sync(&self.ovs, &cfg.bridge, &peers, &settings, txn)
+        super::bfd::sync(&self.inputs.ovs, &cfg.bridge, &peers, &settings, txn)
     }
 
     /// `external_ids:ovn-match-northd-version=true`: nothing is processed while ovn-northd's
     /// internal version (SB_Global) differs from ours; all is recomputed once they match.
-    fn northd_version_matches(&mut self, cfg: &ChassisConfig) -> bool {
+    pub(super) fn northd_version_matches(&mut self, cfg: &ChassisConfig) -> bool {
         if cfg.get("ovn-match-northd-version") != Some("true") {
             self.version_mismatch = false;
             return true;
         }
         let northd = self
+            .inputs
             .sb
             .replica
             .table::<SbGlobal>()
@@ -2398,25 +1955,9 @@ fn meter_to_send(installed: Option<&MeterMod>, id: u32, wanted: &MeterMod) -> Op
     }
 }
 
-/// The local `Open_vSwitch` row, once the OVS replica has it.
-fn open_vswitch_row(ovs: &Replica) -> Option<&OpenVswitch> {
-    ovs.table::<OpenVswitch>()
-        .and_then(|t| t.iter().next().map(|(_, r)| r))
-}
-
 /// Logical flows per batch of a full compile (a batch's compiled flows go into the table
 /// before the next batch is compiled).
 const FULL_COMPILE_BATCH: usize = 4096;
-
-/// Every logical flow in uuid order (the compile's results must not depend on hash order).
-fn lflows_in_order(replica: &Replica) -> Vec<(&Uuid, &LogicalFlow)> {
-    let mut lflows: Vec<(&Uuid, &LogicalFlow)> = replica
-        .table::<LogicalFlow>()
-        .map(|t| t.iter().collect())
-        .unwrap_or_default();
-    lflows.sort_unstable_by_key(|(u, _)| **u);
-    lflows
-}
 
 /// Puts compiled owners in the flow table: each owner's flows replace what it wanted, its
 /// id uses replace its old ones (which are released), and its failure is kept (and logged
@@ -2456,25 +1997,6 @@ fn apply_compiled(
     logged
 }
 
-fn only_modified<T: sbclient::Row + Clone + PartialEq>(
-    replica: &Replica,
-    ignore: impl Fn(&mut T, &T),
-) -> bool {
-    let Some(t) = replica.table::<T>() else {
-        return false;
-    };
-    let c = t.changes();
-    c.inserted.is_empty()
-        && c.deleted.is_empty()
-        && c.modified.iter().all(|(u, old)| {
-            t.get(u).is_some_and(|new| {
-                let mut old = (**old).clone();
-                ignore(&mut old, new);
-                old == *new
-            })
-        })
-}
-
 /// The physical flows of every owner, or (`some`: port bindings, multicast groups) of the
 /// chassis-wide owners and those.
 fn physical_owners(
@@ -2508,122 +2030,6 @@ fn physical_owners(
         .collect()
 }
 
-/// Tunnels on the bridge: ports with `external_ids:ovn-chassis-id` and an ofport.
-fn tunnels_of(ovs: &Replica, bridge_name: &str) -> BTreeMap<String, Vec<Tunnel>> {
-    let mut out: BTreeMap<String, Vec<Tunnel>> = BTreeMap::new();
-    let (Some((_, br)), Some(ports), Some(ifaces)) = (
-        binding::bridge(ovs, bridge_name),
-        ovs.table::<Port>(),
-        ovs.table::<Interface>(),
-    ) else {
-        return out;
-    };
-    for p in br.ports.iter().filter_map(|p| ports.get(p)) {
-        let Some(id) = p.external_ids.get("ovn-chassis-id") else {
-            continue;
-        };
-        let (chassis, ip) = id.split_once('@').unwrap_or((id.as_str(), ""));
-        for i in p.interfaces.iter().filter_map(|i| ifaces.get(i)) {
-            let (Some(ofport), Some(encap)) = (
-                i.ofport
-                    .and_then(|o| u32::try_from(o).ok())
-                    .filter(|o| *o > 0 && *o < 0xff00),
-                EncapType::parse(&i.type_),
-            ) else {
-                continue;
-            };
-            out.entry(chassis.to_owned()).or_default().push(Tunnel {
-                chassis: chassis.to_owned(),
-                remote_ip: ip.to_owned(),
-                encap,
-                ofport,
-            });
-        }
-    }
-    // A port that names no encap goes through the chassis' first tunnel: the oldest one
-    // (lowest ofport), usually its first encap IP, rather than whichever the database
-    // listed first.
-    for tunnels in out.values_mut() {
-        tunnels.sort_by_key(|t| t.ofport);
-    }
-    out
-}
-
-/// br-int ofports of the patch ports to mapped bridges, by localnet/l2gateway PB.
-fn patch_ofports(ovs: &Replica, bridge_name: &str, sb: &Replica) -> HashMap<Uuid, u32> {
-    let mut out = HashMap::new();
-    let (Some((_, br)), Some(ports), Some(ifaces), Some(pbs)) = (
-        binding::bridge(ovs, bridge_name),
-        ovs.table::<Port>(),
-        ovs.table::<Interface>(),
-        sb.table::<PortBinding>(),
-    ) else {
-        return out;
-    };
-    // Through the logical_port index (a scan only for a replica built without it).
-    let pb_named = |name: &str| {
-        pbs.find_one("logical_port", &Atom::String(name.to_owned()))
-            .or_else(|| pbs.iter().find(|(_, p)| p.logical_port == name))
-            .map(|(u, _)| *u)
-    };
-    for p in br.ports.iter().filter_map(|p| ports.get(p)) {
-        let Some(lp) = p
-            .external_ids
-            .get("ovn-localnet-port")
-            .or_else(|| p.external_ids.get("ovn-l2gateway-port"))
-        else {
-            continue;
-        };
-        let Some(pb) = pb_named(lp) else {
-            continue;
-        };
-        if let Some(ofport) = p
-            .interfaces
-            .iter()
-            .filter_map(|i| ifaces.get(i))
-            .find_map(|i| {
-                i.ofport
-                    .and_then(|o| u32::try_from(o).ok())
-                    .filter(|o| *o > 0 && *o < 0xff00)
-            })
-        {
-            out.insert(pb, ofport);
-        }
-    }
-    out
-}
-
-/// Zone names this chassis needs: local ports and two per local datapath (with the SNAT
-/// zone a router asks for).
-fn wanted_zones(sb: &Replica, rt: &Runtime) -> BTreeMap<String, Option<u16>> {
-    let mut out = BTreeMap::new();
-    let pbs = sb.table::<PortBinding>();
-    let name = |u: &Uuid| pbs.and_then(|t| t.get(u)).map(|p| p.logical_port.clone());
-    for u in rt
-        .bound
-        .keys()
-        .chain(rt.localports.keys())
-        .chain(rt.patch_ofports.keys())
-    {
-        if let Some(n) = name(u) {
-            out.insert(n, None);
-        }
-    }
-    let dps = sb.table::<ovn_sb::DatapathBinding>();
-    for (dp, local) in &rt.local_datapaths {
-        out.insert(format!("{dp}_dnat"), None);
-        let requested = dps
-            .and_then(|t| t.get(dp))
-            .and_then(|d| d.external_ids.get("snat-ct-zone"))
-            .and_then(|z| z.parse::<u16>().ok());
-        out.insert(format!("{dp}_snat"), requested);
-        if let Some(ln) = local.localnet.and_then(|u| name(&u)) {
-            out.insert(ln, None);
-        }
-    }
-    out
-}
-
 /// Whether two runtimes are the same, their conntrack zones left out (compared apart).
 fn same_runtime_but_zones(a: &Runtime, b: &Runtime) -> bool {
     a.chassis == b.chassis
@@ -2637,25 +2043,6 @@ fn same_runtime_but_zones(a: &Runtime, b: &Runtime) -> bool {
         && a.geneve_field == b.geneve_field
         && a.mark_field == b.mark_field
         && a.pkt_mark_peers == b.pkt_mark_peers
-}
-
-/// The remote chassis pkt.mark is carried with: those advertising the capability, when
-/// this chassis has it on and the switch mapped the option.
-fn pkt_mark_peers(sb: &Replica, cfg: &ChassisConfig, mark_field: Option<u8>) -> BTreeSet<String> {
-    if !cfg.tunnel_pkt_mark || mark_field.is_none() {
-        return BTreeSet::new();
-    }
-    sb.table::<sbclient::ovn_sb::Chassis>()
-        .into_iter()
-        .flat_map(sbclient::Table::iter)
-        .filter(|(_, c)| c.name != cfg.system_id)
-        .filter(|(_, c)| {
-            c.other_config
-                .get(super::config::TUNNEL_PKT_MARK)
-                .is_some_and(|v| v == "true")
-        })
-        .map(|(_, c)| c.name.clone())
-        .collect()
 }
 
 /// Unused OVS types kept for documentation of what the engine reads.

@@ -8,6 +8,7 @@ pub mod conditions;
 pub mod config;
 pub mod core;
 pub mod deps;
+pub mod inputs;
 pub mod lflow_index;
 pub mod local;
 pub mod ovs_config;

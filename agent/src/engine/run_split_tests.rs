@@ -37,7 +37,7 @@ fn map(pairs: &[(&str, &str)]) -> Value {
 fn engine_with_unbound_vif() -> Engine {
     let mut e = Engine::new(EngineOptions::default());
     apply(
-        &mut e.ovs,
+        &mut e.inputs.ovs,
         &json!({
             "Open_vSwitch": { OVS_ROOT: { "insert": {
                 "bridges": uuid_set(BRIDGE),
@@ -62,7 +62,7 @@ fn engine_with_unbound_vif() -> Engine {
     let started = Instant::now();
     e.sb_connected(started, false);
     apply(
-        &mut e.sb.replica,
+        &mut e.inputs.sb.replica,
         &json!({
             "SB_Global": { "00000000-0000-0000-0000-00000000b000": { "insert": { "nb_cfg": 1 }}},
             "Encap": { ENCAP: { "insert": {
@@ -146,7 +146,7 @@ fn a_port_whose_flows_are_in_goes_up_behind_its_claim_in_flight() {
     e.sb_up_busy = true;
     assert!(e.run_bindings(now).sb_up_txn.is_none());
     apply(
-        &mut e.sb.replica,
+        &mut e.inputs.sb.replica,
         &json!({"Port_Binding": { BINDING: { "modify": { "chassis": ["uuid", CHASSIS] }}}}),
     );
     e.sb_changed();
@@ -184,7 +184,7 @@ fn an_interface_whose_port_is_seen_gets_its_clauses_once_bound_here() {
     assert!(!first.contains("lp1"), "{first}");
     // Once the claim shows, the interface's clauses come (its nested ports are found).
     apply(
-        &mut e.sb.replica,
+        &mut e.inputs.sb.replica,
         &json!({"Port_Binding": { BINDING: { "modify": { "chassis": ["uuid", CHASSIS] }}}}),
     );
     e.sb_changed();

@@ -306,7 +306,7 @@ impl Observer {
     /// whose name has the integration bridge's in it, and every Geneve interface.
     fn ovs_ports(&mut self, engine: &Engine) {
         let bridge = engine.cfg.as_ref().map_or("br-int", |c| c.bridge.as_str());
-        let rows = engine.ovs.stats().rows_applied;
+        let rows = engine.inputs.ovs.stats().rows_applied;
         if self
             .seen
             .ovs
@@ -316,7 +316,7 @@ impl Observer {
             return;
         }
         let (mut patch, mut geneve) = (0, 0);
-        if let Some(ifaces) = engine.ovs.table::<Interface>() {
+        if let Some(ifaces) = engine.inputs.ovs.table::<Interface>() {
             for (_, i) in ifaces.iter() {
                 match i.type_.as_str() {
                     "patch" if i.name.contains(bridge) => patch += 1,
@@ -385,7 +385,7 @@ impl Observer {
     /// Southbound lag: a change is first seen by the run after it arrived (`started`); it is
     /// done when the put that carries its flows is confirmed.
     fn track_lag(&mut self, engine: &Engine, put: Option<PutSent>, started: Instant) {
-        let rows = engine.sb.replica.stats().rows_applied;
+        let rows = engine.inputs.sb.replica.stats().rows_applied;
         if rows != self.seen.sb_rows {
             self.seen.sb_rows = rows;
             self.unsent_change = earliest(self.unsent_change, Some(started));

@@ -343,7 +343,7 @@ fn southbound_change(engine: &mut Engine, n: u128) {
     })
     .to_string();
     let raw = serde_json::value::RawValue::from_string(text).unwrap();
-    engine.sb.replica.apply_update(&raw).unwrap();
+    engine.inputs.sb.replica.apply_update(&raw).unwrap();
 }
 
 fn put(seq: u64) -> PutSent {

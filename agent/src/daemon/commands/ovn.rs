@@ -204,7 +204,7 @@ fn inject_pkt(engine: &Engine, microflow: &str) -> Outcome {
     };
     match crate::pinctrl::inject::packet_out(
         microflow,
-        &engine.sb.replica,
+        &engine.inputs.sb.replica,
         &cfg.system_id,
         &engine.ifaces,
     ) {
@@ -218,6 +218,7 @@ fn dump_template_vars(engine: &Engine) -> String {
     let mut out = String::from("Local template vars:\n");
     let name = engine.cfg.as_ref().map_or("", |c| c.system_id.as_str());
     if let Some(vars) = engine
+        .inputs
         .sb
         .replica
         .table::<ChassisTemplateVar>()
@@ -269,9 +270,12 @@ fn memory_show(engine: &Engine) -> String {
     let mut items = vec![
         (
             "idl-cells-OVN_Southbound".to_owned(),
-            cells(&engine.sb.replica),
+            cells(&engine.inputs.sb.replica),
         ),
-        ("idl-cells-Open_vSwitch".to_owned(), cells(&engine.ovs)),
+        (
+            "idl-cells-Open_vSwitch".to_owned(),
+            cells(&engine.inputs.ovs),
+        ),
         ("desired-flows".to_owned(), engine.flows.len()),
         ("flow-owners".to_owned(), engine.flows.owners_count()),
         (
@@ -308,7 +312,7 @@ fn memory_show(engine: &Engine) -> String {
 /// `debug/dump-local-bindings` in ovn-controller's shape.
 fn dump_local_bindings(engine: &Engine) -> String {
     let mut out = String::from("Local bindings:\n");
-    let Some(pbs) = engine.sb.replica.table::<PortBinding>() else {
+    let Some(pbs) = engine.inputs.sb.replica.table::<PortBinding>() else {
         return out;
     };
     for (iface_id, iface) in &engine.ifaces.by_iface_id {

@@ -44,7 +44,7 @@ fn engine_stats(engine: &Engine) -> String {
         s.missing_columns,
         s.missing_required_columns
     );
-    let replica = engine.sb.replica.stats();
+    let replica = engine.inputs.sb.replica.stats();
     let _ = writeln!(
         out,
         "southbound rows skipped {}, bad messages {}, bad-input log lines suppressed {}",
@@ -159,6 +159,7 @@ fn tunnel_pkt_mark(engine: &Engine) -> String {
 /// The Logical_Flow whose uuid is `text` or starts with it (unique).
 fn find_lflow<'a>(engine: &'a Engine, text: &str) -> Result<(Uuid, &'a LogicalFlow), String> {
     let table = engine
+        .inputs
         .sb
         .replica
         .table::<LogicalFlow>()
@@ -217,6 +218,7 @@ fn push_flows(out: &mut String, engine: &Engine, owner: Owner) {
 /// `port/flows NAME`: the physical and port-security flows of one logical port.
 fn port_flows(engine: &Engine, name: &str) -> Result<String, String> {
     let (uuid, pb) = engine
+        .inputs
         .sb
         .replica
         .table::<PortBinding>()
