@@ -15,6 +15,17 @@ pub fn is_refusal(error: &TxnError) -> bool {
     )
 }
 
+/// The server's error as OVS prints it (`{"details":"...","error":"..."}`, JSON-escaped),
+/// so that scripts that grep ovn-controller's log for it find it in ours.
+pub fn server_error(error: &TxnError) -> String {
+    match error {
+        TxnError::Operation { error, details, .. } | TxnError::Commit { error, details } => {
+            serde_json::json!({ "details": details, "error": error }).to_string()
+        }
+        other => other.to_string(),
+    }
+}
+
 /// The last refusal, and the inputs it was made from.
 #[derive(Debug, Default)]
 pub struct Refusals {
@@ -30,7 +41,7 @@ impl Refusals {
             Err(e) if is_refusal(e) => {
                 crate::coverage::SB_TXN_REFUSED.inc();
                 crate::vlog_rl!(WARN, &crate::vlog::limits::REFUSED_TXN, target: "main",
-                    "southbound transaction refused, not sent again until an input changes: {e}");
+                    "transaction error: {} (not sent again until an input changes)", server_error(e));
                 self.refused_at = Some(inputs);
             }
             Err(e) => tracing::info!(target: "main", "southbound transaction: {e}"),
@@ -81,5 +92,17 @@ mod tests {
         assert!(r.may_send(3), "a conflict is planned again at once");
         r.on_result(&Err(TxnError::ConnectionLost), 3);
         assert!(r.may_send(3));
+    }
+
+    #[test]
+    fn the_server_error_is_printed_as_ovs_prints_it() {
+        let e = TxnError::Commit {
+            error: "constraint violation".into(),
+            details: "Transaction causes multiple rows in \"Encap\" table".into(),
+        };
+        assert_eq!(
+            server_error(&e),
+            r#"{"details":"Transaction causes multiple rows in \"Encap\" table","error":"constraint violation"}"#
+        );
     }
 }

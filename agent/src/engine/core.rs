@@ -590,10 +590,7 @@ impl Engine {
         self.restore_zones(&cfg);
         // The local OVS configuration (bridge first: nothing else works without it).
         let bridge = binding::bridge(&self.inputs.ovs, &cfg.bridge).map(|(_, b)| b);
-        let datapath_type = match bridge.map(|b| b.datapath_type.as_str()) {
-            None | Some("") => "system".to_owned(),
-            Some(t) => t.to_owned(),
-        };
+        let datapath_type = ovs_config::wanted_datapath_type(&cfg, bridge);
         if !self.sb_connected {
             if bridge.is_none() {
                 let mut txn = Transaction::new(sbclient::vswitch::DATABASE);

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use sbclient::datum::{Atom, Datum};
-use sbclient::ovn_sb::{Chassis, Encap, PortBinding};
+use sbclient::ovn_sb::{Chassis, Encap, PortBinding, SbGlobal};
 use sbclient::transaction::{by_uuid, Columns, Mutator};
 use sbclient::vswitch::{Bridge, Interface, OpenVswitch, Port};
 use sbclient::{Replica, Transaction, Uuid};
@@ -28,7 +28,67 @@ pub struct WantedTunnel {
     pub chassis: String,
     pub encap: EncapType,
     pub remote_ip: String,
-    pub csum: Option<String>,
+    /// The interface's options besides `remote_ip` and `key` (see [`tunnel_extra_options`]).
+    pub extra_options: BTreeMap<String, String>,
+}
+
+/// The options ovn-controller 23.03.1 gives a tunnel interface besides `remote_ip` and
+/// `key=flow`: the encap's `csum` (`true`/`false` only) and `dst_port`, this chassis'
+/// `ovn-encap-tos` (unless `none`) and `ovn-encap-df_default`, and with
+/// `ovn-set-local-ip=true` or IPsec on (`SB_Global:ipsec`) our encap IP as `local_ip`;
+/// IPsec adds `remote_name` and the NAT-T choices of `SB_Global:options`.
+fn tunnel_extra_options(
+    encap: &Encap,
+    chassis_id: &str,
+    cfg: &ChassisConfig,
+    sb_global: Option<&SbGlobal>,
+) -> BTreeMap<String, String> {
+    let mut o = BTreeMap::new();
+    if let Some(c) = encap
+        .options
+        .get("csum")
+        .filter(|c| *c == "true" || *c == "false")
+    {
+        o.insert("csum".to_owned(), c.clone());
+    }
+    if let Some(port) = encap.options.get("dst_port") {
+        o.insert("dst_port".to_owned(), port.clone());
+    }
+    if let Some(tos) = cfg.get("ovn-encap-tos").filter(|t| *t != "none") {
+        o.insert("tos".to_owned(), tos.to_owned());
+    }
+    if let Some(df) = cfg.get("ovn-encap-df_default") {
+        o.insert("df_default".to_owned(), df.to_owned());
+    }
+    let ipsec = sb_global.is_some_and(|g| g.ipsec);
+    let mut set_local_ip = cfg
+        .get("ovn-set-local-ip")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    if ipsec {
+        set_local_ip = true;
+        o.insert("remote_name".to_owned(), chassis_id.to_owned());
+        let options = sb_global.map(|g| &g.options);
+        for (key, option) in [
+            ("ipsec_encapsulation", "ipsec_encapsulation"),
+            ("ipsec_forceencaps", "ipsec_forceencaps"),
+        ] {
+            if options
+                .and_then(|m| m.get(key))
+                .is_some_and(|v| v == "true")
+            {
+                o.insert(option.to_owned(), "yes".to_owned());
+            }
+        }
+    }
+    if set_local_ip {
+        if let Some(ip) = cfg.encap_ips.first() {
+            if cfg.encap_ips.iter().any(|other| other != ip) {
+                tracing::error!("ovn-encap-ip has been configured as a list. This is unsupported for IPsec and explicit local_ip configuration.");
+            }
+            o.insert("local_ip".to_owned(), ip.clone());
+        }
+    }
+    o
 }
 
 /// Tunnels to every other chassis we share an encap type and a transport zone with.
@@ -36,6 +96,9 @@ pub fn wanted_tunnels(sb: &Replica, cfg: &ChassisConfig) -> Vec<WantedTunnel> {
     let (Some(chassis), Some(encaps)) = (sb.table::<Chassis>(), sb.table::<Encap>()) else {
         return Vec::new();
     };
+    let sb_global = sb
+        .table::<SbGlobal>()
+        .and_then(|t| t.iter().map(|(_, g)| g).next());
     let mut out = Vec::new();
     for (_, ch) in chassis.iter() {
         if ch.name == cfg.system_id {
@@ -77,7 +140,7 @@ pub fn wanted_tunnels(sb: &Replica, cfg: &ChassisConfig) -> Vec<WantedTunnel> {
                 chassis: ch.name.clone(),
                 encap: best,
                 remote_ip: e.ip.clone(),
-                csum: e.options.get("csum").cloned(),
+                extra_options: tunnel_extra_options(e, &ch.name, cfg, sb_global),
             });
         }
     }
@@ -90,9 +153,7 @@ fn tunnel_options(t: &WantedTunnel) -> BTreeMap<String, String> {
         ("remote_ip".to_owned(), t.remote_ip.clone()),
         ("key".to_owned(), "flow".to_owned()),
     ]);
-    if let Some(c) = &t.csum {
-        o.insert("csum".into(), c.clone());
-    }
+    o.extend(t.extra_options.iter().map(|(k, v)| (k.clone(), v.clone())));
     o
 }
 
@@ -168,6 +229,18 @@ pub fn create_bridge(ovs: &Replica, cfg: &ChassisConfig, txn: &mut Transaction) 
     );
 }
 
+/// The datapath type of the integration bridge, as ovn-controller 23.03.1 chooses it:
+/// `ovn-bridge-datapath-type` (per chassis too) when set, else the bridge's own, else
+/// `system`. It is written to the bridge and reported in `Chassis:other_config`.
+pub fn wanted_datapath_type(cfg: &ChassisConfig, br: Option<&Bridge>) -> String {
+    cfg.get("ovn-bridge-datapath-type")
+        .or(br
+            .map(|b| b.datapath_type.as_str())
+            .filter(|t| !t.is_empty()))
+        .unwrap_or("system")
+        .to_owned()
+}
+
 /// A locally administered unicast MAC, random per bridge.
 fn random_mac() -> String {
     let b = uuid::Uuid::new_v4();
@@ -210,6 +283,15 @@ pub fn sync(
             "Bridge",
             &by_uuid(*br_uuid),
             Columns::new().set("fail_mode", Datum::Set(vec![Atom::from("secure")])),
+        );
+        changed = true;
+    }
+    let datapath_type = wanted_datapath_type(cfg, Some(br));
+    if br.datapath_type != datapath_type {
+        txn.update(
+            "Bridge",
+            &by_uuid(*br_uuid),
+            Columns::new().set("datapath_type", Atom::from(datapath_type.as_str())),
         );
         changed = true;
     }
@@ -561,5 +643,85 @@ mod tests {
         assert_eq!(a, "ovn-hv2-lo-0");
         taken.insert(a);
         assert_eq!(tunnel_name("hv2-long-name-b", &taken), "ovn-hv2-lo-1");
+    }
+
+    fn cfg(pairs: &[(&str, &str)]) -> ChassisConfig {
+        let mut row = OpenVswitch::default();
+        for (k, v) in [
+            ("system-id", "hv1"),
+            ("ovn-remote", "unix:/a"),
+            ("ovn-encap-type", "geneve"),
+            ("ovn-encap-ip", "192.168.0.1"),
+        ]
+        .iter()
+        .chain(pairs)
+        {
+            row.external_ids.insert((*k).to_owned(), (*v).to_owned());
+        }
+        ChassisConfig::from_ovs(Some(&row), None, None, "hv1").unwrap()
+    }
+
+    #[test]
+    fn tunnel_options_as_ovn_controller_sets_them() {
+        let mut encap = Encap {
+            ip: "192.168.0.2".into(),
+            ..Encap::default()
+        };
+        encap.options.insert("csum".into(), "true".into());
+        encap.options.insert("dst_port".into(), "6082".into());
+        let plain = tunnel_extra_options(
+            &encap,
+            "hv2",
+            &cfg(&[("ovn-encap-ip", "192.168.0.1")]),
+            None,
+        );
+        assert_eq!(
+            plain.into_iter().collect::<Vec<_>>(),
+            [
+                ("csum".into(), "true".into()),
+                ("dst_port".into(), "6082".into())
+            ]
+        );
+        encap.options.insert("csum".into(), "maybe".into());
+        let c = cfg(&[
+            ("ovn-encap-ip", "192.168.0.1"),
+            ("ovn-encap-tos-hv1", "inherit"),
+            ("ovn-encap-df_default", "false"),
+            ("ovn-set-local-ip", "true"),
+        ]);
+        let o = tunnel_extra_options(&encap, "hv2", &c, None);
+        assert_eq!(o.get("csum"), None, "only true or false is passed on");
+        assert_eq!(o.get("tos").map(String::as_str), Some("inherit"));
+        assert_eq!(o.get("df_default").map(String::as_str), Some("false"));
+        assert_eq!(o.get("local_ip").map(String::as_str), Some("192.168.0.1"));
+        let none = tunnel_extra_options(&encap, "hv2", &cfg(&[("ovn-encap-tos", "none")]), None);
+        assert_eq!(none.get("tos"), None);
+        let mut global = SbGlobal {
+            ipsec: true,
+            ..SbGlobal::default()
+        };
+        global
+            .options
+            .insert("ipsec_forceencaps".into(), "true".into());
+        let o = tunnel_extra_options(
+            &encap,
+            "hv2",
+            &cfg(&[("ovn-encap-ip", "10.0.0.1")]),
+            Some(&global),
+        );
+        assert_eq!(o.get("remote_name").map(String::as_str), Some("hv2"));
+        assert_eq!(o.get("ipsec_forceencaps").map(String::as_str), Some("yes"));
+        assert_eq!(o.get("local_ip").map(String::as_str), Some("10.0.0.1"));
+    }
+
+    #[test]
+    fn datapath_type_as_ovn_controller_chooses_it() {
+        let mut br = Bridge::default();
+        assert_eq!(wanted_datapath_type(&cfg(&[]), Some(&br)), "system");
+        br.datapath_type = "netdev".into();
+        assert_eq!(wanted_datapath_type(&cfg(&[]), Some(&br)), "netdev");
+        let c = cfg(&[("ovn-bridge-datapath-type", "foo")]);
+        assert_eq!(wanted_datapath_type(&c, Some(&br)), "foo");
+        assert_eq!(wanted_datapath_type(&c, None), "foo");
     }
 }

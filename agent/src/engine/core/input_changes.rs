@@ -11,11 +11,24 @@ use sbclient::ovn_sb::*;
 use sbclient::Uuid;
 
 use super::Engine;
+use crate::engine::config::ChassisConfig;
 use crate::engine::deps::{changed_names, changed_rows, lflows_on, port_group_names};
-use crate::engine::inputs::{only_modified, NOT_RUNTIME_INPUTS};
+use crate::engine::inputs::{only_modified, open_vswitch_row, NOT_RUNTIME_INPUTS};
 use crate::engine::lflow_index::DHCP_ACTIONS;
 
 impl Engine {
+    /// The chassis configuration as the local OVS database has it now (the last run's
+    /// `cfg` may be older): the Southbound remote and the bridge follow it at once.
+    pub fn current_config(&self) -> Option<ChassisConfig> {
+        ChassisConfig::from_ovs(
+            open_vswitch_row(&self.inputs.ovs),
+            self.opts.chassis.as_deref(),
+            self.opts.table_layout.as_deref(),
+            &self.opts.hostname,
+        )
+        .ok()
+    }
+
     /// The SB client connected. `resumed`: its monitors took up where the last connection
     /// left them (`monitor_cond_since` found our last transaction id: a clustered server's
     /// leader changed, or the client moved to another server), so only the changes since
