@@ -297,6 +297,13 @@ pub struct Engine {
     pub(super) acked_seq: u64,
     pub initial_sync_done: bool,
     pub(super) sb_connected_at: Option<Instant>,
+    /// When the engine started, and `debug/ignore-startup-delay` (see
+    /// [`Engine::started_recently`]).
+    pub(super) started_at: Instant,
+    pub ignore_startup_delay: bool,
+    /// The local OVS was compared during the start-up grace period: compare it again
+    /// once that is over (unwanted patch ports go then).
+    pub(super) compare_after_startup: bool,
     /// Bound VIF ports (PB uuid) waiting for the put that carries their flows.
     pub(super) waiting_install: HashMap<Uuid, u64>,
     /// Bound ports whose flows are in.
@@ -417,6 +424,9 @@ impl Engine {
             acked_seq: 0,
             initial_sync_done: false,
             sb_connected_at: None,
+            started_at: Instant::now(),
+            ignore_startup_delay: false,
+            compare_after_startup: false,
             waiting_install: HashMap::new(),
             installed_ports: BTreeSet::new(),
             nb_cfg_acked: None,
@@ -671,9 +681,14 @@ impl Engine {
         }
         // Local OVS.
         let installed_ifaces: BTreeSet<Uuid> = self.installed_iface_uuids();
+        let started_recently = self.started_recently(Instant::now());
+        if !started_recently && std::mem::take(&mut self.compare_after_startup) {
+            self.ovs_sync_dirty = true;
+        }
         let keys = BridgeKeys {
             ct_zones: &self.zones.by_name,
             nb_cfg: self.nb_cfg_acked,
+            keep_unwanted_patches: started_recently,
         };
         let mut ovs_txn = Transaction::new(sbclient::vswitch::DATABASE);
         // BFD only once the rest is in (the tunnels it configures must exist). The inputs
@@ -685,6 +700,7 @@ impl Engine {
         let compare = !self.ovs_busy && self.ovs_sync_dirty;
         if compare {
             self.ovs_sync_dirty = false;
+            self.compare_after_startup |= started_recently;
             if inputs_changed {
                 self.ovs_sync_inputs =
                     Some((installed_ifaces.clone(), keys.ct_zones.clone(), keys.nb_cfg));
@@ -1380,6 +1396,18 @@ impl Engine {
             || self
                 .sb_connected_at
                 .is_some_and(|t| now.duration_since(t) >= INITIAL_SETTLE)
+    }
+
+    /// Whether the agent started too recently to delete what its view may not show yet
+    /// (with conditional monitoring, the rows of datapaths several hops away arrive over
+    /// several runs): as ovn-controller, for its first 20 runs and 10 seconds, unless
+    /// `debug/ignore-startup-delay`.
+    pub fn started_recently(&self, now: Instant) -> bool {
+        const STARTUP_RUNS: u64 = 20;
+        const STARTUP_TIME: std::time::Duration = std::time::Duration::from_secs(10);
+        !self.ignore_startup_delay
+            && (self.stats.runs < STARTUP_RUNS
+                || now.duration_since(self.started_at) <= STARTUP_TIME)
     }
 
     pub(super) fn build_put(&mut self, now: Instant, conditions_stable: bool) -> Option<Put> {

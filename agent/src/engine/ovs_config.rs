@@ -180,6 +180,9 @@ pub struct BridgeKeys<'a> {
     pub ct_zones: &'a BTreeMap<String, u16>,
     /// `(nb_cfg, timestamp ms)` last acknowledged.
     pub nb_cfg: Option<(i64, i64)>,
+    /// Patch ports that no local datapath wants now are kept (just after a start, when
+    /// the datapaths that want them may not have arrived yet).
+    pub keep_unwanted_patches: bool,
 }
 
 /// Creates the integration bridge (fail-mode secure, a fixed hwaddr so the datapath-id does
@@ -410,7 +413,7 @@ pub fn sync(
         }
     }
     for ((key, lp), p) in &have_patch {
-        if !wanted_patch.contains_key(&(*key, lp.clone())) {
+        if !keys.keep_unwanted_patches && !wanted_patch.contains_key(&(*key, lp.clone())) {
             remove_ports.push(*p);
             // The peer on the physical bridge goes too.
             for (bu, b) in ovs

@@ -52,9 +52,12 @@ pub fn chassis_mac_flows(cx: &Cx<'_>, uuid: &Uuid) -> OwnerFlows {
     if chassis.name == cx.rt.chassis_name {
         return out;
     }
-    for (_, mac) in mappings(mac_mappings(chassis)) {
+    for (net, mac) in mappings(mac_mappings(chassis)) {
         // ovn-controller warns about an entry without a MAC and goes on.
-        let Some(mac) = mac else { continue };
+        let Some(mac) = mac else {
+            out.problems.push(Problem::ChassisMacMapping(net.to_owned()));
+            continue;
+        };
         let Some(value) = leading_mac(mac) else {
             // ... but stops at one whose MAC does not parse (ovn-controller then stops for
             // every chassis, in hash order; we stop for this one only).

@@ -18,6 +18,9 @@ pub enum Problem {
     BadTag(i64),
     #[error("port {port}: MAC {value:?} does not parse")]
     BadMac { port: String, value: String },
+    /// An `ovn-chassis-mac-mappings` entry without a MAC (ovn-controller's words).
+    #[error("Parsing of ovn-chassis-mac-mappings failed for: \"{0}\", the correct format is \"br-name1:MAC1\".")]
+    ChassisMacMapping(String),
     #[error("router port {port} has {count} MACs; exactly one is needed")]
     RouterPortMacCount { port: String, count: usize },
     #[error("no tunnel to chassis {0}")]

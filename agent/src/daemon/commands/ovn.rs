@@ -51,9 +51,11 @@ pub(super) fn handle(
         "debug/dump-local-bindings" => reply(Ok(dump_local_bindings(engine))),
         "debug/dump-lflow-conj-ids" => reply(Ok(dump_conj_ids(engine))),
         "debug/dump-local-template-vars" => reply(Ok(dump_template_vars(engine))),
-        // The agent has no start-up grace period to skip: it releases nothing before its
-        // first complete view is installed, however long that takes.
-        "debug/ignore-startup-delay" => reply(Ok(String::new())),
+        // The start-up grace period during which unwanted patch ports are kept.
+        "debug/ignore-startup-delay" => {
+            engine.ignore_startup_delay = true;
+            reply(Ok(String::new()))
+        }
         "group-table-list" => reply(Ok(group_table_list(engine))),
         "inject-pkt" => Some(inject_pkt(engine, &args[0])),
         "meter-table-list" => reply(Ok(meter_table_list(engine))),
@@ -339,13 +341,19 @@ fn dump_local_bindings(engine: &Engine) -> String {
             "name: [{iface_id}], OVS interface name : [{}], num binding lports : [{n}]",
             iface.name
         );
-        if let Some((_, p)) = primary {
-            let _ = writeln!(out, "primary lport : [{}]", p.logical_port);
-        } else if let Some((_, p)) = localport {
-            let _ = writeln!(out, "localport lport : [{}]", p.logical_port);
-        } else {
-            let _ = writeln!(out, "primary lport : [None]");
+        // As ovn-controller: nothing more for an interface with no binding, "no primary
+        // lport" for one with only children, children sorted by name.
+        if n > 0 {
+            if let Some((_, p)) = primary {
+                let _ = writeln!(out, "primary lport : [{}]", p.logical_port);
+            } else if let Some((_, p)) = localport {
+                let _ = writeln!(out, "localport lport : [{}]", p.logical_port);
+            } else {
+                let _ = writeln!(out, "no primary lport");
+            }
         }
+        let mut children = children;
+        children.sort_by(|a, b| a.logical_port.cmp(&b.logical_port));
         for (i, c) in children.iter().enumerate() {
             let _ = writeln!(
                 out,
