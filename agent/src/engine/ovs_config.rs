@@ -588,12 +588,15 @@ pub fn sync(
     }
     let mut muts = Vec::new();
     // Keys being set are deleted first (a map insert does not overwrite).
+    // Each key once: a changed zone is both stale and being set, and a set with a
+    // duplicate is an error to ovsdb-server.
     let mut del_all = del;
-    del_all.extend(
-        set.keys()
-            .filter(|k| br.external_ids.contains_key(*k))
-            .map(|k| Atom::from(k.as_str())),
-    );
+    for k in set.keys().filter(|k| br.external_ids.contains_key(*k)) {
+        let k = Atom::from(k.as_str());
+        if !del_all.contains(&k) {
+            del_all.push(k);
+        }
+    }
     if !del_all.is_empty() {
         muts.push((
             "external_ids".to_owned(),

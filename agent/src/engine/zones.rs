@@ -15,10 +15,12 @@ pub struct Zones {
 impl Zones {
     /// Restores the zones the bridge recorded (`ct-zone-<name>=<zone>`).
     pub fn restore<'a>(&mut self, external_ids: impl Iterator<Item = (&'a String, &'a String)>) {
+        let mut used: BTreeSet<u16> = self.by_name.values().copied().collect();
         for (k, v) in external_ids {
             if let (Some(name), Ok(z)) = (k.strip_prefix("ct-zone-"), v.parse::<u16>()) {
-                if z != 0 {
-                    self.by_name.entry(name.to_owned()).or_insert(z);
+                // A zone recorded twice is kept by its first name; the other gets a new one.
+                if z != 0 && !self.by_name.contains_key(name) && used.insert(z) {
+                    self.by_name.insert(name.to_owned(), z);
                 }
             }
         }
@@ -43,21 +45,32 @@ impl Zones {
             }
         }
         let mut used: BTreeSet<u16> = self.by_name.values().copied().collect();
-        // Requested zones first, so that a free-running allocation does not take them.
+        // Requested zones first, so that a free-running allocation does not take them. As
+        // in ovn-controller, a requested zone is taken from a name that holds it without
+        // having asked for it (that name gets another zone below); of two that ask for one
+        // zone, the one holding it keeps it.
         for (n, req) in wanted {
             let Some(r) = req else { continue };
-            match self.by_name.get(n) {
-                Some(z) if z == r => {}
-                _ if used.contains(r) => {}
-                _ => {
-                    if let Some(old) = self.by_name.insert(n.clone(), *r) {
-                        used.remove(&old);
-                        self.to_flush.insert(old);
-                    }
-                    used.insert(*r);
-                    self.to_flush.insert(*r);
-                }
+            if self.by_name.get(n) == Some(r) {
+                continue;
             }
+            let holder = self
+                .by_name
+                .iter()
+                .find(|(m, z)| **z == *r && *m != n)
+                .map(|(m, _)| m.clone());
+            if let Some(h) = holder {
+                if wanted.get(&h).copied().flatten() == Some(*r) {
+                    continue;
+                }
+                self.by_name.remove(&h);
+            }
+            if let Some(old) = self.by_name.insert(n.clone(), *r) {
+                used.remove(&old);
+                self.to_flush.insert(old);
+            }
+            used.insert(*r);
+            self.to_flush.insert(*r);
         }
         let mut next = 1u16;
         for n in wanted.keys() {
@@ -120,5 +133,41 @@ mod tests {
         z.update(&BTreeMap::from([("vm2".to_owned(), None)]), true);
         assert_eq!(z.by_name.len(), 1);
         assert!(z.to_flush.contains(&3) && z.to_flush.contains(&7));
+    }
+
+    #[test]
+    fn a_requested_zone_is_taken_from_a_port_and_a_recorded_conflict_resolved() {
+        let mut z = Zones::default();
+        let wanted = BTreeMap::from([
+            ("p1".to_owned(), None),
+            ("p2".to_owned(), None),
+            ("d_snat".to_owned(), None),
+        ]);
+        z.update(&wanted, true);
+        let p1 = z.get("p1").unwrap();
+        let mut wanted = wanted;
+        wanted.insert("d_snat".to_owned(), Some(p1));
+        z.update(&wanted, true);
+        assert_eq!(z.get("d_snat"), Some(p1));
+        let zones: BTreeSet<u16> = z.by_name.values().copied().collect();
+        assert_eq!(
+            zones.len(),
+            3,
+            "every name has its own zone: {:?}",
+            z.by_name
+        );
+
+        let mut z = Zones::default();
+        let ids = [
+            ("ct-zone-a".to_owned(), "5".to_owned()),
+            ("ct-zone-b".to_owned(), "5".to_owned()),
+        ];
+        z.restore(ids.iter().map(|(k, v)| (k, v)));
+        z.update(
+            &BTreeMap::from([("a".to_owned(), None), ("b".to_owned(), None)]),
+            true,
+        );
+        assert_eq!(z.get("a"), Some(5));
+        assert_ne!(z.get("b"), Some(5));
     }
 }

@@ -55,7 +55,8 @@ pub fn chassis_mac_flows(cx: &Cx<'_>, uuid: &Uuid) -> OwnerFlows {
     for (net, mac) in mappings(mac_mappings(chassis)) {
         // ovn-controller warns about an entry without a MAC and goes on.
         let Some(mac) = mac else {
-            out.problems.push(Problem::ChassisMacMapping(net.to_owned()));
+            out.problems
+                .push(Problem::ChassisMacMapping(net.to_owned()));
             continue;
         };
         let Some(value) = leading_mac(mac) else {
