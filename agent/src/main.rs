@@ -156,7 +156,10 @@ async fn serve(
         ovs_rundir: config.dirs.ovs_rundir.clone(),
         program: config.program.name().to_owned(),
         engine: EngineOptions {
-            chassis: config.chassis.clone(),
+            chassis: config
+                .chassis
+                .clone()
+                .or_else(agent::daemon::program::system_id_override),
             table_layout: config.table_layout.map(|l| l.name().to_owned()),
             hostname: hostname(),
             threads: 0,

@@ -69,6 +69,34 @@ impl Dirs {
     }
 }
 
+/// The chassis name in `$OVN_SYSCONFDIR/system-id-override` (default `/etc/ovn`), read once
+/// at start as ovn-controller reads it: its first line, without the line end. It names the
+/// chassis unless `--chassis` does (and wins over `external_ids:system-id`).
+pub fn system_id_override() -> Option<String> {
+    let dir = std::env::var_os("OVN_SYSCONFDIR")
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| PathBuf::from("/etc/ovn"), PathBuf::from);
+    system_id_from_file(&dir.join("system-id-override"))
+}
+
+fn system_id_from_file(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let line = text.lines().next()?.trim_end_matches('\r');
+    (!line.is_empty()).then(|| line.to_owned())
+}
+
+#[cfg(test)]
+#[test]
+fn system_id_override_is_the_first_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("system-id-override");
+    std::fs::write(&f, "hv3\nignored\n").unwrap();
+    assert_eq!(system_id_from_file(&f).as_deref(), Some("hv3"));
+    std::fs::write(&f, "\n").unwrap();
+    assert_eq!(system_id_from_file(&f), None);
+    assert_eq!(system_id_from_file(&dir.path().join("none")), None);
+}
+
 /// OVS `abs_file_name()`: `name` if absolute, else `dir/name`; and, unlike OVS, a relative
 /// result is anchored at `cwd` so that the chdir to `/` after detaching cannot change it.
 pub fn abs_file_name(dir: &Path, name: &Path, cwd: &Path) -> PathBuf {

@@ -827,6 +827,7 @@ fn start_cleanup(
     let mut ovs_txn = Transaction::new(sbclient::vswitch::DATABASE);
     if let Some(c) = &engine.cfg {
         crate::engine::ovs_config::remove_tunnels(&engine.inputs.ovs, c, &mut ovs_txn);
+        crate::engine::ovs_config::remove_chassis_index(&engine.inputs.ovs, c, &mut ovs_txn);
     }
     tokio::spawn(async move {
         if let Some(sb) = sb {

@@ -270,6 +270,7 @@ pub fn sync(
     keys: &BridgeKeys<'_>,
     txn: &mut Transaction,
 ) -> bool {
+    let open_vswitch_changed = sync_open_vswitch(ovs, cfg, txn);
     let Some((br_uuid, br)) = bridge(ovs, &cfg.bridge) else {
         create_bridge(ovs, cfg, txn);
         return true;
@@ -277,7 +278,7 @@ pub fn sync(
     let (Some(ports), Some(ifaces)) = (ovs.table::<Port>(), ovs.table::<Interface>()) else {
         return false;
     };
-    let mut changed = false;
+    let mut changed = open_vswitch_changed;
     let mut remove_ports: Vec<Uuid> = Vec::new();
     let mut add_ports: Vec<Atom> = Vec::new();
     if br.fail_mode.as_deref() != Some("secure") {
@@ -612,6 +613,84 @@ pub fn sync(
         changed = true;
     }
     changed
+}
+
+/// `ovn-chassis-idx-<chassis>`: the index of each controller on a host, in the
+/// Open_vSwitch row's other_config.
+const CHASSIS_IDX_PREFIX: &str = "ovn-chassis-idx-";
+
+/// What ovn-controller 23.03.1 keeps in the Open_vSwitch row's `other_config`:
+/// `vlan-limit=0` (ACLs may match double-tagged traffic), and this chassis' index among
+/// the controllers of the host (`ovn-chassis-idx-<chassis>`: `""` for the first, then
+/// `0`-`9`, `a`-`z`), set once. Adds the mutation to `txn`; false if nothing to do.
+pub fn sync_open_vswitch(ovs: &Replica, cfg: &ChassisConfig, txn: &mut Transaction) -> bool {
+    let Some((uuid, row)) = ovs.table::<OpenVswitch>().and_then(|t| t.iter().next()) else {
+        return false;
+    };
+    let mut set: BTreeMap<String, String> = BTreeMap::new();
+    if row
+        .other_config
+        .get("vlan-limit")
+        .and_then(|v| v.parse::<i64>().ok())
+        != Some(0)
+    {
+        set.insert("vlan-limit".to_owned(), "0".to_owned());
+    }
+    let idx_key = format!("{CHASSIS_IDX_PREFIX}{}", cfg.system_id);
+    if !row.other_config.contains_key(&idx_key) {
+        let used: BTreeSet<&str> = row
+            .other_config
+            .iter()
+            .filter(|(k, _)| k.starts_with(CHASSIS_IDX_PREFIX))
+            .map(|(_, v)| v.as_str())
+            .collect();
+        let free = std::iter::once(String::new())
+            .chain(('0'..='9').chain('a'..='z').map(String::from))
+            .find(|i| !used.contains(i.as_str()));
+        if let Some(i) = free {
+            set.insert(idx_key, i);
+        } else {
+            tracing::error!("All unique controller indices consumed.");
+        }
+    }
+    if set.is_empty() {
+        return false;
+    }
+    let stale: Vec<Atom> = set
+        .keys()
+        .filter(|k| row.other_config.contains_key(*k))
+        .map(|k| Atom::from(k.as_str()))
+        .collect();
+    let mut muts = Vec::new();
+    if !stale.is_empty() {
+        muts.push((
+            "other_config".to_owned(),
+            Mutator::Delete,
+            Datum::Set(stale),
+        ));
+    }
+    muts.push(("other_config".to_owned(), Mutator::Insert, map_datum(&set)));
+    txn.mutate("Open_vSwitch", &by_uuid(*uuid), muts);
+    true
+}
+
+/// `exit` cleanup of the Open_vSwitch row: this chassis' index goes.
+pub fn remove_chassis_index(ovs: &Replica, cfg: &ChassisConfig, txn: &mut Transaction) {
+    let Some((uuid, row)) = ovs.table::<OpenVswitch>().and_then(|t| t.iter().next()) else {
+        return;
+    };
+    let idx_key = format!("{CHASSIS_IDX_PREFIX}{}", cfg.system_id);
+    if row.other_config.contains_key(&idx_key) {
+        txn.mutate(
+            "Open_vSwitch",
+            &by_uuid(*uuid),
+            vec![(
+                "other_config".to_owned(),
+                Mutator::Delete,
+                Datum::Set(vec![Atom::from(idx_key.as_str())]),
+            )],
+        );
+    }
 }
 
 /// `exit` cleanup: every tunnel port goes from the bridge.
