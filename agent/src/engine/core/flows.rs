@@ -1,0 +1,258 @@
+//! The flows stage of a run: the logical flows compiled again where their inputs moved,
+//! and the physical and other owners' flows, into the desired table. Part of the core's
+//! `impl Engine`, in a file of its own.
+
+use super::*;
+
+impl Engine {
+    pub(super) fn recompute_flows(&mut self, cfg: &ChassisConfig) {
+        let mut full = self.need_full.take().or_else(|| {
+            self.runtime_changed
+                .then(|| "local state changed".to_owned())
+        });
+        self.runtime_changed = false;
+        let deps_dirty = std::mem::take(&mut self.deps_dirty);
+        let others_dirty = std::mem::take(&mut self.others_dirty) || deps_dirty;
+        let mut lb_dirty = std::mem::take(&mut self.lb_dirty);
+        // Most runs (a transaction reply, a put confirmed, an OVS echo) change no flow: no
+        // view to build then.
+        if full.is_none()
+            && !others_dirty
+            && self.dirty_lflows.is_empty()
+            && self.deleted_lflows.is_empty()
+        {
+            return;
+        }
+        let layout = cfg.layout;
+        let facts = LocalFacts {
+            chassis: self.runtime.chassis,
+            bound: self.runtime.bound.keys().copied().collect(),
+            localports: self.runtime.localports.keys().copied().collect(),
+            active_ha: self.runtime.active_ha.iter().copied().collect(),
+            ha_members: self.runtime.ha_members.iter().copied().collect(),
+            local_datapaths: self.runtime.local_datapaths.keys().copied().collect(),
+        };
+        if full.is_some() {
+            // A full recompute rebuilds every part (the rows may have been replaced).
+            self.view_parts = ViewParts::default();
+        }
+        let view_started = std::time::Instant::now();
+        let stale = std::mem::take(&mut self.view_stale);
+        let touched = std::mem::take(&mut self.view_touched);
+        self.view_parts.refresh(
+            &self.inputs.sb,
+            &cfg.system_id,
+            &facts,
+            &stale,
+            Some(&touched),
+        );
+        let changed = self.view_parts.take_changes();
+        let view = SbView::from_parts(&self.inputs.sb, &self.ids, &self.view_parts);
+        if full.is_none() && changed.rebuilt {
+            full = Some("first view".to_owned());
+        } else if full.is_none() && !changed.is_empty() {
+            let lflows = affected_lflows(&view, &changed, &self.lflow_index);
+            lb_dirty |= !changed.datapaths.is_empty();
+            self.stats.dependency_runs += 1;
+            self.stats.dependency_lflows += lflows.len() as u64;
+            self.dirty_lflows.extend(lflows);
+        }
+        self.stats.last_phases.view = view_started.elapsed();
+        let compile_started = std::time::Instant::now();
+        // Parsed matches depend on address sets, port groups and port keys; a change to
+        // any of them recomputes, so the cache lives for one run only (and its memory is
+        // not kept between runs).
+        let cache = MatchCache::default();
+        let cx = Context {
+            view: &view,
+            layout: &layout,
+            cache: &cache,
+            only_dp: None,
+            limit: crate::lflow::DEFAULT_FLOW_LIMIT,
+        };
+        let threads = if self.opts.threads == 0 {
+            std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+        } else {
+            self.opts.threads
+        };
+        let mut results: Vec<(Owner, Compiled)>;
+        let mut gone: Vec<Owner> = Vec::new();
+        let mut physical_computed = false;
+        let mut stream_lflows = false;
+        let nodes = &mut self.stats.nodes;
+        if full.is_some() {
+            nodes.runtime_data.recompute += 1;
+            nodes.logical_flow_output.recompute += 1;
+            nodes.physical_flow_output.recompute += 1;
+            nodes.flow_output.recompute += 1;
+            crate::coverage::LFLOW_RUN.inc();
+            crate::coverage::PHYSICAL_RUN.inc();
+        } else {
+            if deps_dirty {
+                nodes.runtime_data.compute += 1;
+            }
+            if others_dirty {
+                nodes.physical_flow_output.recompute += 1;
+                crate::coverage::PHYSICAL_RUN.inc();
+            }
+            nodes.logical_flow_output.compute += 1;
+            nodes.flow_output.compute += 1;
+        }
+        if let Some(reason) = full {
+            self.stats.full_recomputes += 1;
+            *self.stats.recompute_reasons.entry(reason).or_default() += 1;
+            self.dirty_lflows.clear();
+            self.deleted_lflows.clear();
+            // The logical flows in batches, each put in the table as soon as it is compiled:
+            // the compiled form of the whole table never exists at once beside the table.
+            let mut keep: HashSet<Owner, FxBuild> = HashSet::default();
+            let lflows = lflows_in_order(&self.inputs.sb.replica);
+            // With a switch to send to and no put in flight, the put this run makes carries
+            // the logical flows as they are compiled (the switch installs while we compile);
+            // otherwise they are compiled at the end of this function, batch by batch alike.
+            stream_lflows = self.of_session.is_some() && self.in_flight.is_none();
+            keep.extend(lflows.iter().map(|(u, _)| Owner::Lflow(**u)));
+            self.streamed = Some(StreamedCompile {
+                lflows: lflows.iter().map(|(u, _)| **u).collect(),
+                next: 0,
+                layout,
+                threads,
+                cache: MatchCache::default(),
+                spent: Duration::ZERO,
+            });
+            results = Vec::new();
+            compile_other_owners(&cx, &mut results, true);
+            compile_port_security(&cx, &mut results, None);
+            results.extend(physical_owners(
+                &self.inputs.sb.replica,
+                &self.runtime,
+                &layout,
+                None,
+            ));
+            physical_computed = true;
+            // Every owner not produced again is gone.
+            keep.extend(results.iter().map(|(o, _)| *o));
+            gone.extend(
+                self.flows
+                    .owners_all()
+                    .copied()
+                    .filter(|o| !keep.contains(o)),
+            );
+        } else {
+            let dirty = std::mem::take(&mut self.dirty_lflows);
+            let lflows: Vec<(&Uuid, &LogicalFlow)> = self
+                .inputs
+                .sb
+                .replica
+                .table::<LogicalFlow>()
+                .map(|t| dirty.iter().filter_map(|u| Some((u, t.get(u)?))).collect())
+                .unwrap_or_default();
+            self.stats.incremental_lflows += lflows.len() as u64;
+            // A huge change (northd's table anew, an address set that every ACL names) is
+            // compiled and put in the table a batch at a time, as the first compile is: its
+            // compiled form never exists all at once beside the table.
+            let batch = self.opts.compile_batch_lflows();
+            let batched = lflows.len() > batch;
+            for chunk in lflows.chunks(batch) {
+                let compiled = compile_lflow_list(&cx, chunk, threads);
+                self.stats.bad_rows += apply_compiled(
+                    &mut self.flows,
+                    &mut self.uses,
+                    &mut self.failures,
+                    &self.ids,
+                    compiled,
+                );
+                if batched {
+                    cache.forget_parsed();
+                }
+            }
+            self.stats.batched_lflow_runs += u64::from(batched);
+            results = Vec::new();
+            gone.extend(
+                std::mem::take(&mut self.deleted_lflows)
+                    .into_iter()
+                    .map(Owner::Lflow),
+            );
+            if others_dirty {
+                // The MAC binding, FDB and hairpin owners are few: all of them again. Port
+                // and physical owners only when ports or the runtime changed: all of them,
+                // or when the change is limited to some ports, theirs. Owners recomputed and
+                // not produced again are gone.
+                let first = results.len();
+                compile_other_owners(&cx, &mut results, lb_dirty);
+                // Uuid sets of the port and multicast-group owners recomputed (`None`: all).
+                let mut scope: Option<(HashSet<Uuid, FxBuild>, HashSet<Uuid, FxBuild>)> = None;
+                let mut ports_recomputed = false;
+                if deps_dirty {
+                    ports_recomputed = true;
+                    let limited = self.physical_scope();
+                    let (pbs, mcs) = match &limited {
+                        Some((p, m)) => (Some(p.as_slice()), Some((p.as_slice(), m.as_slice()))),
+                        None => (None, None),
+                    };
+                    compile_port_security(&cx, &mut results, pbs);
+                    results.extend(physical_owners(
+                        &self.inputs.sb.replica,
+                        &self.runtime,
+                        &layout,
+                        mcs,
+                    ));
+                    if limited.is_some() {
+                        self.stats.scoped_physical_runs += 1;
+                    }
+                    scope =
+                        limited.map(|(p, m)| (p.into_iter().collect(), m.into_iter().collect()));
+                    physical_computed = true;
+                }
+                let keep: HashSet<Owner, FxBuild> =
+                    results[first..].iter().map(|(o, _)| *o).collect();
+                let recomputed = |o: &Owner| match o {
+                    Owner::Lflow(_) => false,
+                    Owner::LbHairpin(_) => lb_dirty,
+                    Owner::MacBinding(_) | Owner::StaticMacBinding(_) | Owner::Fdb(_) => true,
+                    Owner::PortSecurity(u) | Owner::PhysicalPort(u) => {
+                        ports_recomputed && scope.as_ref().is_none_or(|(p, _)| p.contains(u))
+                    }
+                    Owner::PhysicalMcGroup(u) => {
+                        ports_recomputed && scope.as_ref().is_none_or(|(_, m)| m.contains(u))
+                    }
+                    Owner::TunnelIn(_) | Owner::ChassisMac(_) | Owner::PhysicalDefaults => {
+                        ports_recomputed
+                    }
+                };
+                gone.extend(
+                    self.flows
+                        .owners_all()
+                        .copied()
+                        .filter(|o| recomputed(o) && !keep.contains(o)),
+                );
+            }
+        }
+        drop(view);
+        // Parsed matches and actions are not needed once compiled.
+        drop(cache);
+        self.stats.last_phases.compile = compile_started.elapsed();
+        let apply_started = std::time::Instant::now();
+        if physical_computed {
+            self.physical_done();
+        }
+        for o in gone {
+            self.flows.remove(o);
+            if let Some(u) = self.uses.remove(&o) {
+                self.ids.release(&u);
+            }
+            self.failures.remove(&o);
+        }
+        self.stats.bad_rows += apply_compiled(
+            &mut self.flows,
+            &mut self.uses,
+            &mut self.failures,
+            &self.ids,
+            results,
+        );
+        self.stats.last_phases.apply = apply_started.elapsed();
+        if !stream_lflows {
+            self.finish_streamed_compile();
+        }
+    }
+}

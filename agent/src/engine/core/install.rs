@@ -1,0 +1,506 @@
+//! The install stage: what the switch has (a new OpenFlow session's dump), the put that
+//! makes it the desired table, groups and meters (streamed in parts while the rest
+//! compiles), and its result. Part of the core's `impl Engine`, in a file of its own.
+
+use super::*;
+
+impl Engine {
+    /// A new OpenFlow session with what the switch has.
+    pub fn of_connected(
+        &mut self,
+        session: SessionId,
+        fields: crate::ofctrl::conn::GeneveFields,
+        dump: Dump,
+    ) {
+        self.finish_streamed_compile();
+        self.ids_in_step = None;
+        self.of_session = Some(session);
+        self.in_flight = None;
+        if self.runtime.geneve_field != fields.ovn || self.runtime.mark_field != fields.pkt_mark {
+            self.runtime.geneve_field = fields.ovn;
+            self.runtime.mark_field = fields.pkt_mark;
+            self.runtime_changed = true;
+            self.runtime_inputs_dirty = true;
+        }
+        self.flows.forget_installed();
+        let foreign = self.flows.record_dump(dump.flows);
+        if !foreign.is_empty() {
+            tracing::info!(target: "ofctrl", "{} flows of unknown form will be replaced", foreign.len());
+        }
+        self.foreign = foreign;
+        // The switch's groups keep their ids (a restart then changes no flow that uses one).
+        if let Ok(mut t) = self.ids.groups.lock() {
+            for g in &dump.groups {
+                t.seed(crate::view::group_key_of(g), g.group_id, g.clone());
+            }
+        }
+        self.installed_groups = dump
+            .groups
+            .iter()
+            .map(|g| (g.group_id, crate::view::group_key_of(g)))
+            .collect();
+        self.installed_meters = dump
+            .meters
+            .iter()
+            .map(|m| {
+                let installed = MeterMod {
+                    meter_id: m.meter_id,
+                    flags: m.flags,
+                    bands: m.bands.clone(),
+                    ..MeterMod::default()
+                };
+                (m.meter_id, installed)
+            })
+            .collect();
+        // Zones were flushed before; the switch's conntrack survives a reconnect.
+    }
+
+    pub fn of_disconnected(&mut self) {
+        self.finish_streamed_compile();
+        self.ids_in_step = None;
+        self.of_session = None;
+        self.in_flight = None;
+    }
+
+    /// Whether the first put may go: the chassis is known and no condition change is
+    /// pending (the replica holds every row the flows need), or the wait for that has gone
+    /// on too long.
+    pub(super) fn initial_view_settled(&self, now: Instant, conditions_stable: bool) -> bool {
+        let settled =
+            self.runtime.chassis.is_some() && conditions_stable && !self.conditions_pending();
+        settled
+            || self
+                .sb_connected_at
+                .is_some_and(|t| now.duration_since(t) >= INITIAL_SETTLE)
+    }
+
+    pub(super) fn build_put(&mut self, now: Instant, conditions_stable: bool) -> Option<Put> {
+        let session = self.of_session?;
+        if self.in_flight.is_some() {
+            return None;
+        }
+        if !self.initial_sync_done && !self.initial_view_settled(now, conditions_stable) {
+            return None;
+        }
+        let sb_nb_cfg = self
+            .inputs
+            .sb
+            .replica
+            .table::<SbGlobal>()
+            .and_then(|t| t.iter().next().map(|(_, g)| g.nb_cfg));
+        // nb_cfg is acknowledged only by a put computed with no condition change pending (the
+        // flows then reflect every row the configuration needs).
+        let sb_nb_cfg = sb_nb_cfg.filter(|_| !self.conditions_pending());
+        // A configuration installed but waiting out `debug/delay-nb-cfg-report` needs no
+        // put of its own.
+        let nb_cfg_pending = sb_nb_cfg.is_some_and(|n| {
+            self.nb_cfg_acked.map(|a| a.0) != Some(n) && self.nb_cfg_due.map(|d| d.0) != Some(n)
+        });
+        // Only what differs from the switch is cloned (this runs on every engine run), and
+        // nothing is compared while neither the ids nor the switch moved since a put found
+        // them in step.
+        let versions = (
+            self.ids.groups.lock().map_or(u64::MAX, |t| t.version()),
+            self.ids.meters.lock().map_or(u64::MAX, |t| t.version()),
+        );
+        let ids_in_step = self.ids_in_step == Some(versions) && self.streamed.is_none();
+        let mut groups_add: Vec<(u32, crate::view::GroupKey, Group)> = Vec::new();
+        let mut groups_wanted: HashSet<u32> = HashSet::new();
+        if let (false, Ok(t)) = (ids_in_step, self.ids.groups.lock()) {
+            for (id, k, g) in t.iter() {
+                groups_wanted.insert(id);
+                if self.installed_groups.get(&id) != Some(k) {
+                    groups_add.push((id, k.clone(), g.clone()));
+                }
+            }
+        }
+        // While a compile is streamed, what it will want is not known yet: unwanted groups
+        // and meters go in the next put.
+        let streamed = self.streamed.is_some();
+        let groups_del: Vec<u32> = self
+            .installed_groups
+            .keys()
+            .filter(|id| !ids_in_step && !streamed && !groups_wanted.contains(id))
+            .copied()
+            .collect();
+        let mut meters_add: Vec<(u32, MeterMod)> = Vec::new();
+        let mut meters_wanted: HashSet<u32> = HashSet::new();
+        if let (false, Ok(t)) = (ids_in_step, self.ids.meters.lock()) {
+            for (id, _, m) in t.iter() {
+                meters_wanted.insert(id);
+                if let Some(sent) = meter_to_send(self.installed_meters.get(&id), id, m) {
+                    meters_add.push((id, sent));
+                }
+            }
+        }
+        let meters_del: Vec<u32> = self
+            .installed_meters
+            .keys()
+            .filter(|id| !ids_in_step && !streamed && !meters_wanted.contains(id))
+            .copied()
+            .collect();
+        self.ids_in_step = (groups_add.is_empty()
+            && groups_del.is_empty()
+            && meters_add.is_empty()
+            && meters_del.is_empty()
+            && !streamed)
+            .then_some(versions);
+        let flush: Vec<u16> = self.zones.to_flush.iter().copied().collect();
+        let work = self.flows.has_pending()
+            || !groups_add.is_empty()
+            || !groups_del.is_empty()
+            || !meters_add.is_empty()
+            || !meters_del.is_empty()
+            || !flush.is_empty()
+            || !self.foreign.is_empty()
+            || !self.initial_sync_done
+            || nb_cfg_pending
+            || streamed
+            || !self.waiting_install.is_empty();
+        if !work {
+            return None;
+        }
+        let mut bundle = BundleBuilder::new(BUNDLE_FLAGS);
+        let mut entries: Vec<Option<u32>> = Vec::new();
+        for (id, _, g) in &groups_add {
+            let replace = self.installed_groups.contains_key(id);
+            push_group_add(&mut bundle, &mut entries, *id, g, replace);
+        }
+        for f in std::mem::take(&mut self.foreign) {
+            let fm = openflow::wire::FlowMod {
+                table_id: f.table,
+                priority: f.priority,
+                command: openflow::wire::flow_mod::OFPFC_DELETE_STRICT,
+                r#match: f.m,
+                ..openflow::wire::FlowMod::default()
+            };
+            if bundle.push_message(&Message::FlowMod(fm)).is_ok() {
+                entries.push(None);
+            }
+        }
+        self.put_seq += 1;
+        let seq = self.put_seq;
+        self.stats.puts += 1;
+        crate::coverage::OFCTRL_PUT.inc();
+        self.zones.to_flush.clear();
+        let mut batch = FlowBatch::default();
+        self.flows.take_more(&mut batch, streamed);
+        self.in_flight = Some(InFlight {
+            seq,
+            batch,
+            nb_cfg: sb_nb_cfg,
+            entries,
+            groups_added: groups_add
+                .iter()
+                .map(|(id, k, _)| (*id, k.clone()))
+                .collect(),
+            groups_deleted: groups_del,
+            meters_added: meters_add.clone(),
+            meters_deleted: meters_del.clone(),
+            next_op: 0,
+            encoded: false,
+        });
+        let mut meter_mods: Vec<MeterMod> = meters_add.into_iter().map(|(_, m)| m).collect();
+        let complete = self.encode_put_part(&mut bundle, &mut meter_mods);
+        Some(Put {
+            session,
+            seq,
+            flush_zones: flush,
+            meters_add: meter_mods,
+            bundle,
+            complete,
+            rest: None,
+            meters_del: meters_del
+                .into_iter()
+                .map(|id| MeterMod {
+                    command: openflow::wire::meter_mod::OFPMC_DELETE,
+                    meter_id: id,
+                    ..MeterMod::default()
+                })
+                .collect(),
+        })
+    }
+
+    /// The next part of the put whose first part [`Actions::put`] carried (when it was not
+    /// `complete`), and whether it is the last; `None` when no put is being encoded. Call
+    /// it until the last part before the next [`Engine::run`]: the parts are computed from
+    /// the flow table as it was when the put was made.
+    pub fn next_put_part(&mut self) -> Option<BundlePart> {
+        if self.in_flight.as_ref().is_none_or(|f| f.encoded) {
+            return None;
+        }
+        let mut bundle = BundleBuilder::new(BUNDLE_FLAGS);
+        let mut meters = Vec::new();
+        let last = self.encode_put_part(&mut bundle, &mut meters);
+        Some(BundlePart {
+            before: meters.into_iter().map(Message::MeterMod).collect(),
+            bundle,
+            last,
+        })
+    }
+
+    /// Encodes up to a part's worth of flow mods ([`PUT_PART_MESSAGES`] unless set) of the put in flight into `bundle`
+    /// (compiling more of a streamed compile when they run out, with the meters its flows
+    /// need added to `meters`), then, once no flow mod remains, its group deletes; true
+    /// when nothing remains.
+    pub(super) fn encode_put_part(
+        &mut self,
+        bundle: &mut BundleBuilder,
+        meters: &mut Vec<MeterMod>,
+    ) -> bool {
+        let mut room = self.opts.put_part_flows();
+        loop {
+            if !self.encode_flow_mods(bundle, &mut room) {
+                return false;
+            }
+            if self.streamed.is_none() {
+                break;
+            }
+            self.compile_streamed_batch();
+            self.take_streamed_changes(bundle, meters);
+        }
+        let Some(InFlight {
+            entries,
+            groups_deleted,
+            encoded,
+            ..
+        }) = self.in_flight.as_mut()
+        else {
+            return true;
+        };
+        for id in groups_deleted.iter() {
+            if bundle
+                .push_message(&Message::GroupMod(GroupMod {
+                    command: OFPGC_DELETE,
+                    command_bucket_id: 0xffff_ffff,
+                    group: Group {
+                        group_id: *id,
+                        ..Group::default()
+                    },
+                }))
+                .is_ok()
+            {
+                entries.push(None);
+            }
+        }
+        *encoded = true;
+        true
+    }
+
+    /// Encodes the put's pending flow mods into `bundle`, at most `room` of them (less
+    /// what it encodes); false when the room ran out first.
+    pub(super) fn encode_flow_mods(
+        &mut self,
+        bundle: &mut BundleBuilder,
+        room: &mut usize,
+    ) -> bool {
+        let Some(InFlight {
+            batch,
+            entries,
+            next_op,
+            ..
+        }) = self.in_flight.as_mut()
+        else {
+            return true;
+        };
+        let mut more = false;
+        for (after, op) in self.flows.batch_ops(batch, *next_op) {
+            if *room == 0 {
+                more = true;
+                break;
+            }
+            *room -= 1;
+            *next_op = after;
+            let r = bundle.try_push_raw(14, |out| {
+                openflow::flow::encode_flow_mod_body(
+                    out,
+                    op.command,
+                    op.table,
+                    op.priority,
+                    op.cookie,
+                    op.m,
+                    op.actions,
+                )
+            });
+            match r {
+                Ok(_) => {
+                    entries.push(Some(op.entry));
+                    self.stats.flow_mods += 1;
+                    crate::coverage::OFCTRL_FLOW_MOD.inc();
+                }
+                Err(e) => {
+                    crate::vlog_rl!(WARN, &crate::vlog::limits::REFUSED_FLOW, target: "ofctrl", "flow not encodable ({e}): table={} priority={} {}", op.table, op.priority, op.m);
+                    self.stats.rejected_flows += 1;
+                }
+            }
+        }
+        !more
+    }
+
+    /// Compiles the next batch of a streamed compile into the flow table.
+    pub(super) fn compile_streamed_batch(&mut self) {
+        let Some(mut sc) = self.streamed.take() else {
+            return;
+        };
+        let started = Instant::now();
+        // Parsed matches and actions serve the lflows of one batch (an lflow's match on
+        // its other datapaths): kept longer they grow to a quarter of the peak memory.
+        if sc.next > 0 {
+            sc.cache.forget_parsed();
+        }
+        let end = (sc.next + self.opts.compile_batch_lflows()).min(sc.lflows.len());
+        let table = self.inputs.sb.replica.table::<LogicalFlow>();
+        let batch: Vec<(&Uuid, &LogicalFlow)> = sc.lflows[sc.next..end]
+            .iter()
+            .filter_map(|u| Some((u, table?.get(u)?)))
+            .collect();
+        let view = SbView::from_parts(&self.inputs.sb, &self.ids, &self.view_parts);
+        let cx = Context {
+            view: &view,
+            layout: &sc.layout,
+            cache: &sc.cache,
+            only_dp: None,
+            limit: crate::lflow::DEFAULT_FLOW_LIMIT,
+        };
+        let compiled = compile_lflow_list(&cx, &batch, sc.threads);
+        self.stats.bad_rows += apply_compiled(
+            &mut self.flows,
+            &mut self.uses,
+            &mut self.failures,
+            &self.ids,
+            compiled,
+        );
+        sc.next = end;
+        sc.spent += started.elapsed();
+        self.stats.last_phases.compile += started.elapsed();
+        if sc.next < sc.lflows.len() {
+            self.streamed = Some(sc);
+        } else {
+            tracing::debug!(target: "main", "streamed compile: {} logical flows compiled in {} us", sc.lflows.len(), sc.spent.as_micros());
+        }
+    }
+
+    /// Compiles what is left of a streamed compile at once (its put will not carry it).
+    pub(super) fn finish_streamed_compile(&mut self) {
+        while self.streamed.is_some() {
+            self.compile_streamed_batch();
+        }
+    }
+
+    /// Adds what the last streamed batch changed to the put in flight, with the groups and
+    /// meters its flows use that the switch does not have yet (groups go in the bundle
+    /// before the flows; meters, which a bundle cannot hold, are sent ahead of the part).
+    pub(super) fn take_streamed_changes(
+        &mut self,
+        bundle: &mut BundleBuilder,
+        meters: &mut Vec<MeterMod>,
+    ) {
+        let Some(f) = self.in_flight.as_mut() else {
+            return;
+        };
+        // Until the compile is complete only new flows go (see `FlowTable::take_more`).
+        self.flows.take_more(&mut f.batch, self.streamed.is_some());
+        let added: HashSet<u32> = f.groups_added.iter().map(|(id, _)| *id).collect();
+        if let Ok(t) = self.ids.groups.lock() {
+            for (id, k, g) in t.iter() {
+                let installed = self.installed_groups.get(&id);
+                if added.contains(&id) || installed == Some(k) {
+                    continue;
+                }
+                push_group_add(bundle, &mut f.entries, id, g, installed.is_some());
+                f.groups_added.push((id, k.clone()));
+            }
+        }
+        if let Ok(t) = self.ids.meters.lock() {
+            for (id, _, m) in t.iter() {
+                if f.meters_added.iter().any(|(sent, _)| *sent == id) {
+                    continue;
+                }
+                if let Some(sent) = meter_to_send(self.installed_meters.get(&id), id, m) {
+                    meters.push(sent.clone());
+                    f.meters_added.push((id, sent));
+                }
+            }
+        }
+    }
+
+    /// A put finished.
+    pub fn put_done(&mut self, seq: u64, result: Result<(), PutError>) {
+        self.finish_streamed_compile();
+        self.ids_in_step = None;
+        let Some(f) = self.in_flight.take() else {
+            return;
+        };
+        if f.seq != seq {
+            return;
+        }
+        match result {
+            Ok(()) => {
+                tracing::debug!(target: "ofctrl", "put {seq} in: {} flow-table entries, {} groups added, {} deleted, {} meters added, {} deleted", f.batch.len(), f.groups_added.len(), f.groups_deleted.len(), f.meters_added.len(), f.meters_deleted.len());
+                self.flows.commit_batch(f.batch);
+                for (id, k) in f.groups_added {
+                    self.installed_groups.insert(id, k);
+                }
+                for id in f.groups_deleted {
+                    self.installed_groups.remove(&id);
+                }
+                self.installed_meters.extend(f.meters_added);
+                for id in f.meters_deleted {
+                    self.installed_meters.remove(&id);
+                }
+                self.acked_seq = seq;
+                // Zones unused since the start can go once the first put is in.
+                self.runtime_inputs_dirty |= !self.initial_sync_done;
+                self.initial_sync_done = true;
+                let done: Vec<Uuid> = self
+                    .waiting_install
+                    .iter()
+                    .filter(|(_, s)| **s <= seq)
+                    .map(|(u, _)| *u)
+                    .collect();
+                for u in done {
+                    self.waiting_install.remove(&u);
+                    self.installed_ports.insert(u);
+                }
+                if let Some(n) = f.nb_cfg {
+                    // Exact only when no condition change was in flight (the flows then
+                    // reflect every row the configuration needs).
+                    if !self.conditions_pending() {
+                        if self.nb_cfg_delay.is_zero() {
+                            self.nb_cfg_acked = Some((n, super::super::now_ms()));
+                        } else if self.nb_cfg_due.is_none_or(|d| d.0 != n) {
+                            self.nb_cfg_due = Some((n, Instant::now() + self.nb_cfg_delay));
+                        }
+                    }
+                }
+            }
+            Err(PutError::Rejected(rejected)) => {
+                self.stats.put_failures += 1;
+                self.flows.fail_batch(f.batch);
+                // Nothing of the bundle was applied. Drop the owners of the refused flows
+                // (counted, logged) and try the rest again.
+                for (i, err) in rejected {
+                    let Some(Some(entry)) = f.entries.get(i) else {
+                        crate::vlog_rl!(WARN, &crate::vlog::limits::REFUSED_FLOW, target: "ofctrl", "switch refused bundle message {i}: {err}");
+                        continue;
+                    };
+                    for o in self.flows.owners_of_entry(*entry) {
+                        crate::vlog_rl!(WARN, &crate::vlog::limits::REFUSED_FLOW, target: "ofctrl", "switch refused a flow of {o}: {err}; its flows are left out");
+                        self.flows.remove(o);
+                        if let Some(u) = self.uses.remove(&o) {
+                            self.ids.release(&u);
+                        }
+                        self.failures
+                            .insert(o, format!("refused by the switch: {err}"));
+                        self.stats.rejected_flows += 1;
+                    }
+                }
+            }
+            Err(PutError::Connection(e)) => {
+                self.stats.put_failures += 1;
+                self.flows.fail_batch(f.batch);
+                tracing::info!(target: "ofctrl", "put {seq} lost with the connection: {e}");
+            }
+        }
+    }
+}
