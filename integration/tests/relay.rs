@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{two_switches_one_router, vm_port, Net, Setup, Vm};
+use common::{two_switches_one_router, Net, Setup};
 use integration::observe::{Outcome, Report};
 use integration::scenario::wait_port_up;
 use integration::Daemon;
@@ -71,27 +71,8 @@ fn through_the_relay(net: &Net) -> Outcome {
     p.wait_hv("both chassis acknowledge through the relay");
 
     // A new port on hv1: claimed and set up through the relay.
-    let vm6 = vm_port("vm6", "50:54:00:00:00:06", [10, 0, 0, 6]);
-    p.nbctl(&[
-        "lsp-add",
-        "sw0",
-        "vm6",
-        "--",
-        "lsp-set-addresses",
-        "vm6",
-        "50:54:00:00:00:06 10.0.0.6",
-    ]);
-    let vif = net.lab.chassis("hv1").and_then(|c| c.add_vif("vm6", "vm6"));
-    let vm6 = match vif {
-        Ok(vif) => Vm {
-            port: vm6,
-            chassis: "hv1".to_owned(),
-            vif,
-        },
-        Err(e) => {
-            p.fail(format!("plug vm6 on hv1: {e}"));
-            return p.finish(&[]);
-        }
+    let Some(vm6) = common::plug_vm6_on_hv1(&mut p, net) else {
+        return p.finish(&[]);
     };
     if let Err(e) = wait_port_up(net.lab.central(), "vm6") {
         p.fail(format!("vm6 up through the relay: {e}"));

@@ -113,6 +113,32 @@ pub fn is_icmp(p: &[u8], icmp_type: u8, code: u8) -> bool {
     })
 }
 
+/// Adds logical port `vm6` (50:54:00:00:00:06, 10.0.0.6) to `sw0` and plugs its VIF on
+/// hv1; a failure is recorded in `p` and gives `None`.
+pub fn plug_vm6_on_hv1(p: &mut integration::observe::Probe<'_>, net: &Net) -> Option<Vm> {
+    let port = vm_port("vm6", "50:54:00:00:00:06", [10, 0, 0, 6]);
+    p.nbctl(&[
+        "lsp-add",
+        "sw0",
+        "vm6",
+        "--",
+        "lsp-set-addresses",
+        "vm6",
+        &format!("{} {}", port.mac, port.ip),
+    ]);
+    match net.lab.chassis("hv1").and_then(|c| c.add_vif("vm6", "vm6")) {
+        Ok(vif) => Some(Vm {
+            port,
+            chassis: "hv1".to_owned(),
+            vif,
+        }),
+        Err(e) => {
+            p.fail(format!("plug vm6 on hv1: {e}"));
+            None
+        }
+    }
+}
+
 /// A VM: its logical port and the VIF (named like the port) on its chassis.
 #[derive(Debug, Clone)]
 pub struct Vm {
