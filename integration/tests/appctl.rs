@@ -231,6 +231,11 @@ const COMMANDS: &[(&[&str], Compare)] = &[
             "Conjunction IDs allocations:|lflow: *, dp: *, start: #, n: #|---|Total # IDs used.",
         ),
     ),
+    // Only the reading forms: after `tnl/egress_port_range 0 1` and `40000 30000`,
+    // ovn-controller 23.03.1's control socket refused every connection (seen in this
+    // test); the setting forms are unit-tested.
+    (&["tnl/egress_port_range"], Compare::Same),
+    (&["tnl/egress_port_range", "x"], Compare::Same),
     (&["sb-cluster-state-reset"], Compare::Same),
     (&["lflow-cache/flush"], Compare::Same),
     (&["inc-engine/recompute"], Compare::Same),
@@ -371,13 +376,10 @@ fn ovn_controller_commands_answer_as_ovn_controller() {
             ));
         }
     }
-    // Every command ovn-controller lists, with the same usage text, but tnl/egress_port_range
-    // (an OVS library command for the userspace datapath's tunnel source ports, with no
-    // effect in a controller's process).
+    // Every command ovn-controller lists, with the same usage text.
     let ours = commands_listed(&agent.list_commands);
     for (name, usage) in commands_listed(&oracle.list_commands) {
-        let not_yet = ["tnl/egress_port_range"];
-        if !not_yet.contains(&name.as_str()) && !ours.contains(&(name.clone(), usage.clone())) {
+        if !ours.contains(&(name.clone(), usage.clone())) {
             problems.push(format!("list-commands lacks {name} {usage}"));
         }
     }

@@ -42,6 +42,7 @@ pub const COMMANDS: &[(&str, &str, usize, usize)] = &[
     ("sb-cluster-state-reset", "", 0, 0),
     ("stopwatch/reset", "[NAME]", 0, 1),
     ("stopwatch/show", "[NAME]", 0, 1),
+    ("tnl/egress_port_range", "min max", 0, 2),
     // The agent's own.
     ("debug/engine-stats", "", 0, 0),
     ("debug/monitor-conditions", "", 0, 0),
@@ -64,6 +65,68 @@ pub struct Control {
     pub compute_log_timeout: Option<Duration>,
     /// The pinctrl task's counters (`pinctrl/show-stats`).
     pub pinctrl: Option<std::sync::Arc<crate::pinctrl::Stats>>,
+    /// `tnl/egress_port_range MIN MAX` (`None`: OVS's default, 32768-61000).
+    pub tnl_port_range: Option<(u16, u16)>,
+}
+
+/// `tnl/egress_port_range [MIN MAX]`, as the OVS library in ovn-controller answers it: the
+/// range of UDP source ports of tunnels from the userspace datapath. ovn-controller has no
+/// tunnel of its own to use it on; it keeps and reports the range, and so does the agent.
+pub fn tnl_egress_port_range(range: &mut Option<(u16, u16)>, args: &[String]) -> String {
+    let (min, max) = range.unwrap_or((32768, 61000));
+    let [a, b] = args else {
+        return format!("Tunnel UDP source port range: {min}-{max}\n");
+    };
+    // As C's atoi: the leading digits, 0 if none.
+    let atoi = |s: &str| {
+        let s = s.trim_start();
+        let (sign, digits) = match s.strip_prefix('-') {
+            Some(rest) => (-1i64, rest),
+            None => (1, s.strip_prefix('+').unwrap_or(s)),
+        };
+        let n: String = digits
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .take(10)
+            .collect();
+        sign * n.parse::<i64>().unwrap_or(0)
+    };
+    let valid = |v: i64| u16::try_from(v).ok().filter(|v| *v > 0);
+    let Some(a) = valid(atoi(a)) else {
+        return "Invalid min.".to_owned();
+    };
+    let Some(b) = valid(atoi(b)) else {
+        return "Invalid max.".to_owned();
+    };
+    *range = Some((a.min(b), a.max(b)));
+    "OK".to_owned()
+}
+
+#[cfg(test)]
+#[test]
+fn tnl_egress_port_range_as_ovs_answers() {
+    let mut r = None;
+    let args = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    assert_eq!(
+        tnl_egress_port_range(&mut r, &[]),
+        "Tunnel UDP source port range: 32768-61000\n"
+    );
+    assert_eq!(
+        tnl_egress_port_range(&mut r, &args(&["0", "5"])),
+        "Invalid min."
+    );
+    assert_eq!(
+        tnl_egress_port_range(&mut r, &args(&["5", "70000"])),
+        "Invalid max."
+    );
+    assert_eq!(
+        tnl_egress_port_range(&mut r, &args(&["6000", "5000x"])),
+        "OK"
+    );
+    assert_eq!(
+        tnl_egress_port_range(&mut r, &args(&["1"])),
+        "Tunnel UDP source port range: 5000-6000\n"
+    );
 }
 
 /// What the loop does with a command.

@@ -57,6 +57,10 @@ pub(super) fn handle(
             reply(Ok(String::new()))
         }
         "group-table-list" => reply(Ok(group_table_list(engine))),
+        "tnl/egress_port_range" => reply(Ok(super::tnl_egress_port_range(
+            &mut control.tnl_port_range,
+            args,
+        ))),
         "inject-pkt" => Some(inject_pkt(engine, &args[0])),
         "meter-table-list" => reply(Ok(meter_table_list(engine))),
         "inc-engine/show-stats" => reply(Ok(show_stats(engine, args))),
