@@ -14,6 +14,7 @@
 //!   rotated in place is taken without restart (by the live connection, not only the
 //!   next one), and each unusable file (missing, unreadable, mismatched, expired, a CA
 //!   that did not sign the server) gives its own log line and counter, then recovers.
+//! - `ovn-agent compile --sb ssl:...` with the same options, and the CA bootstrap.
 
 mod common;
 
@@ -352,4 +353,70 @@ fn ssl_files_from_the_command_line() {
     lab.central()
         .wait_hv_sync()
         .expect("hv1 acknowledges at the end");
+}
+
+/// `ovn-agent compile --sb ssl:...` takes the daemon's SSL options: with the CA it fetches
+/// the Southbound, with a CA that did not sign the server it says so, and with
+/// `--bootstrap-ca-cert` it writes the server's CA to the file and then fetches.
+#[test]
+fn compile_over_ssl_and_ca_bootstrap() {
+    let pki = Pki::create(&["central", "hv1"]);
+    let lab = Lab::start_listening(&pki.sb_listen("central")).expect("lab");
+    let remote = add_rbac_listener(&lab);
+    let Controller::OvnAgent(agent) = Controller::ovn_agent().expect("build ovn-agent") else {
+        unreachable!("ovn_agent gives the agent")
+    };
+    let compile = |ca_option: &str, ca: &Path| {
+        std::process::Command::new(&agent)
+            .args([
+                "compile",
+                "--sb",
+                &remote,
+                "--chassis",
+                "hv1",
+                "--quiet",
+                "--stats",
+            ])
+            .arg("-p")
+            .arg(pki.key("hv1"))
+            .arg("-c")
+            .arg(pki.cert("hv1"))
+            .arg(ca_option)
+            .arg(ca)
+            .output()
+            .expect("run ovn-agent compile")
+    };
+    let out = compile("-C", &pki.ca());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = compile("-C", &pki.other_ca());
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("invalid peer certificate"), "{stderr}");
+    let dir = tempfile::tempdir().expect("dir");
+    let boot = dir.path().join("boot-ca.pem");
+    let out = compile("--bootstrap-ca-cert", &boot);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written = std::fs::read_to_string(&boot).expect("the CA was bootstrapped");
+    let ca = std::fs::read_to_string(pki.ca()).expect("CA");
+    // The first certificate's base64 (the CA file may carry text before it).
+    let der = |pem: &str| {
+        pem.lines()
+            .skip_while(|l| !l.starts_with("-----BEGIN CERTIFICATE"))
+            .skip(1)
+            .take_while(|l| !l.starts_with("-----END"))
+            .collect::<String>()
+    };
+    assert_eq!(
+        der(&written),
+        der(&ca),
+        "the bootstrapped CA is the switch CA"
+    );
 }
