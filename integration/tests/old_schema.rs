@@ -116,19 +116,7 @@ fn connect_claim_forward(net: &Net) -> Outcome {
 /// `virtual_parent` in ovn-agent), then removed.
 fn release(net: &Net) -> Outcome {
     let mut p = net.probe();
-    let vm6 = common::vm_port("vm6", "50:54:00:00:00:06", [10, 0, 0, 6]);
-    p.nbctl(&[
-        "--",
-        "lsp-add",
-        "sw0",
-        "vm6",
-        "--",
-        "lsp-set-addresses",
-        "vm6",
-        &format!("{} {}", vm6.mac, vm6.ip),
-    ]);
-    let plugged = p.lab().chassis("hv1").and_then(|c| c.add_vif("vm6", "vm6"));
-    if p.check("plug vm6 on hv1", plugged).is_none() {
+    if common::plug_vm6_on_hv1(&mut p, net).is_none() {
         return p.finish(&net.ports());
     }
     let up = integration::scenario::wait_port_up(p.lab().central(), "vm6");

@@ -1,8 +1,11 @@
 //! sbclient over `ssl:` (rustls) to a real `ovsdb-server --remote=pssl:…`, with
 //! certificates made by `ovs-pki`; a client certificate from another CA is refused.
 
+mod common;
+
 use std::time::Duration;
 
+use common::pki::Pki;
 use integration::daemon::{ControlSocket, Daemon};
 use integration::host::Host;
 use integration::ovsdb_cluster::free_port;
@@ -12,11 +15,12 @@ use sbclient::{spawn, ClientConfig, Columns, Event, Remote, Replica, Transaction
 
 const DB: &str = "OVN_Southbound";
 
-fn files(host: &Host, name: &str, ca: &str) -> TlsSettings {
+/// `name`'s key and certificate, verifying the server against the switch CA.
+fn files(pki: &Pki, name: &str) -> TlsSettings {
     TlsSettings {
-        private_key: Some(host.path(&format!("{name}-privkey.pem"))),
-        certificate: Some(host.path(&format!("{name}-cert.pem"))),
-        ca_cert: Some(host.path(&format!("pki/{ca}/cacert.pem"))),
+        private_key: Some(pki.key(name)),
+        certificate: Some(pki.cert(name)),
+        ca_cert: Some(pki.ca()),
         ..TlsSettings::default()
     }
 }
@@ -25,32 +29,14 @@ fn files(host: &Host, name: &str, ca: &str) -> TlsSettings {
 async fn ssl_remote_with_ovs_pki_certificates() {
     let dir = tempfile::tempdir().unwrap();
     let host = Host::create(dir.path(), "ssl").unwrap();
-    let pki = host.path("pki").display().to_string();
-    host.run("ovs-pki", &[format!("--dir={pki}"), "init".into()])
-        .unwrap();
-    for (name, kind) in [
-        ("server", "switch"),
-        ("client", "switch"),
-        ("rogue", "controller"),
-    ] {
-        host.run(
-            "ovs-pki",
-            &[
-                format!("--dir={pki}"),
-                "req+sign".into(),
-                name.into(),
-                kind.into(),
-            ],
-        )
-        .unwrap();
-    }
+    let pki = Pki::create(&["server", "client"]);
+    pki.add_signed_by_other_ca("rogue");
     let db = host.path("sb.db").display().to_string();
     host.run(
         "ovsdb-tool",
         &["create", &db, "/usr/share/ovn/ovn-sb.ovsschema"],
     )
     .unwrap();
-    let server_files = files(&host, "server", "switchca");
     let port = free_port().unwrap();
     let _server = Daemon::start(
         &host,
@@ -58,15 +44,9 @@ async fn ssl_remote_with_ovs_pki_certificates() {
         "ovsdb-server",
         ControlSocket::Explicit,
         &[
-            format!(
-                "--private-key={}",
-                server_files.private_key.unwrap().display()
-            ),
-            format!(
-                "--certificate={}",
-                server_files.certificate.unwrap().display()
-            ),
-            format!("--ca-cert={}", server_files.ca_cert.unwrap().display()),
+            format!("--private-key={}", pki.key("server").display()),
+            format!("--certificate={}", pki.cert("server").display()),
+            format!("--ca-cert={}", pki.ca().display()),
             format!("--remote=pssl:{port}:127.0.0.1"),
             db,
         ],
@@ -79,7 +59,7 @@ async fn ssl_remote_with_ovs_pki_certificates() {
     ovn_sb::register_all(&mut replica);
     let mut config =
         ClientConfig::new(Remote::parse_list(&remote).unwrap(), DB).monitor_replica(&replica);
-    config.tls = Some(files(&host, "client", "switchca"));
+    config.tls = Some(files(&pki, "client"));
     config.backoff_min = Duration::from_millis(100);
     let (client, mut events) = spawn(config);
     let mut txn = Transaction::new(DB);
@@ -107,9 +87,7 @@ async fn ssl_remote_with_ovs_pki_certificates() {
     // A client certificate from another CA: the handshake fails, no connection.
     let mut config =
         ClientConfig::new(Remote::parse_list(&remote).unwrap(), DB).monitor_replica(&replica);
-    let mut rogue = files(&host, "rogue", "controllerca");
-    rogue.ca_cert = Some(host.path("pki/switchca/cacert.pem"));
-    config.tls = Some(rogue);
+    config.tls = Some(files(&pki, "rogue"));
     config.backoff_min = Duration::from_millis(100);
     config.backoff_max = Duration::from_millis(200);
     let (client, mut events) = spawn(config);

@@ -359,9 +359,10 @@ pub async fn run(
             continue;
         }
         run_deferred_since = None;
-        // The Southbound client follows external_ids:ovn-remote (as the OVS database has
-        // it now: an `exit` right behind a remote change is then carried out on the new one).
-        if let Some(c) = engine.current_config().or_else(|| engine.cfg.clone()) {
+        // The Southbound client follows external_ids:ovn-remote (the engine's configuration
+        // follows the OVS replica: an `exit` right behind a remote change is carried out on
+        // the new remote).
+        if let Some(c) = engine.cfg.clone() {
             let want = c.remote.clone();
             let tls = super::ssl::effective(&engine.inputs.ovs, cfg.tls.as_ref());
             if sb.as_ref().is_none_or(|s| s.remote != want) {

@@ -393,7 +393,8 @@ impl Engine {
         Self {
             opts,
             cfg: None,
-            cfg_error: None,
+            // Until the first OVS update there is no Open_vSwitch row.
+            cfg_error: Some(ConfigError::NoRow),
             inputs: Inputs {
                 sb: Southbound::default(),
                 ovs,
@@ -510,34 +511,6 @@ impl Engine {
         self.runtime_inputs_dirty |= sb_was_busy && !self.sb_busy;
         self.ovs_sync_dirty |= ovs_was_busy && !self.ovs_busy;
         let mut actions = Actions::default();
-        let host = self.opts.hostname.clone();
-        match ChassisConfig::from_ovs(
-            open_vswitch_row(&self.inputs.ovs),
-            self.opts.chassis.as_deref(),
-            self.opts.table_layout.as_deref(),
-            &host,
-        ) {
-            Ok(c) => {
-                if self.cfg.as_ref().is_some_and(|old| old.layout != c.layout) {
-                    self.need_full = Some("table layout changed".into());
-                }
-                self.cfg = Some(c);
-                self.cfg_error = None;
-            }
-            Err(e) => {
-                if self.cfg_error.as_ref() != Some(&e) {
-                    // Before the first OVS update arrives there is no row: not a problem.
-                    if e == ConfigError::NoRow {
-                        tracing::debug!(target: "main", "{e}");
-                    } else {
-                        tracing::warn!(target: "main", "{e}");
-                    }
-                }
-                self.cfg_error = Some(e);
-                self.cfg = None;
-                return actions;
-            }
-        }
         let Some(cfg) = self.cfg.clone() else {
             return actions;
         };

@@ -562,11 +562,11 @@ pub fn sync(
     }
     // Bridge keys: zones and nb_cfg.
     let mut set: BTreeMap<String, String> = BTreeMap::new();
-    let mut del: Vec<Atom> = Vec::new();
+    let mut del: BTreeSet<String> = BTreeSet::new();
     for (k, v) in br.external_ids.iter() {
         if let Some(name) = k.strip_prefix("ct-zone-") {
             if keys.ct_zones.get(name).map(ToString::to_string).as_deref() != Some(v.as_str()) {
-                del.push(Atom::from(k.as_str()));
+                del.insert(k.clone());
             }
         }
     }
@@ -587,27 +587,12 @@ pub fn sync(
     if !br.external_ids.contains_key("ovn-startup-ts") {
         set.insert("ovn-startup-ts".into(), super::now_ms().to_string());
     }
-    let mut muts = Vec::new();
-    // Keys being set are deleted first (a map insert does not overwrite).
-    // Each key once: a changed zone is both stale and being set, and a set with a
-    // duplicate is an error to ovsdb-server.
-    let mut del_all = del;
-    for k in set.keys().filter(|k| br.external_ids.contains_key(*k)) {
-        let k = Atom::from(k.as_str());
-        if !del_all.contains(&k) {
-            del_all.push(k);
-        }
-    }
-    if !del_all.is_empty() {
-        muts.push((
-            "external_ids".to_owned(),
-            Mutator::Delete,
-            Datum::Set(del_all),
-        ));
-    }
-    if !set.is_empty() {
-        muts.push(("external_ids".to_owned(), Mutator::Insert, map_datum(&set)));
-    }
+    let muts = map_mutations(
+        "external_ids",
+        |k| br.external_ids.contains_key(k),
+        &set,
+        del,
+    );
     if !muts.is_empty() {
         txn.mutate("Bridge", &by_uuid(*br_uuid), muts);
         changed = true;
@@ -656,22 +641,35 @@ pub fn sync_open_vswitch(ovs: &Replica, cfg: &ChassisConfig, txn: &mut Transacti
     if set.is_empty() {
         return false;
     }
-    let stale: Vec<Atom> = set
-        .keys()
-        .filter(|k| row.other_config.contains_key(*k))
-        .map(|k| Atom::from(k.as_str()))
-        .collect();
-    let mut muts = Vec::new();
-    if !stale.is_empty() {
-        muts.push((
-            "other_config".to_owned(),
-            Mutator::Delete,
-            Datum::Set(stale),
-        ));
-    }
-    muts.push(("other_config".to_owned(), Mutator::Insert, map_datum(&set)));
+    let muts = map_mutations(
+        "other_config",
+        |k| row.other_config.contains_key(k),
+        &set,
+        BTreeSet::new(),
+    );
     txn.mutate("Open_vSwitch", &by_uuid(*uuid), muts);
     true
+}
+
+/// The mutations that give map `column` the pairs of `set` and remove the keys of `del`.
+/// A map insert does not overwrite, so a key being set that `has` is deleted first; each
+/// key is deleted once (ovsdb-server refuses a set with a duplicate).
+fn map_mutations(
+    column: &str,
+    has: impl Fn(&str) -> bool,
+    set: &BTreeMap<String, String>,
+    mut del: BTreeSet<String>,
+) -> Vec<(String, Mutator, Datum)> {
+    del.extend(set.keys().filter(|k| has(k)).cloned());
+    let mut muts = Vec::new();
+    if !del.is_empty() {
+        let keys = del.iter().map(|k| Atom::from(k.as_str())).collect();
+        muts.push((column.to_owned(), Mutator::Delete, Datum::Set(keys)));
+    }
+    if !set.is_empty() {
+        muts.push((column.to_owned(), Mutator::Insert, map_datum(set)));
+    }
+    muts
 }
 
 /// `exit` cleanup of the Open_vSwitch row: this chassis' index goes.
@@ -797,6 +795,20 @@ mod tests {
         assert_eq!(o.get("remote_name").map(String::as_str), Some("hv2"));
         assert_eq!(o.get("ipsec_forceencaps").map(String::as_str), Some("yes"));
         assert_eq!(o.get("local_ip").map(String::as_str), Some("10.0.0.1"));
+    }
+
+    #[test]
+    fn a_changed_key_is_deleted_once_then_set() {
+        let set = BTreeMap::from([("ct-zone-a".to_owned(), "7".to_owned())]);
+        let del = BTreeSet::from(["ct-zone-a".to_owned(), "ct-zone-b".to_owned()]);
+        let muts = map_mutations("external_ids", |k| k == "ct-zone-a", &set, del);
+        assert_eq!(muts.len(), 2);
+        assert_eq!(
+            muts[0].2,
+            Datum::Set(vec![Atom::from("ct-zone-a"), Atom::from("ct-zone-b")])
+        );
+        assert_eq!(muts[1].1, Mutator::Insert);
+        assert!(map_mutations("c", |_| false, &BTreeMap::new(), BTreeSet::new()).is_empty());
     }
 
     #[test]

@@ -126,17 +126,12 @@ pub fn plug_vm6_on_hv1(p: &mut integration::observe::Probe<'_>, net: &Net) -> Op
         "vm6",
         &format!("{} {}", port.mac, port.ip),
     ]);
-    match net.lab.chassis("hv1").and_then(|c| c.add_vif("vm6", "vm6")) {
-        Ok(vif) => Some(Vm {
-            port,
-            chassis: "hv1".to_owned(),
-            vif,
-        }),
-        Err(e) => {
-            p.fail(format!("plug vm6 on hv1: {e}"));
-            None
-        }
-    }
+    let vif = net.lab.chassis("hv1").and_then(|c| c.add_vif("vm6", "vm6"));
+    p.check("plug vm6 on hv1", vif).map(|vif| Vm {
+        port,
+        chassis: "hv1".to_owned(),
+        vif,
+    })
 }
 
 /// A VM: its logical port and the VIF (named like the port) on its chassis.

@@ -52,6 +52,22 @@ impl Pki {
         Self { dir }
     }
 
+    /// A certificate for `name` signed by the other CA (the controller CA).
+    pub fn add_signed_by_other_ca(&self, name: &str) {
+        let pki = self.dir.path().join("pki").display().to_string();
+        run(
+            self.dir.path(),
+            "ovs-pki",
+            &[
+                &format!("--dir={pki}"),
+                "-u",
+                "req+sign",
+                name,
+                "controller",
+            ],
+        );
+    }
+
     /// A certificate for `name` that expired in 2020.
     pub fn add_expired(&self, name: &str) {
         let pki = self.dir.path().join("pki").display().to_string();

@@ -11,22 +11,42 @@ use sbclient::ovn_sb::*;
 use sbclient::Uuid;
 
 use super::Engine;
-use crate::engine::config::ChassisConfig;
+use crate::engine::config::{ChassisConfig, ConfigError};
 use crate::engine::deps::{changed_names, changed_rows, lflows_on, port_group_names};
 use crate::engine::inputs::{only_modified, open_vswitch_row, NOT_RUNTIME_INPUTS};
 use crate::engine::lflow_index::DHCP_ACTIONS;
 
 impl Engine {
-    /// The chassis configuration as the local OVS database has it now (the last run's
-    /// `cfg` may be older): the Southbound remote and the bridge follow it at once.
-    pub fn current_config(&self) -> Option<ChassisConfig> {
-        ChassisConfig::from_ovs(
+    /// The chassis configuration follows the Open_vSwitch row (and the fixed options): read
+    /// again when the OVS replica changes, so that the main loop's Southbound remote and
+    /// bridge follow a change at once, before the next run.
+    fn refresh_config(&mut self) {
+        match ChassisConfig::from_ovs(
             open_vswitch_row(&self.inputs.ovs),
             self.opts.chassis.as_deref(),
             self.opts.table_layout.as_deref(),
             &self.opts.hostname,
-        )
-        .ok()
+        ) {
+            Ok(c) => {
+                if self.cfg.as_ref().is_some_and(|old| old.layout != c.layout) {
+                    self.need_full = Some("table layout changed".into());
+                }
+                self.cfg = Some(c);
+                self.cfg_error = None;
+            }
+            Err(e) => {
+                if self.cfg_error.as_ref() != Some(&e) {
+                    // Before the first OVS update arrives there is no row: not a problem.
+                    if e == ConfigError::NoRow {
+                        tracing::debug!(target: "main", "{e}");
+                    } else {
+                        tracing::warn!(target: "main", "{e}");
+                    }
+                }
+                self.cfg_error = Some(e);
+                self.cfg = None;
+            }
+        }
     }
 
     /// The SB client connected. `resumed`: its monitors took up where the last connection
@@ -481,6 +501,7 @@ impl Engine {
         self.inputs.ovs.clear_changes();
         self.runtime_inputs_dirty = true;
         self.ovs_sync_dirty = true;
+        self.refresh_config();
     }
 
     /// See `input_generation`: equal values mean the same replicas and runtime.

@@ -87,14 +87,10 @@ impl TlsState {
             ));
         };
         let now = stamp(settings);
-        let fresh = self.built.as_ref().is_some_and(|(s, _)| *s == now);
-        if !fresh {
-            self.built = Some((now.clone(), connector(settings)));
-        }
-        self.in_use = Some(now);
-        match self.built.as_ref() {
-            Some((_, result)) => result.clone(),
-            None => Err(TlsError::NotConfigured("SSL settings")),
+        self.in_use = Some(now.clone());
+        match &mut self.built {
+            Some((built_with, result)) if *built_with == now => result.clone(),
+            slot => slot.insert((now, connector(settings))).1.clone(),
         }
     }
 
