@@ -424,9 +424,19 @@ pub fn lb_hairpin(uuid: &Uuid, lb: &LoadBalancer, cx: &Context<'_>) -> Compiled 
             std::net::IpAddr::V4(_) => None,
         }),
         local_dp_keys: local,
+        use_ct_mark: lb_hairpin_use_ct_mark(cx.view.replica()),
     };
     out.flows = crate::hairpin::hairpin_flows(&h, cx.layout);
     out
+}
+
+/// SB_Global's `options:lb_hairpin_use_ct_mark`: true unless northd says otherwise.
+pub fn lb_hairpin_use_ct_mark(replica: &sbclient::Replica) -> bool {
+    replica
+        .table::<sbclient::ovn_sb::SbGlobal>()
+        .and_then(|t| t.iter().next().map(|(_, g)| g))
+        .and_then(|g| g.options.get("lb_hairpin_use_ct_mark"))
+        .is_none_or(|v| !v.eq_ignore_ascii_case("false"))
 }
 
 /// Every owner's flows, as the desired flow table the switch gets.

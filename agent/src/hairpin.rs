@@ -53,6 +53,9 @@ pub struct HairpinLb {
     pub snat_v4: Option<std::net::Ipv4Addr>,
     pub snat_v6: Option<std::net::Ipv6Addr>,
     pub local_dp_keys: Vec<u32>,
+    /// Northd's `lb_hairpin_use_ct_mark`: `ct.natted` is in ct_mark (else, from a northd
+    /// of before the move, in ct_label).
+    pub use_ct_mark: bool,
 }
 
 fn ip_bits(ip: IpAddr) -> u128 {
@@ -105,7 +108,11 @@ pub fn hairpin_flows(lb: &HairpinLb, l: &TableLayout) -> Vec<OfFlow> {
             .filter(|b| b.ip.is_ipv4() == vip.ip.is_ipv4())
         {
             let mut m = OfMatch::new();
-            m.add(FieldId::CT_MARK, 2, 2);
+            if lb.use_ct_mark {
+                m.add(FieldId::CT_MARK, 2, 2);
+            } else {
+                m.add(FieldId::CT_LABEL, 2, 2);
+            }
             orig_dst(&mut m, vip, lb.proto);
             let (src_f, dst_f) = if be.ip.is_ipv4() {
                 (FieldId::IP_SRC, FieldId::IP_DST)
@@ -224,5 +231,29 @@ mod tests {
             })
         );
         assert_eq!(parse_endpoint("x:y"), None);
+    }
+
+    #[test]
+    fn natted_bit_in_ct_mark_or_in_ct_label_as_northd_says() {
+        let vip = parse_endpoint("10.0.0.10:80").unwrap();
+        let backend = parse_endpoint("10.0.0.2:8080").unwrap();
+        let lb = |use_ct_mark| HairpinLb {
+            cookie: 1,
+            proto: 6,
+            vips: vec![(vip, vec![backend])],
+            snat_v4: None,
+            snat_v6: None,
+            local_dp_keys: vec![1],
+            use_ct_mark,
+        };
+        let first = |use_ct_mark| {
+            hairpin_flows(&lb(use_ct_mark), &TableLayout::OVN_23_03)[0]
+                .m
+                .to_string()
+        };
+        assert!(first(true).contains("ct_mark=0x2/0x2"), "{}", first(true));
+        let old = first(false);
+        assert!(old.contains("ct_label=0x2/0x2"), "{old}");
+        assert!(!old.contains("ct_mark"), "{old}");
     }
 }

@@ -1,7 +1,10 @@
-//! Content-addressed ids with reference counts: the OpenFlow group, meter and conjunction ids
-//! of compiled flows.
+//! Ids with reference counts: the OpenFlow group, meter and conjunction ids of compiled
+//! flows.
 //!
-//! An id is a function of its content: the search for a free id starts at a stable hash of
+//! Meters take the lowest free id, as ovn-controller numbers them (its tests and operators'
+//! scripts read `meter_id=1`); ids the switch already holds are taken back by a meter of
+//! the same content after a restart, so a restart changes no flow. Groups are
+//! content-addressed: an id is a function of its content: the search for a free id starts at a stable hash of
 //! the key (FNV-1a of its canonical text), so the same content gets the same id whatever
 //! order or thread compiled it. Each user acquires the key and releases it when its flows
 //! go; the id is freed with the last user. Only two keys whose hashes collide in the id
@@ -46,10 +49,22 @@ struct Slot<V> {
     value: V,
 }
 
+/// How a new key finds its id.
+#[derive(Debug, Clone)]
+pub enum Allocation<V> {
+    /// The search starts at a stable hash of the key.
+    Hashed,
+    /// The lowest free id, preferring one the switch holds with a value that is `same`.
+    LowestFree { same: fn(&V, &V) -> bool },
+}
+
 /// Ids for keys `K`, each carrying the value `V` to install under that id.
 #[derive(Debug, Clone)]
 pub struct IdTable<K, V> {
     range: RangeInclusive<u32>,
+    allocation: Allocation<V>,
+    /// `(id, value)` the switch holds that no key has taken yet ([`IdTable::prefer`]).
+    preferred: Vec<(u32, V)>,
     by_key: HashMap<K, Slot<V>, FxBuild>,
     by_id: BTreeMap<u32, K>,
     /// Moves whenever an id, its key or its value changes (what is installed must follow).
@@ -57,10 +72,16 @@ pub struct IdTable<K, V> {
 }
 
 impl<K: StableKey, V: Clone> IdTable<K, V> {
-    /// An empty table whose ids come from `range` (0 is never used).
+    /// An empty table whose ids come from `range` (0 is never used), content-addressed.
     pub fn new(range: RangeInclusive<u32>) -> Self {
+        Self::with_allocation(range, Allocation::Hashed)
+    }
+
+    pub fn with_allocation(range: RangeInclusive<u32>, allocation: Allocation<V>) -> Self {
         Self {
             range,
+            allocation,
+            preferred: Vec::new(),
             by_key: HashMap::default(),
             by_id: BTreeMap::new(),
             version: 0,
@@ -89,9 +110,30 @@ impl<K: StableKey, V: Clone> IdTable<K, V> {
             s.refs += 1;
             return Some(s.id);
         }
-        let id = self.free_from(self.start(key))?;
-        self.insert(key.clone(), id, value(), 1, false);
+        let value = value();
+        let id = match self.allocation {
+            Allocation::Hashed => self.free_from(self.start(key))?,
+            Allocation::LowestFree { same } => match self.take_preferred(&value, same) {
+                Some(id) => id,
+                None => self.free_from(*self.range.start())?,
+            },
+        };
+        self.insert(key.clone(), id, value, 1, false);
         Some(id)
+    }
+
+    /// Ids the switch holds (read after a connect), each with its value: a new key of the
+    /// same value takes that id before the lowest free one (`LowestFree` tables only).
+    pub fn prefer(&mut self, held: impl IntoIterator<Item = (u32, V)>) {
+        self.preferred = held.into_iter().collect();
+    }
+
+    fn take_preferred(&mut self, value: &V, same: fn(&V, &V) -> bool) -> Option<u32> {
+        let at = self
+            .preferred
+            .iter()
+            .position(|(id, v)| same(v, value) && !self.by_id.contains_key(id))?;
+        Some(self.preferred.swap_remove(at).0)
     }
 
     /// Replaces the value installed under `key` (its id and references stay), for a key
@@ -318,6 +360,37 @@ mod tests {
         sorted.sort_unstable();
         assert_eq!(sorted, vec![1, 2, 3]);
         assert_eq!(t.acquire(&"d".to_string(), || ()), None, "space full");
+    }
+
+    #[test]
+    fn lowest_free_reuses_freed_ids_and_prefers_held_ones() {
+        let same = |a: &u32, b: &u32| a == b;
+        let mut t: IdTable<String, u32> =
+            IdTable::with_allocation(1..=100, Allocation::LowestFree { same });
+        let key = |k: &str| k.to_string();
+        assert_eq!(t.acquire(&key("event-elb"), || 10), Some(1));
+        t.release(&key("event-elb"));
+        assert_eq!(
+            t.acquire(&key("acl-meter"), || 20),
+            Some(1),
+            "1 is free again"
+        );
+        assert_eq!(t.acquire(&key("arp-meter"), || 30), Some(2));
+
+        let mut restarted: IdTable<String, u32> =
+            IdTable::with_allocation(1..=100, Allocation::LowestFree { same });
+        restarted.prefer([(1, 20), (2, 30)]);
+        assert_eq!(restarted.acquire(&key("arp-meter"), || 30), Some(2));
+        assert_eq!(
+            restarted.acquire(&key("new"), || 40),
+            Some(1),
+            "lowest free"
+        );
+        assert_eq!(
+            restarted.acquire(&key("acl-meter"), || 20),
+            Some(3),
+            "1 taken"
+        );
     }
 
     #[test]

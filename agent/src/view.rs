@@ -31,7 +31,7 @@ pub struct DatapathInfo {
     pub snat_ct_zone: bool,
 }
 
-/// The OpenFlow groups, meters and conjunction ids of compiled flows: content-addressed,
+/// The OpenFlow groups, meters and conjunction ids of compiled flows (see [`crate::ids`]),
 /// reference-counted, shared by compile threads.
 pub struct Ids {
     /// Group content (canonical, id 0) to its id and the group to install.
@@ -50,7 +50,10 @@ impl Default for Ids {
     fn default() -> Self {
         Self {
             groups: Mutex::new(IdTable::new(GROUP_IDS)),
-            meters: Mutex::new(IdTable::new(METER_IDS)),
+            meters: Mutex::new(IdTable::with_allocation(
+                METER_IDS,
+                crate::ids::Allocation::LowestFree { same: same_meter },
+            )),
             conj: Mutex::new(ConjIds::default()),
         }
     }
@@ -605,6 +608,13 @@ impl ChassisView for SbView<'_> {
             .lock()
             .map_or(start, |mut c| c.acquire(*lflow, *dp, n, start))
     }
+}
+
+/// Whether two meters install the same (the switch reports the statistics flag the agent
+/// always asks for).
+fn same_meter(a: &MeterMod, b: &MeterMod) -> bool {
+    use openflow::wire::meter_mod::OFPMF_STATS;
+    a.flags | OFPMF_STATS == b.flags | OFPMF_STATS && a.bands == b.bands
 }
 
 /// The meter to install for SB `Meter` row `name` (id filled in by the caller; no bands

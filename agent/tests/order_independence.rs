@@ -1,6 +1,8 @@
-//! The flow table, group ids, meter ids and conjunction ids are a function of the
-//! Southbound content: a full compile (on one thread or two) equals any sequence of
-//! incremental compiles that adds, removes and re-adds owners in random order.
+//! The flow table, group ids and conjunction ids are a function of the Southbound content:
+//! a full compile (on one thread or two) equals any sequence of incremental compiles that
+//! adds, removes and re-adds owners in random order. Meters are numbered as ovn-controller
+//! numbers them (lowest free id, so the order of first use decides), and compared by
+//! content: a flow's meter id stands for the meter it names.
 
 mod common;
 
@@ -19,9 +21,37 @@ use sbclient::ovn_sb::LogicalFlow;
 type State = (Vec<String>, Vec<(u32, String)>, Vec<(u32, String)>);
 
 fn state(d: &DesiredFlows, ids: &Ids) -> State {
-    let mut flows: Vec<String> = d.iter().map(|f| f.to_flow().to_string()).collect();
+    let meters: BTreeMap<u32, String> = ids.meter_list().into_iter().collect();
+    let mut flows: Vec<String> = d
+        .iter()
+        .map(|f| meters_by_key(&f.to_flow().to_string(), &meters))
+        .collect();
     flows.sort();
-    (flows, ids.group_list(), ids.meter_list())
+    let mut meter_keys: Vec<(u32, String)> = meters.into_values().map(|k| (0, k)).collect();
+    meter_keys.sort();
+    (flows, ids.group_list(), meter_keys)
+}
+
+/// `flow` with each meter id (`meter:N`, `meter_id=N`) replaced by the meter's key.
+fn meters_by_key(flow: &str, meters: &BTreeMap<u32, String>) -> String {
+    let mut out = String::new();
+    let mut rest = flow;
+    while let Some(at) = ["meter:", "meter_id="]
+        .iter()
+        .filter_map(|p| rest.find(p).map(|i| i + p.len()))
+        .min()
+    {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let id: u32 = rest[..digits].parse().expect("a meter id");
+        out.push('<');
+        out.push_str(&meters[&id]);
+        out.push('>');
+        rest = &rest[digits..];
+    }
+    out.push_str(rest);
+    out
 }
 
 #[test]

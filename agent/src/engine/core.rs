@@ -330,6 +330,8 @@ pub struct Engine {
     /// ovn-northd's internal version differed from ours at the last run (with
     /// `ovn-match-northd-version`).
     pub(super) version_mismatch: bool,
+    /// SB_Global's `lb_hairpin_use_ct_mark` as the flows were compiled with it.
+    pub(super) lb_hairpin_use_ct_mark: bool,
     /// BFD timers of SB_Global that were left out (reported once each).
     pub(super) bfd_problems: Vec<super::bfd::BadParameter>,
     // Conditions.
@@ -442,6 +444,7 @@ impl Engine {
             claims_in_flight: HashSet::new(),
             up_in_flight: HashSet::new(),
             version_mismatch: false,
+            lb_hairpin_use_ct_mark: true,
             bfd_problems: Vec::new(),
             cond_requested: BTreeMap::new(),
             cond_requested_seq: 0,

@@ -143,7 +143,17 @@ impl Engine {
                 "Chassis_Private" | "Controller_Event" | "Connection" | "SSL" | "RBAC_Role"
                 | "RBAC_Permission" | "Service_Monitor" | "BFD" | "Mirror" | "IGMP_Group"
                 | "Gateway_Chassis" | "IP_Multicast" => {}
-                "SB_Global" => {}
+                "SB_Global" => {
+                    // As ovn-controller: the logical flows are computed again (a northd
+                    // upgrade moves `ct.natted`, once).
+                    let use_ct_mark =
+                        crate::compile::lb_hairpin_use_ct_mark(&self.inputs.sb.replica);
+                    if use_ct_mark != self.lb_hairpin_use_ct_mark {
+                        self.lb_hairpin_use_ct_mark = use_ct_mark;
+                        self.need_full
+                            .get_or_insert_with(|| "lb_hairpin_use_ct_mark changed".into());
+                    }
+                }
                 // Nothing compiles `up` (claims and `write_port_up` read the replica on
                 // every run): a change of `up` alone, our own port-up write included,
                 // recomputes nothing.

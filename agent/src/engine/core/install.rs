@@ -52,6 +52,9 @@ impl Engine {
                 (m.meter_id, installed)
             })
             .collect();
+        if let Ok(mut t) = self.ids.meters.lock() {
+            t.prefer(self.installed_meters.iter().map(|(id, m)| (*id, m.clone())));
+        }
         // Zones were flushed before; the switch's conntrack survives a reconnect.
     }
 
