@@ -23,6 +23,9 @@ use crate::view::SbView;
 
 pub use crate::owner::Owner;
 
+mod set_delta;
+pub use set_delta::{logical_flow_set_delta, SetChange, SetDelta};
+
 /// A row that could not be turned into flows.
 #[derive(Debug, Clone)]
 pub struct Failure {

@@ -289,6 +289,11 @@ impl ConjIds {
         first
     }
 
+    /// The first id (lflow, datapath) holds.
+    pub fn held(&self, lflow: sbclient::Uuid, dp: sbclient::Uuid) -> Option<u32> {
+        self.by_owner.get(&(lflow, dp)).map(|e| e.0)
+    }
+
     /// Drops one user of (lflow, datapath)'s ids.
     pub fn release(&mut self, lflow: sbclient::Uuid, dp: sbclient::Uuid) {
         if let Entry::Occupied(mut e) = self.by_owner.entry((lflow, dp)) {

@@ -608,6 +608,9 @@ impl ChassisView for SbView<'_> {
             .lock()
             .map_or(start, |mut c| c.acquire(*lflow, *dp, n, start))
     }
+    fn held_conj_ids(&self, lflow: &Uuid, dp: &Uuid) -> Option<u32> {
+        self.ids.conj.lock().ok()?.held(*lflow, *dp)
+    }
 }
 
 /// Whether two meters install the same (the switch reports the statistics flag the agent

@@ -139,6 +139,10 @@ pub struct EngineStats {
     pub dependency_runs: u64,
     /// Logical flows those runs recompiled.
     pub dependency_lflows: u64,
+    /// Address-set changes made in place in a logical flow's flows (no recompile), and
+    /// those that could not be (the lflow was compiled again).
+    pub set_deltas: u64,
+    pub set_delta_fallbacks: u64,
     /// Runs that recomputed the physical and port-security flows of some ports only (the
     /// ports a change touched, with their datapaths' neighbours).
     pub scoped_physical_runs: u64,
@@ -344,6 +348,9 @@ pub struct Engine {
     // What needs doing.
     pub(super) need_full: Option<String>,
     pub(super) dirty_lflows: BTreeSet<Uuid>,
+    /// Lflows naming an address set that changed by a few addresses: their flows are
+    /// changed in place when the next run can (else the lflow is compiled again).
+    pub(super) set_changes: Vec<(Uuid, std::sync::Arc<crate::compile::SetChange>)>,
     /// What each lflow names (ports, address sets, port groups) and where it sits.
     pub(super) lflow_index: LflowIndex,
     pub(super) deleted_lflows: BTreeSet<Uuid>,
@@ -452,6 +459,7 @@ impl Engine {
             cond_unnumbered: 0,
             need_full: Some("start".into()),
             dirty_lflows: BTreeSet::new(),
+            set_changes: Vec::new(),
             lflow_index: LflowIndex::default(),
             deleted_lflows: BTreeSet::new(),
             runtime_changed: true,

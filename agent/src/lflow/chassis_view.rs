@@ -63,6 +63,10 @@ pub trait ChassisView: Sync {
     }
     /// First of `n` consecutive conjunction ids for (lflow, datapath) (one more user).
     fn conj_ids(&self, lflow: &Uuid, dp: &Uuid, n: u32) -> u32;
+    /// The first conjunction id (lflow, datapath) holds, without taking it.
+    fn held_conj_ids(&self, _lflow: &Uuid, _dp: &Uuid) -> Option<u32> {
+        None
+    }
 }
 
 /// OVN's conjunction-id start for (lflow, datapath): `hash_int(uuid_hash(lflow),

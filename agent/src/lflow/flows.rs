@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use super::actions::{parse_actions, ParseOptions, ParsedActions, Pipeline};
-use super::annotate::{annotate, AExpr};
+use super::annotate::{annotate, AExpr, Leaf};
 use super::encode::{EncodeEnv, EncodeParams, Encoder};
 use super::error::{LflowError, Result};
 use super::expr::{parse_address_set, parse_expr, Const, Expr, ExprContext};
@@ -13,11 +13,13 @@ use super::hash::FxBuild;
 use super::layout::TableLayout;
 use super::lexer::{tokenize, Token};
 use super::normalize::{
-    eval_conditions, normalize, simplify, to_matches, Conj, MatchKind, PortResolver,
+    eval_conditions, normalize, simplify, to_matches, to_matches_tracked, Conj, MatchKind,
+    PortResolver,
 };
 use super::of::FieldId;
 use super::of::Slot;
 use super::of::{conjunction, Action};
+use super::set_delta::SetFilter;
 use super::template::expand_templates;
 use openflow::wire::{Group, MeterMod};
 use sbclient::Uuid;
@@ -117,13 +119,13 @@ impl MatchCache {
     }
 }
 
-struct DpEnv<'a> {
-    view: &'a dyn ChassisView,
-    cache: &'a MatchCache,
-    dp: &'a DpSpec<'a>,
-    pg_names: RwLock<HashMap<String, String>>,
+pub(super) struct DpEnv<'a> {
+    pub(super) view: &'a dyn ChassisView,
+    pub(super) cache: &'a MatchCache,
+    pub(super) dp: &'a DpSpec<'a>,
+    pub(super) pg_names: RwLock<HashMap<String, String>>,
     /// Ids taken while encoding (released by whoever drops the flows).
-    uses: std::cell::RefCell<Vec<IdUse>>,
+    pub(super) uses: std::cell::RefCell<Vec<IdUse>>,
 }
 
 impl ExprContext for DpEnv<'_> {
@@ -343,17 +345,19 @@ pub fn compile_lflow(
         pg_names: RwLock::new(HashMap::new()),
         uses: std::cell::RefCell::new(Vec::new()),
     };
-    let out = compile_in(lf, &env, layout, cache, limit);
+    let out = compile_with(lf, &env, layout, cache, limit, None);
     uses.append(&mut env.uses.borrow_mut());
     out
 }
 
-fn compile_in(
+/// Compiles in `env`; with `only`, keeps the matches the filter wants and counts them.
+pub(super) fn compile_with(
     lf: &LflowSpec<'_>,
     env: &DpEnv<'_>,
     layout: &TableLayout,
     cache: &MatchCache,
     limit: usize,
+    only: Option<(&SetFilter, &mut usize)>,
 ) -> Result<Vec<OfFlow>> {
     let (view, dp) = (env.view, env.dp);
     let table = layout
@@ -367,7 +371,21 @@ fn compile_in(
     let m = m?;
     let resident = |p: &str| view.is_resident(p);
     let dnf = normal_form(&m, &match_key, &parsed.prereqs, &resident, cache, limit)?;
-    let matches = to_matches(&dnf, env, limit)?;
+    let matches = match only {
+        None => to_matches(&dnf, env, limit)?,
+        Some((filter, count)) => {
+            let (all, origins) =
+                to_matches_tracked(&dnf, env, limit, &|c: &[Leaf]| filter.is_set_clause(c))?;
+            let kept: Vec<_> = all
+                .into_iter()
+                .zip(origins)
+                .filter(|(_, o)| o.as_ref().is_some_and(|l| filter.wants(l)))
+                .map(|(m, _)| m)
+                .collect();
+            *count = kept.len();
+            kept
+        }
+    };
     if matches.is_empty() {
         return Ok(vec![]);
     }

@@ -14,6 +14,7 @@ pub mod layout;
 pub mod lexer;
 pub mod normalize;
 pub mod of;
+pub mod set_delta;
 pub mod symtab;
 pub mod template;
 

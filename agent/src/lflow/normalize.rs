@@ -378,47 +378,88 @@ fn add_leaf(m: &mut OfMatch, l: &Leaf, ports: &dyn PortResolver) -> bool {
 /// Slots a match usually gains after its base: a clause value or conj_id, then metadata.
 const ROOM: usize = 2;
 
+/// A match and what it does.
+pub type KindedMatch = (OfMatch, Vec<MatchKind>);
+
+/// Whether a clause is one whose matches are followed back to their leaf.
+pub type ClauseTest<'a> = dyn Fn(&[Leaf]) -> bool + 'a;
+
 /// Turns the DNF into matches; duplicate matches are merged (plain wins over clauses).
 pub fn to_matches(
     dnf: &[Conj],
     ports: &dyn PortResolver,
     limit: usize,
-) -> Result<Vec<(OfMatch, Vec<MatchKind>)>> {
-    let mut out: Vec<(OfMatch, Vec<MatchKind>)> = Vec::new();
+) -> Result<Vec<KindedMatch>> {
+    to_matches_impl(dnf, ports, limit, None).map(|(m, _)| m)
+}
+
+/// [`to_matches`], and for each match the clause leaf it was made from when that clause is
+/// one `tracked` accepts (an address set's constants as they were written) and no other
+/// term made the same match (a merged match belongs to no single address).
+pub fn to_matches_tracked(
+    dnf: &[Conj],
+    ports: &dyn PortResolver,
+    limit: usize,
+    tracked: &ClauseTest<'_>,
+) -> Result<(Vec<KindedMatch>, Vec<Option<Leaf>>)> {
+    to_matches_impl(dnf, ports, limit, Some(tracked))
+}
+
+fn to_matches_impl(
+    dnf: &[Conj],
+    ports: &dyn PortResolver,
+    limit: usize,
+    tracked: Option<&ClauseTest<'_>>,
+) -> Result<(Vec<KindedMatch>, Vec<Option<Leaf>>)> {
+    let mut out: Vec<KindedMatch> = Vec::new();
+    // Filled only when tracking: the origin of out[i].
+    let mut origins: Vec<Option<Leaf>> = Vec::new();
+    let track = |clause: &[Leaf]| tracked.is_some_and(|t| t(clause));
     // Hash of a match to its first index in `out`; `chain` links later ones with the same
     // hash, so matches are not cloned into the index.
     let build = super::hash::FxBuild::default();
     let mut heads: std::collections::HashMap<u64, usize, super::hash::FxBuild> =
         std::collections::HashMap::default();
     let mut chain: Vec<Option<usize>> = Vec::new();
-    let mut push =
-        |m: OfMatch, k: MatchKind, out: &mut Vec<(OfMatch, Vec<MatchKind>)>| -> Result<()> {
-            use std::hash::BuildHasher;
-            let h = build.hash_one(&m);
-            let mut cur = heads.get(&h).copied();
-            while let Some(i) = cur {
-                if out[i].0 != m {
-                    cur = chain[i];
-                    continue;
-                }
-                let kinds = &mut out[i].1;
-                if kinds.contains(&MatchKind::Plain) {
-                    return Ok(());
-                }
-                if k == MatchKind::Plain {
-                    *kinds = vec![MatchKind::Plain];
-                } else if !kinds.contains(&k) {
-                    kinds.push(k);
-                }
+    let tracking = tracked.is_some();
+    let mut push = |m: OfMatch,
+                    k: MatchKind,
+                    origin: Option<&Leaf>,
+                    out: &mut Vec<KindedMatch>,
+                    origins: &mut Vec<Option<Leaf>>|
+     -> Result<()> {
+        use std::hash::BuildHasher;
+        let h = build.hash_one(&m);
+        let mut cur = heads.get(&h).copied();
+        while let Some(i) = cur {
+            if out[i].0 != m {
+                cur = chain[i];
+                continue;
+            }
+            if tracking {
+                origins[i] = None;
+            }
+            let kinds = &mut out[i].1;
+            if kinds.contains(&MatchKind::Plain) {
                 return Ok(());
             }
-            if out.len() >= limit {
-                return Err(LflowError::TooManyFlows { limit });
+            if k == MatchKind::Plain {
+                *kinds = vec![MatchKind::Plain];
+            } else if !kinds.contains(&k) {
+                kinds.push(k);
             }
-            chain.push(heads.insert(h, out.len()));
-            out.push((m, vec![k]));
-            Ok(())
-        };
+            return Ok(());
+        }
+        if out.len() >= limit {
+            return Err(LflowError::TooManyFlows { limit });
+        }
+        chain.push(heads.insert(h, out.len()));
+        out.push((m, vec![k]));
+        if tracking {
+            origins.push(origin.cloned());
+        }
+        Ok(())
+    };
     let mut next_k = 1u32;
     for c in dnf {
         let mut base = OfMatch::new();
@@ -426,12 +467,14 @@ pub fn to_matches(
             continue;
         }
         match c.clauses.len() {
-            0 => push(base, MatchKind::Plain, &mut out)?,
+            0 => push(base, MatchKind::Plain, None, &mut out, &mut origins)?,
             1 => {
+                let tracked = track(&c.clauses[0]);
                 for d in &c.clauses[0] {
                     let mut m = base.clone_with_room(ROOM);
                     if add_leaf(&mut m, d, ports) {
-                        push(m, MatchKind::Plain, &mut out)?;
+                        let origin = tracked.then_some(d);
+                        push(m, MatchKind::Plain, origin, &mut out, &mut origins)?;
                     }
                 }
             }
@@ -441,6 +484,7 @@ pub fn to_matches(
                 let mut complete = true;
                 for (i, cl) in c.clauses.iter().enumerate() {
                     let mut any = false;
+                    let tracked = track(cl);
                     for d in cl {
                         let mut m = base.clone_with_room(ROOM);
                         if add_leaf(&mut m, d, ports) {
@@ -452,7 +496,9 @@ pub fn to_matches(
                                     clause: i as u32,
                                     n_clauses: n as u32,
                                 },
+                                tracked.then_some(d),
                                 &mut out,
+                                &mut origins,
                             )?;
                         }
                     }
@@ -461,10 +507,10 @@ pub fn to_matches(
                 if complete {
                     let mut m = base.clone_with_room(ROOM);
                     m.set_conj_id(k);
-                    push(m, MatchKind::ConjId { k }, &mut out)?;
+                    push(m, MatchKind::ConjId { k }, None, &mut out, &mut origins)?;
                 }
             }
         }
     }
-    Ok(out)
+    Ok((out, origins))
 }

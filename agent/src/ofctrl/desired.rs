@@ -395,9 +395,41 @@ impl FlowTable {
             return;
         }
         self.remove(owner);
-        if flows.is_empty() {
-            return;
+        let ids = self.contribute(owner, flows);
+        if !ids.is_empty() {
+            self.by_owner.insert(owner, ids);
         }
+    }
+
+    /// Adds `flows` to what `owner` wants (a key it wants already keeps what it had).
+    pub fn add(&mut self, owner: Owner, flows: Vec<Flow>) {
+        let ids = self.contribute(owner, flows);
+        if !ids.is_empty() {
+            self.by_owner.entry(owner).or_default().extend(ids);
+        }
+    }
+
+    /// Takes `owner`'s contributions to the keys of `flows` away (its other flows stay).
+    pub fn remove_some(&mut self, owner: Owner, flows: &[Flow]) {
+        let mut gone: HashSet<u32, FxBuild> = HashSet::default();
+        for f in flows {
+            let Some(id) = self.find(f.table, f.priority, &f.m) else {
+                continue;
+            };
+            if self.withdraw(owner, id) {
+                gone.insert(id);
+            }
+        }
+        if let Some(ids) = self.by_owner.get_mut(&owner) {
+            ids.retain(|id| !gone.contains(id));
+            if ids.is_empty() {
+                self.by_owner.remove(&owner);
+            }
+        }
+    }
+
+    /// Adds `owner`'s contribution for each of `flows`; the entries it now contributes to.
+    fn contribute(&mut self, owner: Owner, flows: Vec<Flow>) -> Vec<u32> {
         let mut ids = Vec::with_capacity(flows.len());
         for mut f in flows {
             let id = match self.find(f.table, f.priority, &f.m) {
@@ -436,9 +468,7 @@ impl FlowTable {
             ids.push(id);
             self.mark(id);
         }
-        if !ids.is_empty() {
-            self.by_owner.insert(owner, ids);
-        }
+        ids
     }
 
     /// Whether `owner` already wants exactly `flows`, in that order.
@@ -467,24 +497,30 @@ impl FlowTable {
             return;
         };
         for id in ids {
-            let Some(e) = self.entries[id as usize].as_mut() else {
-                continue;
-            };
-            let before = e.contribs.len();
-            e.contribs.retain(|c| c.owner != owner);
-            if e.contribs.len() == before {
-                continue;
-            }
-            if e.contribs.is_empty() {
-                self.wanted -= 1;
-                self.wanted_by_table[usize::from(e.table)] -= 1;
-            } else {
-                self.duplicates = self.duplicates.saturating_sub(1);
-            }
-            e.remerge();
-            self.mark(id);
-            self.drop_if_unused(id);
+            self.withdraw(owner, id);
         }
+    }
+
+    /// Takes `owner`'s contribution to entry `id` away; whether it had one.
+    fn withdraw(&mut self, owner: Owner, id: u32) -> bool {
+        let Some(e) = self.entries[id as usize].as_mut() else {
+            return false;
+        };
+        let before = e.contribs.len();
+        e.contribs.retain(|c| c.owner != owner);
+        if e.contribs.len() == before {
+            return false;
+        }
+        if e.contribs.is_empty() {
+            self.wanted -= 1;
+            self.wanted_by_table[usize::from(e.table)] -= 1;
+        } else {
+            self.duplicates = self.duplicates.saturating_sub(1);
+        }
+        e.remerge();
+        self.mark(id);
+        self.drop_if_unused(id);
+        true
     }
 
     /// The effective flow for a key, if any owner wants it.

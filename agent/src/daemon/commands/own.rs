@@ -62,6 +62,11 @@ fn engine_stats(engine: &Engine) -> String {
         "incremental runs compiled in batches {} (more lflows than one compile batch)",
         s.batched_lflow_runs
     );
+    let _ = writeln!(
+        out,
+        "address-set changes made in place {}, compiled again instead {}",
+        s.set_deltas, s.set_delta_fallbacks
+    );
     for (why, n) in &s.recompute_reasons {
         let _ = writeln!(out, "full recompute because {why}: {n}");
     }

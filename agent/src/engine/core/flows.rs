@@ -20,6 +20,7 @@ impl Engine {
             && !others_dirty
             && self.dirty_lflows.is_empty()
             && self.deleted_lflows.is_empty()
+            && self.set_changes.is_empty()
         {
             return;
         }
@@ -103,6 +104,7 @@ impl Engine {
             *self.stats.recompute_reasons.entry(reason).or_default() += 1;
             self.dirty_lflows.clear();
             self.deleted_lflows.clear();
+            self.set_changes.clear();
             // The logical flows in batches, each put in the table as soon as it is compiled:
             // the compiled form of the whole table never exists at once beside the table.
             let mut keep: HashSet<Owner, FxBuild> = HashSet::default();
@@ -139,6 +141,29 @@ impl Engine {
                     .filter(|o| !keep.contains(o)),
             );
         } else {
+            for (u, change) in std::mem::take(&mut self.set_changes) {
+                let owner = Owner::Lflow(u);
+                if self.dirty_lflows.contains(&u) || self.deleted_lflows.contains(&u) {
+                    continue;
+                }
+                let Some(lf) = self
+                    .inputs
+                    .sb
+                    .replica
+                    .table::<LogicalFlow>()
+                    .and_then(|t| t.get(&u))
+                else {
+                    continue;
+                };
+                let done = !self.failures.contains_key(&owner)
+                    && apply_set_change(&cx, &mut self.flows, &self.ids, owner, lf, &change);
+                if done {
+                    self.stats.set_deltas += 1;
+                } else {
+                    self.stats.set_delta_fallbacks += 1;
+                    self.dirty_lflows.insert(u);
+                }
+            }
             let dirty = std::mem::take(&mut self.dirty_lflows);
             let lflows: Vec<(&Uuid, &LogicalFlow)> = self
                 .inputs
@@ -255,4 +280,41 @@ impl Engine {
             self.finish_streamed_compile();
         }
     }
+}
+
+/// Changes `owner`'s flows for an address-set change in place; false when that cannot be
+/// done (nothing changed then): a removed address's flow that the lflow does not have, or
+/// that carries another lflow's conjunctions too (merged flows cannot be taken apart).
+fn apply_set_change(
+    cx: &Context<'_>,
+    flows: &mut FlowTable,
+    ids: &Ids,
+    owner: Owner,
+    lf: &LogicalFlow,
+    change: &crate::compile::SetChange,
+) -> bool {
+    let Owner::Lflow(uuid) = owner else {
+        return false;
+    };
+    let delta = crate::compile::logical_flow_set_delta(&uuid, lf, cx, change);
+    ids.release(&delta.uses);
+    let Some((added, removed)) = delta.flows else {
+        return false;
+    };
+    let separable = removed.iter().all(|f| {
+        let owners = flows.owners(f.table, f.priority, &f.m);
+        owners.contains(&owner) && (owners.len() == 1 || !is_conjunction(f))
+    });
+    if !separable {
+        return false;
+    }
+    flows.remove_some(owner, &removed);
+    flows.add(owner, added);
+    true
+}
+
+fn is_conjunction(f: &crate::lflow::flows::OfFlow) -> bool {
+    f.actions
+        .iter()
+        .any(|a| matches!(a, openflow::action::Action::Conjunction { .. }))
 }

@@ -164,9 +164,16 @@ impl Engine {
                 }
                 "Address_Set" => {
                     if let Some(tab) = self.inputs.sb.replica.table::<AddressSet>() {
-                        for n in changed_names(tab, |a| &a.name) {
+                        let (in_place, names) = address_set_changes(tab);
+                        for n in names {
                             let lflows = self.lflow_index.naming_address_set(&n);
                             self.dirty_lflows.extend(lflows);
+                        }
+                        for change in in_place {
+                            let change = std::sync::Arc::new(change);
+                            for u in self.lflow_index.naming_address_set(&change.name) {
+                                self.set_changes.push((*u, change.clone()));
+                            }
                         }
                     }
                 }
@@ -518,4 +525,35 @@ impl Engine {
     pub fn input_generation(&self) -> u64 {
         self.input_generation
     }
+}
+
+/// The address sets of `table`'s change set: those changed by a few addresses (their
+/// lflows' flows can be changed in place), and the names of the others (added, removed,
+/// renamed, or changed too much: their lflows are compiled again).
+fn address_set_changes(
+    table: &sbclient::Table<AddressSet>,
+) -> (Vec<crate::compile::SetChange>, BTreeSet<String>) {
+    let c = table.changes();
+    let mut in_place = Vec::new();
+    let mut names = BTreeSet::new();
+    for (u, old) in &c.modified {
+        let Some(new) = table.get(u) else { continue };
+        let change = (old.name == new.name)
+            .then(|| crate::compile::SetChange::between(&new.name, &old.addresses, &new.addresses))
+            .flatten();
+        if let Some(ch) = change {
+            in_place.push(ch);
+        } else {
+            names.insert(old.name.clone());
+            names.insert(new.name.clone());
+        }
+    }
+    names.extend(
+        c.inserted
+            .iter()
+            .filter_map(|u| table.get(u))
+            .map(|a| a.name.clone()),
+    );
+    names.extend(c.deleted.values().map(|a| a.name.clone()));
+    (in_place, names)
 }
