@@ -2,6 +2,7 @@
 //! arguments and output text, reference §8) in [`ovn`], and the agent's own debugging
 //! commands in [`own`].
 
+mod group_names;
 mod ovn;
 mod own;
 

@@ -152,12 +152,15 @@ fn group_table_list(engine: &Engine) -> String {
     let mut items: Vec<(String, u32)> = groups
         .iter()
         .map(|(id, key, _)| {
-            let text = key.to_string();
-            let text = text
-                .split_once(',')
-                .filter(|(first, _)| first.starts_with("group_id="))
-                .map_or(text.clone(), |(_, rest)| rest.to_owned());
-            (text.replace(",bucket=bucket_id:", ",bucket=bucket_id="), id)
+            let name = super::group_names::ovn_group_name(key).unwrap_or_else(|| {
+                let text = key.to_string();
+                let text = text
+                    .split_once(',')
+                    .filter(|(first, _)| first.starts_with("group_id="))
+                    .map_or(text.clone(), |(_, rest)| rest.to_owned());
+                text.replace(",bucket=bucket_id:", ",bucket=bucket_id=")
+            });
+            (name, id)
         })
         .collect();
     items.sort();
