@@ -19,7 +19,7 @@ use super::normalize::{
 use super::of::FieldId;
 use super::of::Slot;
 use super::of::{conjunction, Action};
-use super::set_delta::SetFilter;
+use super::set_filter::SetFilter;
 use super::template::expand_templates;
 use openflow::wire::{Group, MeterMod};
 use sbclient::Uuid;

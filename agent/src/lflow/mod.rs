@@ -15,6 +15,7 @@ pub mod lexer;
 pub mod normalize;
 pub mod of;
 pub mod set_delta;
+pub mod set_filter;
 pub mod symtab;
 pub mod template;
 

@@ -14,12 +14,11 @@ use std::sync::RwLock;
 use openflow::wire::{Group, MeterMod};
 use sbclient::Uuid;
 
-use super::annotate::Leaf;
 use super::chassis_view::{ChassisView, GroupKey};
-use super::expr::{parse_address_set, Const};
+use super::expr::parse_address_set;
 use super::flows::{compile_with, DpEnv, DpSpec, LflowSpec, MatchCache, OfFlow};
 use super::layout::TableLayout;
-use super::symtab::symtab;
+use super::set_filter::SetFilter;
 use crate::lflow::chassis_view::IdUse;
 
 /// The flows a compile kept for the changed addresses, and how many matches made them.
@@ -28,55 +27,6 @@ pub struct SetDeltaFlows {
     pub matches: usize,
     /// Ids the compile took (the lflow's own flows already hold the same ones).
     pub uses: Vec<IdUse>,
-}
-
-/// Which matches a compile keeps: those a clause holding exactly the constants of `set`
-/// made for a constant of `wanted`.
-pub(super) struct SetFilter {
-    set: Vec<Const>,
-    wanted: Vec<Const>,
-}
-
-impl SetFilter {
-    /// Whether `clause` is the set as written: one leaf per constant, nothing else.
-    pub(super) fn is_set_clause(&self, clause: &[Leaf]) -> bool {
-        clause.len() == self.set.len()
-            && self
-                .set
-                .iter()
-                .all(|c| clause.iter().any(|l| leaf_is(l, c)))
-    }
-
-    pub(super) fn wants(&self, leaf: &Leaf) -> bool {
-        self.wanted.iter().any(|c| leaf_is(leaf, c))
-    }
-}
-
-/// Whether `leaf` is `field == c` as the parser builds it for a whole field.
-fn leaf_is(leaf: &Leaf, c: &Const) -> bool {
-    let (
-        Leaf::Int {
-            sym, value, mask, ..
-        },
-        Const::Int {
-            value: cv,
-            mask: cm,
-            ..
-        },
-    ) = (leaf, c)
-    else {
-        return false;
-    };
-    let Some(width) = symtab().get(sym).map(|s| s.width) else {
-        return false;
-    };
-    let full = if width >= 128 {
-        u128::MAX
-    } else {
-        (1u128 << width) - 1
-    };
-    let m = cm.unwrap_or(u128::MAX) & full;
-    *mask == m && *value == cv & m
 }
 
 /// The view with address set `name` replaced by `members`; conjunction ids are the ones the
@@ -149,11 +99,11 @@ pub fn compile_set_delta(
     members: &[String],
     changed: &[String],
 ) -> Option<SetDeltaFlows> {
-    let filter = SetFilter {
-        set: parse_address_set(members).to_vec(),
-        wanted: parse_address_set(changed).to_vec(),
-    };
-    if filter.set.len() < 2 || filter.wanted.len() != changed.len() {
+    let filter = SetFilter::new(
+        parse_address_set(members).to_vec(),
+        parse_address_set(changed).to_vec(),
+    );
+    if filter.set_len() < 2 || filter.wanted_len() != changed.len() {
         return None;
     }
     let replaced = SetReplaced {
