@@ -13,7 +13,7 @@ use crate::daemon::{ControlSocket, Daemon};
 use crate::error::{io_error, HarnessError, Result};
 use crate::host::{wait_for, Host};
 use crate::ovs::serve_ovsdb;
-pub use crate::ovs::{start_ovsdb, start_ovsdb_listening, NB_SCHEMA, SB_SCHEMA};
+pub use crate::ovs::{nb_schema, sb_schema, start_ovsdb, start_ovsdb_listening};
 use crate::ovsdb_cluster::Cluster;
 use crate::sbwatch::SbWatch;
 
@@ -61,7 +61,7 @@ pub struct Central {
 
 impl Central {
     pub fn start(parent: &Path) -> Result<Self> {
-        Self::start_with_sb_schema(parent, SB_SCHEMA)
+        Self::start_with_sb_schema(parent, &sb_schema())
     }
 
     /// Like [`Central::start`], with the Southbound database created from `sb_schema` (an
@@ -96,7 +96,7 @@ impl Central {
     }
 
     fn start_with(host: Host, sb: Southbound, nb_listen: &[String]) -> Result<Self> {
-        let nb = start_ovsdb_listening(&host, "ovnnb_db", NB_SCHEMA, nb_listen)?;
+        let nb = start_ovsdb_listening(&host, "ovnnb_db", &nb_schema(), nb_listen)?;
         let nb_remote = format!("unix:{}", host.path("ovnnb_db.sock").display());
         let sb_remote = sb_remote(&host, &sb);
         host.run("ovn-nbctl", &[format!("--db={nb_remote}"), "init".into()])?;

@@ -15,7 +15,7 @@ use crate::host::{wait_for, Host};
 use crate::kernel;
 use crate::network::Network;
 use crate::ovs::{start_ovsdb, start_vswitchd, vsctl};
-pub use crate::ovs::{Datapath, VSWITCH_SCHEMA};
+pub use crate::ovs::{vswitch_schema, Datapath};
 use crate::pcap;
 
 /// Prefix length of the simulated underlay on which Geneve runs.
@@ -73,7 +73,7 @@ impl Chassis {
     /// Starts the chassis' OVS (database, vswitchd, `br-int`) on `host` with bridges of
     /// `datapath`, without a controller. The chassis is named as the host.
     pub fn start_bare_on(host: Host, datapath: Datapath) -> Result<Self> {
-        let ovsdb = start_ovsdb(&host, "db", VSWITCH_SCHEMA)?;
+        let ovsdb = start_ovsdb(&host, "db", &vswitch_schema())?;
         let vswitchd = start_vswitchd(&host, datapath)?;
         let chassis = Self {
             controller: None,

@@ -46,7 +46,9 @@ impl Host {
     /// A command whose OVS/OVN run, log, db and sysconf directories are this host's directory, so
     /// that default socket paths (`br-int.mgmt`, `db.sock`, `*.ctl`) resolve inside it.
     pub fn command(&self, program: impl AsRef<OsStr>) -> Command {
-        let mut cmd = Command::new(program);
+        let mut cmd = Command::new(
+            crate::stack::Stack::current().program(&program.as_ref().to_string_lossy()),
+        );
         for var in [
             "OVS_RUNDIR",
             "OVS_LOGDIR",

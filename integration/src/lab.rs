@@ -29,7 +29,7 @@ pub struct Lab {
 impl Lab {
     /// Starts the central node and the network in a fresh temporary directory.
     pub fn start() -> Result<Self> {
-        Self::start_with_sb_schema(crate::central::SB_SCHEMA)
+        Self::start_with_sb_schema(&crate::central::sb_schema())
     }
 
     /// Like [`Lab::start`], with the Southbound database created from `sb_schema` (for
@@ -43,7 +43,7 @@ impl Lab {
     pub fn start_listening(listen: &crate::central::CentralListen) -> Result<Self> {
         Self::start_with(|dir| {
             let host = crate::host::Host::create(dir, "central")?;
-            Central::start_on(host, crate::central::SB_SCHEMA, listen)
+            Central::start_on(host, &crate::central::sb_schema(), listen)
         })
     }
 

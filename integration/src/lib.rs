@@ -34,6 +34,7 @@ pub mod sbdump;
 pub mod sbwatch;
 pub mod scale;
 pub mod scenario;
+pub mod stack;
 
 pub use central::Central;
 pub use chassis::{Chassis, Datapath, Vif};

@@ -8,7 +8,7 @@ use crate::daemon::Daemon;
 use crate::error::Result;
 use crate::host::Host;
 pub(crate) use crate::ovs::{start_ovsdb, start_vswitchd, vsctl};
-use crate::ovs::{Datapath, VSWITCH_SCHEMA};
+use crate::ovs::{vswitch_schema, Datapath};
 
 pub const NETWORK_BRIDGE: &str = "n1";
 
@@ -22,7 +22,7 @@ pub struct Network {
 impl Network {
     pub fn start(parent: &Path) -> Result<Self> {
         let host = Host::create(parent, "network")?;
-        let ovsdb = start_ovsdb(&host, "db", VSWITCH_SCHEMA)?;
+        let ovsdb = start_ovsdb(&host, "db", &vswitch_schema())?;
         let vswitchd = start_vswitchd(&host, Datapath::Dummy)?;
         let net = Self {
             vswitchd,

@@ -6,10 +6,19 @@ use crate::daemon::{ControlSocket, Daemon};
 use crate::error::Result;
 use crate::host::Host;
 
-pub const NB_SCHEMA: &str = "/usr/share/ovn/ovn-nb.ovsschema";
-pub const SB_SCHEMA: &str = "/usr/share/ovn/ovn-sb.ovsschema";
+/// The schemas of the stack the harness runs ([`crate::stack`]).
+pub fn nb_schema() -> String {
+    crate::stack::Stack::current().nb_schema()
+}
 
-pub const VSWITCH_SCHEMA: &str = "/usr/share/openvswitch/vswitch.ovsschema";
+pub fn sb_schema() -> String {
+    crate::stack::Stack::current().sb_schema()
+}
+
+pub fn vswitch_schema() -> String {
+    crate::stack::Stack::current().vswitch_schema()
+}
+
 /// The datapath of a chassis' bridges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Datapath {

@@ -13,7 +13,7 @@ use sbclient::{Datum, Replica, Uuid};
 use crate::daemon::{ControlSocket, Daemon};
 use crate::error::{HarnessError, Result};
 use crate::host::{wait_for, Host};
-use crate::ovs::SB_SCHEMA;
+use crate::ovs::sb_schema;
 
 /// Rows by table, then by uuid, then column -> value. Only real columns (no
 /// `_uuid`/`_version`).
@@ -114,7 +114,7 @@ pub struct Standalone {
 impl Standalone {
     pub fn start(parent: &Path) -> Result<Self> {
         let host = Host::create(parent, "sb")?;
-        let daemon = crate::ovs::start_ovsdb(&host, "sb", SB_SCHEMA)?;
+        let daemon = crate::ovs::start_ovsdb(&host, "sb", &sb_schema())?;
         Ok(Self { daemon, host })
     }
 
@@ -169,7 +169,7 @@ impl Cluster {
         for (i, addr) in raft.iter().enumerate() {
             let db = host.path(&format!("s{i}.db")).display().to_string();
             if i == 0 {
-                host.run("ovsdb-tool", &["create-cluster", &db, SB_SCHEMA, addr])?;
+                host.run("ovsdb-tool", &["create-cluster", &db, &sb_schema(), addr])?;
             } else {
                 host.run(
                     "ovsdb-tool",

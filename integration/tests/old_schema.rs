@@ -39,7 +39,7 @@ const DROPPED_TOO: &[(&str, &str)] = &[
 
 /// `ovn-sb.ovsschema` without the `dropped` columns, written into `dir`.
 fn older_schema(dir: &std::path::Path, dropped: &[(&str, &str)]) -> String {
-    let text = std::fs::read_to_string(integration::central::SB_SCHEMA).expect("the SB schema");
+    let text = std::fs::read_to_string(integration::central::sb_schema()).expect("the SB schema");
     let mut schema: serde_json::Value = serde_json::from_str(&text).expect("JSON");
     for (table, column) in dropped {
         let columns = schema["tables"][table]["columns"]

@@ -151,7 +151,7 @@ async fn northd_southbound_content_decodes() {
 async fn ovs_vsctl_content_decodes() {
     let dir = tempfile::tempdir().unwrap();
     let host = Host::create(dir.path(), "hv").unwrap();
-    let _server = start_ovsdb(&host, "conf", "/usr/share/openvswitch/vswitch.ovsschema").unwrap();
+    let _server = start_ovsdb(&host, "conf", &integration::ovs::vswitch_schema()).unwrap();
     let remote = format!("unix:{}", host.path("conf.sock").display());
     let vsctl = |args: &[&str]| {
         let mut all = vec![format!("--db={remote}"), "--no-wait".to_owned()];

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 use clap::{Args, Parser, Subcommand};
-use integration::central::{CentralListen, SB_SCHEMA};
+use integration::central::{sb_schema, CentralListen};
 use integration::chassis::INTERFACE_TIMEOUT;
 use integration::kernel::{self, NamespaceVm};
 use integration::packet::Mac;
@@ -140,7 +140,7 @@ fn run_central(args: &CentralArgs) -> anyhow::Result<()> {
         sb: args.sb_listen.clone(),
         sb_options: Vec::new(),
     };
-    let mut central = Central::start_on(host, SB_SCHEMA, &listen)?;
+    let mut central = Central::start_on(host, &sb_schema(), &listen)?;
     ready(&args.dir, "central node")?;
     wait_until_stopped(&stop, || central.exited_daemon())
 }

@@ -1,0 +1,48 @@
+//! The harness runs the programs of the stack `OVN_STACK` names (the system's packages when
+//! unset): every daemon and tool it starts by name reports that release's version, and the
+//! databases are made from that release's schemas. The scenarios run on OVN 25.03 with
+//! `OVN_STACK=25.03` (scripts/test.sh does, after `scripts/ovn-stack.sh 25.03`).
+
+use integration::host::Host;
+use integration::stack::Stack;
+
+#[test]
+fn every_program_comes_from_the_stack() {
+    let stack = Stack::current();
+    let (ovn, ovs) = stack
+        .versions()
+        .unwrap_or_else(|| panic!("no versions known for stack {}", stack.name));
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let host = Host::create(dir.path(), "h").expect("a host");
+    let ovn_programs = [
+        "ovn-controller",
+        "ovn-northd",
+        "ovn-nbctl",
+        "ovn-sbctl",
+        "ovn-appctl",
+    ];
+    let ovs_programs = [
+        "ovsdb-server",
+        "ovsdb-tool",
+        "ovs-vswitchd",
+        "ovs-vsctl",
+        "ovs-ofctl",
+    ];
+    for (programs, version) in [(&ovn_programs[..], ovn), (&ovs_programs[..], ovs)] {
+        for p in programs {
+            let out = host.run(p, &["--version"]).expect("--version");
+            let first = out.lines().next().unwrap_or_default();
+            assert!(
+                first
+                    .split_whitespace()
+                    .last()
+                    .is_some_and(|v| v.starts_with(version)),
+                "{p} on stack {}: {first:?}, want {version}*",
+                stack.name
+            );
+        }
+    }
+    for schema in [stack.nb_schema(), stack.sb_schema(), stack.vswitch_schema()] {
+        assert!(std::path::Path::new(&schema).exists(), "{schema}");
+    }
+}
