@@ -160,6 +160,13 @@ fn load(args: &CompileArgs) -> Result<Southbound, CompileCmdError> {
                 source,
             })?;
     }
+    if !sb.unknown_tables.is_empty() {
+        let names: Vec<&str> = sb.unknown_tables.iter().map(String::as_str).collect();
+        eprintln!(
+            "ovn-agent compile: tables this build's Southbound schema lacks, skipped: {}",
+            names.join(", ")
+        );
+    }
     Ok(sb)
 }
 

@@ -59,6 +59,9 @@ pub fn new_replica() -> Replica {
 pub struct Southbound {
     pub replica: Replica,
     pub tables: BTreeSet<String>,
+    /// Tables of the input that this build's schema does not have (a newer northd's),
+    /// skipped.
+    pub unknown_tables: BTreeSet<String>,
 }
 
 impl Default for Southbound {
@@ -66,6 +69,7 @@ impl Default for Southbound {
         Self {
             replica: new_replica(),
             tables: BTreeSet::new(),
+            unknown_tables: BTreeSet::new(),
         }
     }
 }
@@ -160,6 +164,11 @@ impl Southbound {
         };
         let columns = self.replica.columns_of(&name);
         if columns.is_empty() {
+            if t.caption.is_some() {
+                // A table a newer schema added: nothing here reads it.
+                self.unknown_tables.insert(name);
+                return Ok(());
+            }
             return Err(SouthboundError::UnknownTable {
                 table: name,
                 headings: heads.clone(),
@@ -412,6 +421,20 @@ mod tests {
             (100, 3, "1")
         );
         assert!(sb.tables.contains("Logical_Flow"));
+    }
+
+    #[test]
+    fn a_table_of_a_newer_schema_is_skipped_and_named() {
+        let mut sb = Southbound::default();
+        sb.load_json(
+            r#"{"caption":"ACL_ID table","data":[[["uuid","5b4c5c1e-0000-4000-8000-000000000001"],7]],"headings":["_uuid","id"]}
+               {"caption":"Chassis table","data":[[["uuid","5b4c5c1e-0000-4000-8000-000000000002"],"hv1",7]],"headings":["_uuid","name","column_of_tomorrow"]}"#,
+        )
+        .unwrap();
+        assert_eq!(sb.unknown_tables.iter().collect::<Vec<_>>(), ["ACL_ID"]);
+        assert!(sb.tables.contains("Chassis"), "the known table still loads");
+        let ch = sb.replica.table::<ovn_sb::Chassis>().unwrap();
+        assert_eq!(ch.iter().next().unwrap().1.name, "hv1");
     }
 
     #[test]

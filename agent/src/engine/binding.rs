@@ -773,6 +773,7 @@ mod tests {
                 r
             },
             tables: BTreeSet::new(),
+            unknown_tables: BTreeSet::new(),
         };
         plain.load_json(&text).expect("loads");
         let mut ifaces = LocalIfaces::default();
