@@ -27,7 +27,8 @@ pub struct CompileArgs {
     /// hairpin tables are left out).
     #[arg(long)]
     pub datapath: Option<u32>,
-    /// `classic` or `ovn-23.03`.
+    /// `classic`, `ovn-23.03`, or `ovn-25.03` (OVN 25.03's tables and logical-flow language;
+    /// partial: its new actions and tables are not built yet).
     #[arg(long, default_value = "classic")]
     pub table_layout: String,
     /// `ovs-ofctl dump-groups` output whose group ids are reused for identical groups.
@@ -101,7 +102,7 @@ impl SslArgs {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CompileCmdError {
-    #[error("unknown table layout {0:?} (classic, ovn-23.03)")]
+    #[error("unknown table layout {0:?} (classic, ovn-23.03, ovn-25.03)")]
     Layout(String),
     #[error("{path}: {source}")]
     Read {

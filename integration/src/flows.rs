@@ -13,6 +13,8 @@ pub enum TableLayout {
     Classic,
     /// ovn-controller 23.03.1: ingress 8+N, outputs 37-41, egress 42+N.
     Ovn2303,
+    /// ovn-controller 25.03: ingress 8+N, outputs 40-44, egress 45+N.
+    Ovn2503,
 }
 
 /// What a table does, independent of its number.
@@ -50,10 +52,21 @@ impl fmt::Display for TableRole {
 }
 
 impl TableLayout {
+    /// The layout of ovn-agent's `--table-layout NAME` (the OVN-numbered ones).
+    pub fn of_agent_layout(name: &str) -> Option<Self> {
+        match name {
+            "classic" => Some(Self::Classic),
+            "ovn-23.03" => Some(Self::Ovn2303),
+            "ovn-25.03" => Some(Self::Ovn2503),
+            _ => None,
+        }
+    }
+
     pub fn role(self, table: u8) -> TableRole {
         let (ingress, detect, process, remote, local, loopback, egress) = match self {
             Self::Classic => (1, 35, 36, 32, 33, 34, 37),
             Self::Ovn2303 => (8, 37, 38, 39, 40, 41, 42),
+            Self::Ovn2503 => (8, 40, 41, 42, 43, 44, 45),
         };
         match table {
             0 => TableRole::PhysicalToLogical,
@@ -64,7 +77,7 @@ impl TableLayout {
             t if t == local => TableRole::LocalOutput,
             t if t == loopback => TableRole::CheckLoopback,
             t if t >= egress => TableRole::Egress(t - egress),
-            t if t >= ingress && t < ingress + 31 => TableRole::Ingress(t - ingress),
+            t if t >= ingress && t < remote.min(detect) => TableRole::Ingress(t - ingress),
             t => TableRole::Unassigned(t),
         }
     }

@@ -57,17 +57,51 @@ impl Stack {
     /// `ovs-vswitchd (Open vSwitch) 3.5.0`), for the releases the project runs; `None` for
     /// a root it does not know.
     pub fn versions(&self) -> Option<(&'static str, &'static str)> {
-        const RELEASES: [(&str, &str, &str); 3] = [
-            ("system", "23.03.", "3.1."),
-            ("25.03", "25.03.", "3.5."),
-            ("26.03", "26.03.", "4."),
-        ];
-        RELEASES
-            .iter()
-            .find(|(name, _, _)| *name == self.name)
-            .map(|(_, ovn, ovs)| (*ovn, *ovs))
+        self.release().map(|r| (r.ovn, r.ovs))
     }
 
+    /// The `--table-layout` of ovn-agent that numbers tables as this release's
+    /// ovn-controller does (`None`: none yet).
+    pub fn agent_layout(&self) -> Option<&'static str> {
+        self.release().and_then(|r| r.agent_layout)
+    }
+
+    fn release(&self) -> Option<&'static Release> {
+        RELEASES.iter().find(|r| r.stack == self.name)
+    }
+}
+
+/// What the harness knows of each release it runs.
+struct Release {
+    stack: &'static str,
+    /// Version prefixes the OVN and OVS programs report.
+    ovn: &'static str,
+    ovs: &'static str,
+    agent_layout: Option<&'static str>,
+}
+
+const RELEASES: [Release; 3] = [
+    Release {
+        stack: "system",
+        ovn: "23.03.",
+        ovs: "3.1.",
+        agent_layout: Some("ovn-23.03"),
+    },
+    Release {
+        stack: "25.03",
+        ovn: "25.03.",
+        ovs: "3.5.",
+        agent_layout: Some("ovn-25.03"),
+    },
+    Release {
+        stack: "26.03",
+        ovn: "26.03.",
+        ovs: "4.",
+        agent_layout: None,
+    },
+];
+
+impl Stack {
     /// The program to run for `name`: the stack's own when it has one (a path is kept).
     pub fn program(&self, name: &str) -> OsString {
         match &self.root {

@@ -1,9 +1,15 @@
 //! `ovn-agent compile` against the real ovn-controller, live: each reference topology runs
 //! with ovn-controller on two chassis; then ovn-agent compiles the same Southbound database
-//! for hv1 in the ovn-23.03 table layout, and the flows are compared lflow by lflow.
+//! for hv1 in the table layout of that release (ovn-23.03 on the system's stack), and the
+//! flows are compared lflow by lflow.
 //!
 //! Intended differences (23.03.1 bugs that ovn-agent does not copy, agent/LFLOW.md) are applied
 //! to the oracle's flows first, counted and printed; after that every flow must match.
+//!
+//! On a release ovn-agent speaks only in part (`OVN_STACK=25.03`: its symbols, table numbers
+//! and the flows of most actions, not yet its new actions and tables), each topology must keep
+//! at least the number of identical logical flows recorded in [`PARTIAL`]: the count may grow,
+//! never fall.
 
 use std::fmt::Write as _;
 use std::process::Command;
@@ -12,18 +18,40 @@ use integration::differential::{compare, lflow_cookies};
 use integration::flows::{normalize_dump, TableLayout};
 use integration::oracle::{installed, start_scenario, UNDER_TEST};
 use integration::reference::SCENARIOS;
+use integration::stack::Stack;
 use integration::Controller;
+
+/// Per release spoken in part: the logical flows of each topology known identical.
+const PARTIAL: [(&str, &[(&str, usize)]); 1] = [(
+    "25.03",
+    &[
+        ("acl", 155),
+        ("router-nat-dgp", 282),
+        ("load-balancers", 278),
+        ("dhcp", 94),
+        ("reroute-pkt-mark", 224),
+    ],
+)];
 
 #[test]
 fn ovn_agent_compiles_what_ovn_controller_installs() {
     let Controller::OvnAgent(agent) = Controller::ovn_agent().expect("ovn-agent is built") else {
         unreachable!("ovn_agent() selects the agent")
     };
+    let stack = Stack::current();
+    let agent_layout = stack
+        .agent_layout()
+        .unwrap_or_else(|| panic!("ovn-agent has no table layout for stack {}", stack.name));
+    let layout = TableLayout::of_agent_layout(agent_layout).expect("a known layout");
+    let partial = PARTIAL
+        .iter()
+        .find(|(release, _)| *release == stack.name)
+        .map(|(_, floors)| *floors);
     let mut report = String::new();
     let mut failed = Vec::new();
     for scenario in SCENARIOS {
         let lab = start_scenario(scenario, &Controller::OvnController).expect("scenario starts");
-        let oracle = installed(&lab, TableLayout::Ovn2303).expect("dump hv1");
+        let oracle = installed(&lab, layout).expect("dump hv1");
         // Group ids are allocation-order artifacts: let ovn-agent reuse the oracle's ids.
         let groups_file = lab.dir().join("oracle-groups.txt");
         std::fs::write(&groups_file, oracle.groups.join("\n")).unwrap();
@@ -31,7 +59,7 @@ fn ovn_agent_compiles_what_ovn_controller_installs() {
             .args([
                 "compile",
                 "--table-layout",
-                "ovn-23.03",
+                agent_layout,
                 "--as-installed",
                 "--chassis",
                 UNDER_TEST,
@@ -48,22 +76,36 @@ fn ovn_agent_compiles_what_ovn_controller_installs() {
             scenario.name,
             String::from_utf8_lossy(&out.stderr)
         );
-        let ours = normalize_dump(&String::from_utf8_lossy(&out.stdout), TableLayout::Ovn2303);
+        let ours = normalize_dump(&String::from_utf8_lossy(&out.stdout), layout);
         let uuids = lab
             .central()
             .sbctl(&["--bare", "--columns=_uuid", "list", "Logical_Flow"])
             .unwrap();
         let result = compare(&oracle.flows, &ours, &lflow_cookies(&uuids));
         let _ = write!(report, "{}: {result}", scenario.name);
-        if !result.different.is_empty()
-            || !result.lookup_missing.is_empty()
-            || !result.lookup_extra.is_empty()
-        {
+        let holds = match partial {
+            None => {
+                result.different.is_empty()
+                    && result.lookup_missing.is_empty()
+                    && result.lookup_extra.is_empty()
+            }
+            Some(floors) => {
+                let floor = floors
+                    .iter()
+                    .find(|(name, _)| *name == scenario.name)
+                    .map_or(usize::MAX, |(_, n)| *n);
+                result.identical >= floor
+            }
+        };
+        if !holds {
             failed.push(scenario.name);
         }
     }
     println!("{report}");
     assert!(failed.is_empty(), "flows differ in {failed:?}:\n{report}");
+    if partial.is_some() {
+        return;
+    }
     // The ACL topology has a port with port security and IPv6: the one known 23.03.1 bug in
     // these topologies shows up there, and must have been recognized.
     assert!(

@@ -163,10 +163,11 @@ pub struct DaemonArgs {
 }
 
 fn parse_table_layout(name: &str) -> Result<String, String> {
-    match TableLayout::by_name(name) {
+    match TableLayout::for_daemon(name) {
         Some(_) => Ok(name.to_string()),
         None => Err(format!(
-            "unknown table layout {name:?} (classic, ovn-23.03)"
+            "unknown table layout {name:?} ({})",
+            TableLayout::names(true)
         )),
     }
 }
@@ -345,7 +346,10 @@ impl DaemonConfig {
                 .as_ref()
                 .map(|path| abs_file_name(rundir, Path::new(path), cwd)),
             enable_dummy_vif_plug: args.enable_dummy_vif_plug,
-            table_layout: args.table_layout.as_deref().and_then(TableLayout::by_name),
+            table_layout: args
+                .table_layout
+                .as_deref()
+                .and_then(TableLayout::for_daemon),
             metrics: args.metrics,
             put_part_flows: args.put_part_flows.unwrap_or(0),
             compile_batch_lflows: args.compile_batch_lflows.unwrap_or(0),

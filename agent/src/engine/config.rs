@@ -127,7 +127,7 @@ impl ChassisConfig {
         let layout_name = layout_override
             .or_else(|| g("ovn-agent-table-layout"))
             .unwrap_or("classic");
-        let layout = TableLayout::by_name(layout_name)
+        let layout = TableLayout::for_daemon(layout_name)
             .ok_or_else(|| ConfigError::Layout(layout_name.to_owned()))?;
         let truthy = |k: &str| g(k).is_some_and(|v| v == "true");
         Ok(Self {

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use super::dialect::Dialect;
 use super::error::{semantic, LflowError, Result};
 use super::lexer::{min_width, tokenize, IntFormat, Spanned, Token};
 use super::symtab::{symtab, Level, SymKind, Symbol};
@@ -115,6 +116,10 @@ pub trait ExprContext {
     /// matches parses it once.
     fn address_set_consts(&self, name: &str) -> Option<Arc<[Const]>> {
         self.address_set(name).map(parse_address_set)
+    }
+    /// The release whose symbols the expression is written in.
+    fn dialect(&self) -> &'static Dialect {
+        &super::dialect::OVN_23_03
     }
 }
 
@@ -265,7 +270,7 @@ impl Parser<'_> {
             self.bump();
             if let Token::Id(name) = self.peek().clone() {
                 // `!reg0` means reg0 == 0 for a multibit field.
-                if symtab().get(&name).is_some()
+                if self.ctx.dialect().symbol(&name).is_some()
                     && Relop::from_token(self.peek_at(1)).is_none()
                     && self.peek_at(1) != &Token::LParen
                 {
@@ -366,7 +371,7 @@ impl Parser<'_> {
         let Token::Id(name) = self.bump() else {
             return Err(self.err("expecting field name"));
         };
-        let sym = symtab().get(&name).ok_or(LflowError::Syntax {
+        let sym = self.ctx.dialect().symbol(&name).ok_or(LflowError::Syntax {
             pos,
             msg: format!("Syntax error at `{name}' expecting field name."),
         })?;

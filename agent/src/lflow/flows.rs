@@ -126,6 +126,7 @@ pub(super) struct DpEnv<'a> {
     pub(super) pg_names: RwLock<HashMap<String, String>>,
     /// Ids taken while encoding (released by whoever drops the flows).
     pub(super) uses: std::cell::RefCell<Vec<IdUse>>,
+    pub(super) dialect: &'static super::dialect::Dialect,
 }
 
 impl ExprContext for DpEnv<'_> {
@@ -142,6 +143,9 @@ impl ExprContext for DpEnv<'_> {
             m.insert(name.to_owned(), c.clone());
         }
         Some(c)
+    }
+    fn dialect(&self) -> &'static super::dialect::Dialect {
+        self.dialect
     }
     fn port_group(&self, name: &str) -> Option<&[String]> {
         let scoped = format!("{}_{name}", self.dp.key);
@@ -344,6 +348,7 @@ pub fn compile_lflow(
         dp,
         pg_names: RwLock::new(HashMap::new()),
         uses: std::cell::RefCell::new(Vec::new()),
+        dialect: layout.dialect,
     };
     let out = compile_with(lf, &env, layout, cache, limit, None);
     uses.append(&mut env.uses.borrow_mut());

@@ -1,6 +1,7 @@
 //! OpenFlow table numbers, chosen once (DESIGN.md "OpenFlow table layout").
 
 use super::actions::Pipeline;
+use super::dialect::{Dialect, OVN_23_03, OVN_25_03};
 
 /// Every OpenFlow table number the lflow compiler uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,6 +34,8 @@ pub struct TableLayout {
     pub ecmp_nh_mac: u8,
     pub ecmp_nh: u8,
     pub chk_lb_affinity: u8,
+    /// The release whose logical-flow language the flows are compiled from.
+    pub dialect: &'static Dialect,
 }
 
 const TAIL: TableLayout = TableLayout {
@@ -60,6 +63,7 @@ const TAIL: TableLayout = TableLayout {
     ecmp_nh_mac: 76,
     ecmp_nh: 77,
     chk_lb_affinity: 78,
+    dialect: &OVN_23_03,
 };
 
 impl TableLayout {
@@ -91,21 +95,62 @@ impl TableLayout {
         ..TAIL
     };
 
+    /// ovn-controller 25.03's numbers (ingress 8+N for 32 stages, output stage 40-44, egress
+    /// 45+N) and its logical-flow language. Partial: the tables 25.03 added after 78 (MAC
+    /// cache use, conntrack original-destination loads, remote flood) are not built yet.
+    pub const OVN_25_03: Self = Self {
+        ingress: 8,
+        ingress_len: 32,
+        egress: 45,
+        egress_len: 19,
+        output_entry: 40,
+        large_pkt_process: 41,
+        remote_output: 42,
+        local_output: 43,
+        check_loopback: 44,
+        dialect: &OVN_25_03,
+        ..TAIL
+    };
+
+    /// Every layout by name, and whether the daemon runs with it (the physical stage and
+    /// the engine follow its release), or only `ovn-agent compile` does.
+    const NAMED: [(&'static str, Self, bool); 3] = [
+        ("classic", Self::CLASSIC, true),
+        ("ovn-23.03", Self::OVN_23_03, true),
+        ("ovn-25.03", Self::OVN_25_03, false),
+    ];
+
     /// The name [`Self::by_name`] takes.
     pub fn name(&self) -> &'static str {
-        if *self == Self::OVN_23_03 {
-            "ovn-23.03"
-        } else {
-            "classic"
-        }
+        Self::NAMED
+            .iter()
+            .find(|(_, l, _)| l == self)
+            .map_or("classic", |(n, _, _)| n)
     }
 
     pub fn by_name(name: &str) -> Option<Self> {
-        match name {
-            "classic" => Some(Self::CLASSIC),
-            "ovn-23.03" => Some(Self::OVN_23_03),
-            _ => None,
-        }
+        Self::NAMED
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .map(|(_, l, _)| *l)
+    }
+
+    /// [`Self::by_name`], for the layouts the daemon runs with.
+    pub fn for_daemon(name: &str) -> Option<Self> {
+        Self::NAMED
+            .iter()
+            .find(|(n, _, daemon)| *n == name && *daemon)
+            .map(|(_, l, _)| *l)
+    }
+
+    /// The names `ovn-agent compile` takes, and those the daemon takes, for messages.
+    pub fn names(daemon: bool) -> String {
+        let names: Vec<&str> = Self::NAMED
+            .iter()
+            .filter(|(_, _, d)| *d || !daemon)
+            .map(|(n, _, _)| *n)
+            .collect();
+        names.join(", ")
     }
 
     /// The most logical tables a pipeline has room for: what `next(table=N)` may name

@@ -4,6 +4,7 @@ pub mod actions;
 pub mod annotate;
 pub mod chassis_view;
 pub mod controller;
+pub mod dialect;
 pub mod encode;
 mod encode_lookup;
 pub mod error;

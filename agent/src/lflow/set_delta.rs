@@ -120,6 +120,7 @@ pub fn compile_set_delta(
         dp,
         pg_names: RwLock::new(HashMap::new()),
         uses: std::cell::RefCell::new(Vec::new()),
+        dialect: layout.dialect,
     };
     let mut matches = 0;
     let flows = compile_with(

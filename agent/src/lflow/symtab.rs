@@ -1,4 +1,7 @@
-//! The OVN 23.03.1 logical symbol table: fields, subfields, predicates, string fields.
+//! The logical symbol table: fields, subfields, predicates, string fields, of OVN 23.03.1 and
+//! of the later releases the agent speaks. One table holds every release's symbols; each
+//! symbol knows the release that introduced it, and a symbol a release defines anew is kept
+//! under `name@release` ([`super::dialect::Dialect`] reads the table for one release).
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -50,6 +53,8 @@ pub struct Symbol {
     pub level: Level,
     pub must_crossproduct: bool,
     pub scope: WriteScope,
+    /// The release that introduced it (`23.03` for the base).
+    pub since: &'static str,
 }
 
 impl Symbol {
@@ -109,7 +114,7 @@ fn writable(f: FieldId) -> bool {
     )
 }
 
-struct Builder(HashMap<String, Symbol, super::hash::FxBuild>);
+struct Builder(HashMap<String, Symbol, super::hash::FxBuild>, &'static str);
 
 impl Builder {
     fn field(&mut self, name: &str, f: FieldId, prereqs: Option<&str>, xprod: bool) {
@@ -210,6 +215,7 @@ impl Builder {
             level,
             must_crossproduct: xprod,
             scope,
+            since: self.1,
         };
         self.0.insert(name.into(), sym);
     }
@@ -217,7 +223,7 @@ impl Builder {
 
 fn build() -> SymbolTable {
     use Level::{Boolean, Nominal};
-    let mut b = Builder(HashMap::default());
+    let mut b = Builder(HashMap::default(), "23.03");
     b.string("inport", FieldId::reg(14));
     b.string("outport", FieldId::reg(15));
     for xx in 0..2u8 {
@@ -464,7 +470,57 @@ fn build() -> SymbolTable {
         false,
         WriteScope::Default,
     );
+    ovn_25_03(&mut b);
     SymbolTable { map: b.0 }
+}
+
+/// What OVN 25.03's symbol table adds to 23.03's (lib/logical-fields.c): logical flags of
+/// new features, conntrack mark and label bits of ACL sampling, the multicast NS predicate,
+/// and three predicates defined anew (multicast destinations only).
+fn ovn_25_03(b: &mut Builder) {
+    use Level::Nominal;
+    b.1 = "25.03";
+    for (n, bit) in [
+        ("localnet", 15),
+        ("tunnel_rx", 16),
+        ("icmp_snat", 17),
+        ("from_ctrl", 19),
+        ("unsnat_new", 20),
+        ("unsnat_not_tracked", 21),
+    ] {
+        b.subfield(&format!("flags.{n}"), None, "flags", bit, 1);
+    }
+    for (n, lo, w) in [
+        ("obs_stage", 4, 2),
+        ("allow_established", 6, 1),
+        ("obs_collector_id", 16, 8),
+    ] {
+        b.subfield(&format!("ct_mark.{n}"), None, "ct_mark", lo, w);
+    }
+    for (n, lo, w) in [
+        ("obs_unused", 0, 96),
+        ("acl_id", 80, 16),
+        ("obs_point_id", 96, 32),
+    ] {
+        b.subfield(&format!("ct_label.{n}"), None, "ct_label", lo, w);
+    }
+    b.predicate(
+        "nd_ns_mcast",
+        "ip6.mcast && icmp6.type == 135 && icmp6.code == 0 && ip.ttl == 255",
+        Nominal,
+    );
+    b.predicate("igmp@25.03", "ip4.mcast && ip.proto == 2", Nominal);
+    b.predicate(
+        "mldv1@25.03",
+        "eth.mcastv6 && ip6.src == fe80::/10 && icmp6.type == {130, 131, 132}",
+        Nominal,
+    );
+    b.predicate(
+        "mldv2@25.03",
+        "eth.mcastv6 && ip6.dst == ff02::16 && icmp6.type == 143",
+        Nominal,
+    );
+    b.1 = "23.03";
 }
 
 #[cfg(test)]
@@ -485,7 +541,7 @@ mod tests {
         assert_eq!(t.resolve("ct_label.label"), Some((FieldId::CT_LABEL, 96)));
         assert_eq!(t.resolve("vlan.pcp"), Some((FieldId::VLAN_TCI, 13)));
         assert!(t.get("outport").is_some_and(Symbol::is_string));
-        assert!(t.get("flags.localnet").is_none(), "23.03.2+ only");
-        assert_eq!(t.len(), 125);
+        assert_eq!(t.get("flags.localnet").map(|s| s.since), Some("25.03"));
+        assert_eq!(t.len(), 125 + 16, "23.03's symbols and 25.03's");
     }
 }
