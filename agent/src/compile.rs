@@ -12,7 +12,7 @@ use sbclient::ovn_sb::{
 };
 use sbclient::Uuid;
 
-use crate::lflow::actions::{parse_actions, ParseOptions, Pipeline};
+use crate::lflow::actions::{parse_actions_in, ParseOptions, Pipeline};
 use crate::lflow::flows::{
     compile_lflow, cookie_of, ChassisView, DpSpec, IdUse, LflowSpec, MatchCache, OfFlow,
 };
@@ -91,13 +91,14 @@ fn lflow_failure(uuid: Uuid, lf: &LogicalFlow, error: LflowError, layout: &Table
     };
     let actions_bad = matches!(error, LflowError::InActions(_))
         || u32::try_from(lf.table_id).is_ok_and(|table| {
-            parse_actions(
+            parse_actions_in(
                 &lf.actions,
                 ParseOptions {
                     pipeline,
                     table,
                     n_tables: layout.max_pipeline_len(),
                 },
+                layout.dialect,
             )
             .is_err()
         });
@@ -435,11 +436,29 @@ pub fn lb_hairpin(uuid: &Uuid, lb: &LoadBalancer, cx: &Context<'_>) -> Compiled 
 
 /// SB_Global's `options:lb_hairpin_use_ct_mark`: true unless northd says otherwise.
 pub fn lb_hairpin_use_ct_mark(replica: &sbclient::Replica) -> bool {
-    replica
+    northd_option(replica, "lb_hairpin_use_ct_mark", true)
+}
+
+/// A boolean of SB_Global's options, as ovn-controller reads it (`default` when absent; a
+/// value other than true/false is `default`'s opposite only for the word itself).
+pub fn northd_option(replica: &sbclient::Replica, key: &str, default: bool) -> bool {
+    let value = replica
         .table::<sbclient::ovn_sb::SbGlobal>()
         .and_then(|t| t.iter().next().map(|(_, g)| g))
-        .and_then(|g| g.options.get("lb_hairpin_use_ct_mark"))
-        .is_none_or(|v| !v.eq_ignore_ascii_case("false"))
+        .and_then(|g| g.options.get(key));
+    match value {
+        None => default,
+        Some(v) if default => !v.eq_ignore_ascii_case("false"),
+        Some(v) => v.eq_ignore_ascii_case("true"),
+    }
+}
+
+/// The SB_Global options the compiled flows depend on: a change recompiles everything.
+pub fn northd_flow_options(replica: &sbclient::Replica) -> (bool, bool) {
+    (
+        lb_hairpin_use_ct_mark(replica),
+        northd_option(replica, "register_consolidation", false),
+    )
 }
 
 /// Every owner's flows, as the desired flow table the switch gets.

@@ -28,7 +28,7 @@ pub struct CompileArgs {
     #[arg(long)]
     pub datapath: Option<u32>,
     /// `classic`, `ovn-23.03`, or `ovn-25.03` (OVN 25.03's tables and logical-flow language;
-    /// partial: its new actions and tables are not built yet).
+    /// the flows of its new lookup tables are not built yet).
     #[arg(long, default_value = "classic")]
     pub table_layout: String,
     /// `ovs-ofctl dump-groups` output whose group ids are reused for identical groups.

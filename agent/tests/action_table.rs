@@ -2,7 +2,7 @@
 //! of a switch (ovn-23.03 numbers: next = resubmit(,19), output = resubmit(,37)).
 //! Expected encodings follow what ovn-controller 23.03.1 installed (of_final.txt).
 
-use agent::lflow::actions::{parse_actions, ParseOptions, Pipeline};
+use agent::lflow::actions::{parse_actions, parse_actions_in, ParseOptions, Pipeline};
 use agent::lflow::encode::{EncodeEnv, EncodeParams, Encoder};
 use agent::lflow::layout::TableLayout;
 use openflow::text::format_actions;
@@ -107,13 +107,14 @@ fn encode_with(
     is_switch: bool,
     layout: TableLayout,
 ) -> Result<String, String> {
-    let parsed = parse_actions(
+    let parsed = parse_actions_in(
         text,
         ParseOptions {
             pipeline,
             table: 10,
             n_tables: 29,
         },
+        layout.dialect,
     )
     .map_err(|e| e.to_string())?;
     let p = EncodeParams {
@@ -333,4 +334,62 @@ fn errors() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// OVN 25.03's action forms, in its layout; each is an error in 23.03's language.
+#[test]
+fn ovn_25_03_actions() {
+    let l = TableLayout::OVN_25_03;
+    let router = |t: &str| encode_with(t, Pipeline::Ingress, false, l);
+    let switch = |t: &str| encode_with(t, Pipeline::Ingress, true, l);
+    let cases: [(&str, bool, &str); 8] = [
+        (
+            "ct_next(snat);",
+            false,
+            "ct(table=19,zone=NXM_NX_REG12[0..15])",
+        ),
+        (
+            "ct_next(dnat);",
+            false,
+            "ct(table=19,zone=NXM_NX_REG11[0..15])",
+        ),
+        (
+            "ct_next(snat);",
+            true,
+            "ct(table=19,zone=NXM_NX_REG13[0..15])",
+        ),
+        (
+            "ct_commit_nat(snat);",
+            false,
+            "ct(commit,table=19,zone=NXM_NX_REG12[0..15],nat)",
+        ),
+        (
+            "ct_commit_to_zone(dnat);",
+            false,
+            "ct(commit,table=19,zone=NXM_NX_REG11[0..15])",
+        ),
+        ("mac_cache_use;", true, "resubmit(,79)"),
+        (
+            "reg4 = ct_nw_dst();",
+            true,
+            "set_field:0->reg1,resubmit(,81),move:NXM_NX_REG1[]->NXM_NX_XXREG1[96..127]",
+        ),
+        (
+            "reg2[0..15] = ct_tp_dst();",
+            true,
+            "set_field:0/0xffff->reg2,resubmit(,83),move:NXM_NX_REG2[0..15]->NXM_NX_XXREG0[32..47]",
+        ),
+    ];
+    for (text, on_switch, want) in cases {
+        let got = if on_switch {
+            switch(text)
+        } else {
+            router(text)
+        };
+        assert_eq!(got.as_deref(), Ok(want), "{text}");
+        assert!(
+            encode_with(text, Pipeline::Ingress, on_switch, TableLayout::OVN_23_03).is_err(),
+            "{text} is not 23.03's"
+        );
+    }
 }

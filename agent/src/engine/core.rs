@@ -334,8 +334,8 @@ pub struct Engine {
     /// ovn-northd's internal version differed from ours at the last run (with
     /// `ovn-match-northd-version`).
     pub(super) version_mismatch: bool,
-    /// SB_Global's `lb_hairpin_use_ct_mark` as the flows were compiled with it.
-    pub(super) lb_hairpin_use_ct_mark: bool,
+    /// SB_Global's options the flows were compiled with ([`crate::compile::northd_flow_options`]).
+    pub(super) northd_flow_options: (bool, bool),
     /// BFD timers of SB_Global that were left out (reported once each).
     pub(super) bfd_problems: Vec<super::bfd::BadParameter>,
     // Conditions.
@@ -451,7 +451,7 @@ impl Engine {
             claims_in_flight: HashSet::new(),
             up_in_flight: HashSet::new(),
             version_mismatch: false,
-            lb_hairpin_use_ct_mark: true,
+            northd_flow_options: (true, false),
             bfd_problems: Vec::new(),
             cond_requested: BTreeMap::new(),
             cond_requested_seq: 0,

@@ -63,6 +63,10 @@ pub trait ChassisView: Sync {
     }
     /// First of `n` consecutive conjunction ids for (lflow, datapath) (one more user).
     fn conj_ids(&self, lflow: &Uuid, dp: &Uuid, n: u32) -> u32;
+    /// SB_Global `options:register_consolidation` (see `EncodeEnv`).
+    fn register_consolidation(&self) -> bool {
+        false
+    }
     /// The first conjunction id (lflow, datapath) holds, without taking it.
     fn held_conj_ids(&self, _lflow: &Uuid, _dp: &Uuid) -> Option<u32> {
         None

@@ -493,12 +493,22 @@ fn ip_port(s: &str) -> Result<(IpAddr, Option<u16>)> {
     ))
 }
 
+/// Where `commit_lb_aff` learns the backend to: a switch keeps an IPv6 backend in xxreg0
+/// and the port in reg8 unless northd consolidated the registers (xxreg1, reg2); the
+/// learned flows carry `cookie` when the release gives them one.
+#[derive(Clone, Copy, Debug)]
+pub struct LbAffRegisters {
+    pub is_switch: bool,
+    pub consolidated: bool,
+    pub cookie: Option<u64>,
+}
+
 pub fn commit_lb_aff(
     vip: &str,
     backend: &str,
     proto: Option<&str>,
     timeout: u32,
-    is_switch: bool,
+    regs: LbAffRegisters,
     l: &TableLayout,
 ) -> Result<OfAction> {
     let (vip_ip, vip_port) = ip_port(vip)?;
@@ -515,7 +525,11 @@ pub fn commit_lb_aff(
     let (ty, src, dst) = ip_fields(vip_ip.is_ipv6());
     let mut learn = LearnBuilder::new(l.chk_lb_affinity)
         .timeouts(timeout, 0)
-        .delete_learned()
+        .delete_learned();
+    if let Some(c) = regs.cookie {
+        learn = learn.cookie(c);
+    }
+    let mut learn = learn
         .match_same(FieldId::METADATA)
         .match_value(FieldId::ETH_TYPE, ty)
         .match_same(src)
@@ -530,11 +544,13 @@ pub fn commit_lb_aff(
     learn = match be_ip {
         IpAddr::V4(a) => learn.load_value(whole(FieldId::reg(4)), u128::from(u32::from(a))),
         IpAddr::V6(a) => {
-            learn.load_value(whole(FieldId::xxreg(u8::from(!is_switch))), u128::from(a))
+            let xxreg = u8::from(!regs.is_switch || regs.consolidated);
+            learn.load_value(whole(FieldId::xxreg(xxreg)), u128::from(a))
         }
     };
     if let Some(p) = be_port {
-        learn = learn.load_value(sub(FieldId::reg(8), 0, 16), u128::from(p));
+        let reg = if regs.consolidated { 2 } else { 8 };
+        learn = learn.load_value(sub(FieldId::reg(reg), 0, 16), u128::from(p));
     }
     Ok(learn.build())
 }

@@ -12,12 +12,39 @@ pub struct Dialect {
     /// Symbols this release defines differently from the base: the name as written, and
     /// the table's name of this release's definition.
     pub redefined: &'static [(&'static str, &'static str)],
+    /// Controller opcodes of nested actions (`arp { }`, ...) whose packet is paused (sent
+    /// back to the pipeline after the controller's answer).
+    pub paused_nested_opcodes: &'static [u32],
+    /// The xxreg `get_nd` and `lookup_nd_ip` pass the IPv6 address in to the MAC-binding
+    /// tables.
+    pub nd_lookup_xxreg: u8,
+    /// Match prerequisites of nested actions that differ from the base's, by controller
+    /// opcode.
+    pub nested_prereqs: &'static [(u32, &'static str)],
+    /// `commit_lb_aff`'s learned flows carry the lflow's cookie.
+    pub lb_aff_learn_cookie: bool,
 }
+
+/// Action forms, by the release that introduced them: a keyword, or `keyword(` for a
+/// parameter form an existing action gained.
+const ACTION_FORMS: [(&str, &str); 7] = [
+    ("ct_next(", "25.03"),
+    ("ct_commit_nat(", "25.03"),
+    ("ct_commit_to_zone", "25.03"),
+    ("ct_nw_dst", "25.03"),
+    ("ct_ip6_dst", "25.03"),
+    ("ct_tp_dst", "25.03"),
+    ("mac_cache_use", "25.03"),
+];
 
 /// OVN 23.03 (Debian 12), the base.
 pub static OVN_23_03: Dialect = Dialect {
     release: "23.03",
     redefined: &[],
+    paused_nested_opcodes: &[],
+    nd_lookup_xxreg: 0,
+    nested_prereqs: &[],
+    lb_aff_learn_cookie: false,
 };
 
 /// OVN 25.03 (Debian 13).
@@ -28,9 +55,33 @@ pub static OVN_25_03: Dialect = Dialect {
         ("mldv1", "mldv1@25.03"),
         ("mldv2", "mldv2@25.03"),
     ],
+    // ARP and NS requests (actions.c is_paused_nested_action).
+    paused_nested_opcodes: &[0, 9],
+    nd_lookup_xxreg: 1,
+    // `arp { }` and `nd_ns { }` on IPv4 and IPv6 alike.
+    nested_prereqs: &[(0, "ip"), (9, "ip")],
+    lb_aff_learn_cookie: true,
 };
 
 impl Dialect {
+    /// The match prerequisite of the nested action of controller opcode `opcode`, when
+    /// this release changed it.
+    pub fn nested_prereq(&self, opcode: u32) -> Option<&'static str> {
+        self.nested_prereqs
+            .iter()
+            .find(|(o, _)| *o == opcode)
+            .map(|(_, p)| *p)
+    }
+
+    /// Whether this release has action form `form` (see [`ACTION_FORMS`]; forms not listed
+    /// are the base's).
+    pub fn has_action(&self, form: &str) -> bool {
+        ACTION_FORMS
+            .iter()
+            .find(|(f, _)| *f == form)
+            .is_none_or(|(_, since)| *since <= self.release)
+    }
+
     /// The symbol `name` (as a match or action writes it) means in this release.
     pub fn symbol(&self, name: &str) -> Option<&'static Symbol> {
         let table_name = self
@@ -64,5 +115,8 @@ mod tests {
             "not a name to write"
         );
         assert!(OVN_23_03.symbol("reg0").is_some());
+        assert!(!OVN_23_03.has_action("mac_cache_use"));
+        assert!(OVN_25_03.has_action("mac_cache_use"));
+        assert!(OVN_23_03.has_action("ct_lb_mark"), "a base action");
     }
 }

@@ -50,6 +50,11 @@ pub trait EncodeEnv {
     fn collector_set_exists(&self, _id: u32) -> bool {
         false
     }
+    /// SB_Global `options:register_consolidation` (northd 25.03+): load balancer affinity
+    /// keeps its backend in the consolidated registers.
+    fn register_consolidation(&self) -> bool {
+        false
+    }
 }
 
 /// Per-lflow encoding parameters.
@@ -114,6 +119,25 @@ impl Encoder<'_> {
     /// The ct zone of `ct_next`, `ct_commit`, `ct_lb*`: per-port on switches, DNAT zone on routers.
     pub(super) fn default_zone(&self) -> Subfield {
         zone(if self.p.is_switch { 13 } else { 11 })
+    }
+
+    /// A switch's zone, or a router's SNAT zone (`snat`) or DNAT zone.
+    pub(super) fn zone_of(&self, snat: bool) -> Subfield {
+        if snat && !self.p.is_switch {
+            zone(12)
+        } else {
+            self.default_zone()
+        }
+    }
+
+    /// Where `get_arp`/`get_nd` and `lookup_arp_ip`/`lookup_nd_ip` pass the address: reg0,
+    /// or the release's xxreg for IPv6.
+    fn nd_lookup_arg(&self, v6: bool) -> Subfield {
+        whole(if v6 {
+            FieldId::xxreg(self.p.layout.dialect.nd_lookup_xxreg)
+        } else {
+            FieldId::reg(0)
+        })
     }
 
     pub fn encode(&self, actions: &[Action]) -> Result<Vec<OfAction>> {
@@ -202,10 +226,10 @@ impl Encoder<'_> {
             Action::Push(f) => out.push(push(sub(f))),
             Action::Pop(f) => out.push(pop(sub(f))),
             Action::DecTtl => out.push(dec_ttl()),
-            Action::CtNext => out.push(ct(CtSpec {
+            Action::CtNext { snat_zone } => out.push(ct(CtSpec {
                 commit: false,
                 table: Some(self.next_table()?),
-                zone: self.default_zone(),
+                zone: self.zone_of(*snat_zone),
                 nat: None,
                 exec: vec![],
             })),
@@ -268,13 +292,14 @@ impl Encoder<'_> {
                     exec: vec![],
                 }));
             }
-            Action::CtCommitNat => out.push(ct(CtSpec {
+            Action::CtCommitZone { snat_zone, nat } => out.push(ct(CtSpec {
                 commit: true,
                 table: Some(self.next_table()?),
-                zone: self.default_zone(),
-                nat: Some(NatSpec::Plain),
+                zone: self.zone_of(*snat_zone),
+                nat: nat.then_some(NatSpec::Plain),
                 exec: vec![],
             })),
+            Action::MacCacheUse => out.push(resubmit(self.p.layout.mac_cache_use)),
             Action::CtLb {
                 mark,
                 backends,
@@ -292,7 +317,13 @@ impl Encoder<'_> {
             Action::Clone(inner) => out.push(OfAction::Clone(self.encode(inner)?)),
             Action::Nested(kind, inner) => {
                 let ud = self.nested_userdata(kind.opcode(), inner)?;
-                out.push(self.controller(ud, false));
+                let paused = self
+                    .p
+                    .layout
+                    .dialect
+                    .paused_nested_opcodes
+                    .contains(&kind.opcode());
+                out.push(self.controller(ud, paused));
             }
             Action::OvnFieldLoad { field, value } => {
                 let mut ud;
@@ -339,7 +370,7 @@ impl Encoder<'_> {
             Action::GetArp { v6, port, ip } => {
                 let args = [
                     (whole(FieldId::reg(15)), ArgSrc::Field(sub(port))),
-                    (ip_arg(*v6), ArgSrc::Field(sub(ip))),
+                    (self.nd_lookup_arg(*v6), ArgSrc::Field(sub(ip))),
                 ];
                 let t = self.p.layout.mac_binding;
                 Self::with_args(&args, out, |o| {
@@ -378,7 +409,7 @@ impl Encoder<'_> {
             Action::LookupArpIp { v6, dst, port, ip } => {
                 let args = [
                     (whole(FieldId::reg(15)), ArgSrc::Field(sub(port))),
-                    (ip_arg(*v6), ArgSrc::Field(sub(ip))),
+                    (self.nd_lookup_arg(*v6), ArgSrc::Field(sub(ip))),
                 ];
                 let t = self.p.layout.mac_binding;
                 Self::with_args(&args, out, |o| {
@@ -547,12 +578,22 @@ impl Encoder<'_> {
                 proto,
                 timeout,
             } => {
+                let cookie = self
+                    .p
+                    .layout
+                    .dialect
+                    .lb_aff_learn_cookie
+                    .then(|| super::flows::cookie_of(&self.p.lflow_uuid));
                 out.push(controller::commit_lb_aff(
                     vip,
                     backend,
                     proto.as_deref(),
                     *timeout,
-                    self.p.is_switch,
+                    controller::LbAffRegisters {
+                        is_switch: self.p.is_switch,
+                        consolidated: self.env.register_consolidation(),
+                        cookie,
+                    },
                     &self.p.layout,
                 )?);
             }

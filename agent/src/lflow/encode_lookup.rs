@@ -4,7 +4,7 @@ use super::actions::{FieldRef, LbBackend, ResultFn};
 use super::controller;
 use super::encode::{clear_flag, reg10_bit, select_group, sub, Encoder};
 use super::error::Result;
-use super::of::{ct, mov, resubmit, set_field, CtSpec, FieldId, NatSpec, OfAction};
+use super::of::{ct, mov, resubmit, set_field, sub as of_sub, CtSpec, FieldId, NatSpec, OfAction};
 use openflow::oxm::MatchField;
 use openflow::wire::{Bucket, Group};
 
@@ -34,6 +34,24 @@ impl Encoder<'_> {
                 let mut ud = controller::header(6);
                 controller::put_result_dst(&mut ud, &sub(dst));
                 out.push(self.controller(ud, true));
+            }
+            // The table loads the value into a fixed register, which moves to `dst`.
+            ResultFn::CtOrigNwDst => {
+                out.push(set_field(FieldId::reg(1), 0, 0xffff_ffff));
+                out.push(resubmit(l.ct_orig_nw_dst_load));
+                out.push(mov(of_sub(FieldId::reg(1), 0, 32), sub(dst)));
+            }
+            ResultFn::CtOrigIp6Dst => {
+                let half = u128::from(u64::MAX);
+                out.push(set_field(FieldId::xxreg(1), 0, half));
+                out.push(set_field(FieldId::xxreg(1), 0, half << 64));
+                out.push(resubmit(l.ct_orig_ip6_dst_load));
+                out.push(mov(of_sub(FieldId::xxreg(1), 0, 128), sub(dst)));
+            }
+            ResultFn::CtOrigTpDst => {
+                out.push(set_field(FieldId::reg(2), 0, 0xffff));
+                out.push(resubmit(l.ct_orig_tp_dst_load));
+                out.push(mov(of_sub(FieldId::reg(2), 0, 16), sub(dst)));
             }
         }
     }

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use super::actions::{parse_actions, ParseOptions, ParsedActions, Pipeline};
+use super::actions::{parse_actions_in, ParseOptions, ParsedActions, Pipeline};
 use super::annotate::{annotate, AExpr, Leaf};
 use super::encode::{EncodeEnv, EncodeParams, Encoder};
 use super::error::{LflowError, Result};
@@ -186,6 +186,9 @@ impl EncodeEnv for DpEnv<'_> {
     fn dhcp_option_known(&self, v6: bool, name: &str) -> bool {
         self.view.dhcp_option_known(v6, name)
     }
+    fn register_consolidation(&self) -> bool {
+        self.view.register_consolidation()
+    }
 }
 
 /// What a parsed match depends on besides the address sets (the same for every datapath):
@@ -247,13 +250,14 @@ fn parsed_actions(
         return Ok(p);
     }
     let parsed = Arc::new(
-        parse_actions(
+        parse_actions_in(
             &key.2,
             ParseOptions {
                 pipeline: lf.pipeline,
                 table: lf.table_id,
                 n_tables: layout.max_pipeline_len(),
             },
+            layout.dialect,
         )
         .map_err(super::error::in_actions)?,
     );

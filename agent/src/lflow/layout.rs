@@ -34,6 +34,12 @@ pub struct TableLayout {
     pub ecmp_nh_mac: u8,
     pub ecmp_nh: u8,
     pub chk_lb_affinity: u8,
+    /// Tables 25.03 added: `mac_cache_use`, and the loads of a connection's original
+    /// destination (`ct_nw_dst()`, `ct_ip6_dst()`, `ct_tp_dst()`).
+    pub mac_cache_use: u8,
+    pub ct_orig_nw_dst_load: u8,
+    pub ct_orig_ip6_dst_load: u8,
+    pub ct_orig_tp_dst_load: u8,
     /// The release whose logical-flow language the flows are compiled from.
     pub dialect: &'static Dialect,
 }
@@ -63,6 +69,10 @@ const TAIL: TableLayout = TableLayout {
     ecmp_nh_mac: 76,
     ecmp_nh: 77,
     chk_lb_affinity: 78,
+    mac_cache_use: 79,
+    ct_orig_nw_dst_load: 81,
+    ct_orig_ip6_dst_load: 82,
+    ct_orig_tp_dst_load: 83,
     dialect: &OVN_23_03,
 };
 
@@ -96,8 +106,9 @@ impl TableLayout {
     };
 
     /// ovn-controller 25.03's numbers (ingress 8+N for 32 stages, output stage 40-44, egress
-    /// 45+N) and its logical-flow language. Partial: the tables 25.03 added after 78 (MAC
-    /// cache use, conntrack original-destination loads, remote flood) are not built yet.
+    /// 45+N) and its logical-flow language. Partial: the flows of the tables 25.03 added
+    /// after 78 (MAC cache use, conntrack original-destination loads, remote flood) are not
+    /// built yet, only the actions that resubmit to them.
     pub const OVN_25_03: Self = Self {
         ingress: 8,
         ingress_len: 32,

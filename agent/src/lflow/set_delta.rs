@@ -83,6 +83,9 @@ impl ChassisView for SetReplaced<'_> {
     fn held_conj_ids(&self, lflow: &Uuid, dp: &Uuid) -> Option<u32> {
         self.inner.held_conj_ids(lflow, dp)
     }
+    fn register_consolidation(&self) -> bool {
+        self.inner.register_consolidation()
+    }
 }
 
 /// The flows lflow `lf` has on datapath `dp` for addresses `changed` of address set `name`,

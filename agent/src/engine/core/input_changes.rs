@@ -145,13 +145,16 @@ impl Engine {
                 | "Gateway_Chassis" | "IP_Multicast" => {}
                 "SB_Global" => {
                     // As ovn-controller: the logical flows are computed again (a northd
-                    // upgrade moves `ct.natted`, once).
-                    let use_ct_mark =
-                        crate::compile::lb_hairpin_use_ct_mark(&self.inputs.sb.replica);
-                    if use_ct_mark != self.lb_hairpin_use_ct_mark {
-                        self.lb_hairpin_use_ct_mark = use_ct_mark;
-                        self.need_full
-                            .get_or_insert_with(|| "lb_hairpin_use_ct_mark changed".into());
+                    // upgrade moves `ct.natted` or the registers, once).
+                    let options = crate::compile::northd_flow_options(&self.inputs.sb.replica);
+                    if options != self.northd_flow_options {
+                        let what = if options.0 == self.northd_flow_options.0 {
+                            "register_consolidation changed"
+                        } else {
+                            "lb_hairpin_use_ct_mark changed"
+                        };
+                        self.northd_flow_options = options;
+                        self.need_full.get_or_insert_with(|| what.into());
                     }
                 }
                 // Nothing compiles `up` (claims and `write_port_up` read the replica on

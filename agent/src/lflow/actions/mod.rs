@@ -107,6 +107,11 @@ pub enum ResultFn {
     ChkEcmpNh,
     ChkLbAff,
     DnsLookup,
+    /// `ct_nw_dst()`, `ct_ip6_dst()`, `ct_tp_dst()` (25.03): the connection's original
+    /// destination address or port.
+    CtOrigNwDst,
+    CtOrigIp6Dst,
+    CtOrigTpDst,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -138,7 +143,10 @@ pub enum Action {
     Push(FieldRef),
     Pop(FieldRef),
     DecTtl,
-    CtNext,
+    /// `ct_next`; `(snat)` (25.03) uses a router's SNAT zone.
+    CtNext {
+        snat_zone: bool,
+    },
     CtCommit(Vec<Action>),
     CtCommitV1 {
         mark: Option<(u128, u128)>,
@@ -149,7 +157,14 @@ pub enum Action {
         addr: Option<IpAddr>,
         ports: Option<(u16, u16)>,
     },
-    CtCommitNat,
+    /// `ct_commit_nat`, `ct_commit_to_zone` (25.03): commit in the zone `(dnat)`/`(snat)`
+    /// names on a router, with NAT or not.
+    CtCommitZone {
+        snat_zone: bool,
+        nat: bool,
+    },
+    /// `mac_cache_use` (25.03).
+    MacCacheUse,
     CtLb {
         mark: bool,
         backends: Vec<LbBackend>,
@@ -277,6 +292,15 @@ pub struct ParsedActions {
 
 /// Parses an action list.
 pub fn parse_actions(input: &str, opts: ParseOptions) -> Result<ParsedActions> {
+    parse_actions_in(input, opts, &super::dialect::OVN_23_03)
+}
+
+/// [`parse_actions`] in the language of `dialect`'s release.
+pub fn parse_actions_in(
+    input: &str,
+    opts: ParseOptions,
+    dialect: &'static super::dialect::Dialect,
+) -> Result<ParsedActions> {
     let toks = tokenize(input)?;
     let mut p = AParser {
         p: Parser {
@@ -286,6 +310,7 @@ pub fn parse_actions(input: &str, opts: ParseOptions) -> Result<ParsedActions> {
             depth: 0,
         },
         opts,
+        dialect,
         prereqs: Vec::new(),
         scope: WriteScope::Default,
     };

@@ -5,6 +5,7 @@ use super::*;
 pub(super) struct AParser<'a> {
     pub(super) p: Parser<'a>,
     pub(super) opts: ParseOptions,
+    pub(super) dialect: &'static crate::lflow::dialect::Dialect,
     pub(super) prereqs: Vec<String>,
     pub(super) scope: WriteScope,
 }
@@ -161,7 +162,13 @@ impl AParser<'_> {
             }
             "ct_next" => {
                 self.prereqs.push("ip".into());
-                Action::CtNext
+                let snat_zone =
+                    if self.p.peek() == &Token::LParen && self.dialect.has_action("ct_next(") {
+                        self.zone_arg("ct_next")?
+                    } else {
+                        false
+                    };
+                Action::CtNext { snat_zone }
             }
             "ct_commit" => {
                 self.prereqs.push("ip".into());
@@ -185,8 +192,29 @@ impl AParser<'_> {
             }
             "ct_commit_nat" => {
                 self.prereqs.push("ip".into());
-                Action::CtCommitNat
+                let snat_zone = if self.p.peek() == &Token::LParen
+                    && self.dialect.has_action("ct_commit_nat(")
+                {
+                    self.zone_arg("ct_commit_nat")?
+                } else {
+                    false
+                };
+                Action::CtCommitZone {
+                    snat_zone,
+                    nat: true,
+                }
             }
+            "ct_commit_to_zone" if self.dialect.has_action("ct_commit_to_zone") => {
+                self.prereqs.push("ip".into());
+                if self.p.peek() != &Token::LParen {
+                    return Err(self.err("Syntax error: expecting `('"));
+                }
+                Action::CtCommitZone {
+                    snat_zone: self.zone_arg("ct_commit_to_zone")?,
+                    nat: false,
+                }
+            }
+            "mac_cache_use" if self.dialect.has_action("mac_cache_use") => Action::MacCacheUse,
             "ct_lb" | "ct_lb_mark" => {
                 self.prereqs.push("ip".into());
                 self.ct_lb(kw == "ct_lb_mark")?
@@ -210,7 +238,7 @@ impl AParser<'_> {
                     _ => NestedKind::Reject,
                 };
                 let inner = self.nested(None, k == NestedKind::Reject)?;
-                if let Some(p) = k.prereq() {
+                if let Some(p) = self.dialect.nested_prereq(k.opcode()).or(k.prereq()) {
                     self.prereqs.push(p.into());
                 }
                 Action::Nested(k, inner)
@@ -484,6 +512,22 @@ impl AParser<'_> {
         Ok(())
     }
 
+    /// `(dnat)` or `(snat)` after `name`: whether it names the SNAT zone.
+    fn zone_arg(&mut self, name: &str) -> Result<bool> {
+        self.p.expect(&Token::LParen, "`('")?;
+        let snat = match self.p.bump() {
+            Token::Id(z) if z == "dnat" => false,
+            Token::Id(z) if z == "snat" => true,
+            _ => {
+                return Err(self.err(format!(
+                    "\"{name}\" action accepts only \"dnat\" or \"snat\" parameter."
+                )))
+            }
+        };
+        self.p.expect(&Token::RParen, "`)'")?;
+        Ok(snat)
+    }
+
     pub(super) fn result_function(&mut self, f: &str, dst: &FieldRef) -> Result<Option<Action>> {
         let one_bit = |s: &Self| -> Result<()> {
             s.check_writable(dst)?;
@@ -503,6 +547,25 @@ impl AParser<'_> {
             "dns_lookup" => Some(ResultFn::DnsLookup),
             _ => None,
         };
+        let orig_dst = match f {
+            "ct_nw_dst" => Some((ResultFn::CtOrigNwDst, 32)),
+            "ct_ip6_dst" => Some((ResultFn::CtOrigIp6Dst, 128)),
+            "ct_tp_dst" => Some((ResultFn::CtOrigTpDst, 16)),
+            _ => None,
+        };
+        if let Some((func, bits)) = orig_dst.filter(|_| self.dialect.has_action(f)) {
+            self.check_writable(dst)?;
+            if dst.n_bits != bits {
+                return semantic(format!("{f}() result must be a {bits}-bit field"));
+            }
+            self.p.bump();
+            self.p.bump();
+            self.p.expect(&Token::RParen, "`)'")?;
+            return Ok(Some(Action::Result {
+                dst: dst.clone(),
+                func,
+            }));
+        }
         if let Some(func) = simple {
             one_bit(self)?;
             self.p.bump();
