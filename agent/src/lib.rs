@@ -12,6 +12,7 @@ pub mod ids;
 pub mod lflow;
 pub mod metrics;
 pub mod neighbor;
+pub mod northd_options;
 pub mod ofctrl;
 pub mod owner;
 pub mod physical;

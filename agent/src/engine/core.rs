@@ -334,7 +334,7 @@ pub struct Engine {
     /// ovn-northd's internal version differed from ours at the last run (with
     /// `ovn-match-northd-version`).
     pub(super) version_mismatch: bool,
-    /// SB_Global's options the flows were compiled with ([`crate::compile::northd_flow_options`]).
+    /// SB_Global's options the flows were compiled with ([`crate::northd_options::northd_flow_options`]).
     pub(super) northd_flow_options: (bool, bool),
     /// BFD timers of SB_Global that were left out (reported once each).
     pub(super) bfd_problems: Vec<super::bfd::BadParameter>,

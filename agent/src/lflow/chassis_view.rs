@@ -99,3 +99,8 @@ pub fn conj_id_hash(lflow_uuid: &Uuid, dp_uuid: &Uuid) -> u32 {
     }
     finish(add(add(part0(lflow_uuid), 0), part0(dp_uuid)) ^ 8)
 }
+
+/// The cookie ovn-controller gives flows of an SB row: the first 32 bits of its uuid.
+pub fn cookie_of(uuid: &Uuid) -> u64 {
+    (uuid.as_u128() >> 96) as u64
+}

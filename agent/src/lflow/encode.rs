@@ -583,7 +583,7 @@ impl Encoder<'_> {
                     .layout
                     .dialect
                     .lb_aff_learn_cookie
-                    .then(|| super::flows::cookie_of(&self.p.lflow_uuid));
+                    .then(|| super::chassis_view::cookie_of(&self.p.lflow_uuid));
                 out.push(controller::commit_lb_aff(
                     vip,
                     backend,

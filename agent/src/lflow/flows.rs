@@ -24,7 +24,7 @@ use super::template::expand_templates;
 use openflow::wire::{Group, MeterMod};
 use sbclient::Uuid;
 
-pub use super::chassis_view::{conj_id_hash, ChassisView, IdUse};
+pub use super::chassis_view::{conj_id_hash, cookie_of, ChassisView, IdUse};
 
 /// A logical flow.
 #[derive(Clone, Debug)]
@@ -489,11 +489,6 @@ pub(super) fn compile_with(
         }
     }
     Ok(out)
-}
-
-/// The cookie ovn-controller gives flows of an SB row: the first 32 bits of its uuid.
-pub fn cookie_of(uuid: &Uuid) -> u64 {
-    (uuid.as_u128() >> 96) as u64
 }
 
 #[cfg(test)]

@@ -146,7 +146,8 @@ impl Engine {
                 "SB_Global" => {
                     // As ovn-controller: the logical flows are computed again (a northd
                     // upgrade moves `ct.natted` or the registers, once).
-                    let options = crate::compile::northd_flow_options(&self.inputs.sb.replica);
+                    let options =
+                        crate::northd_options::northd_flow_options(&self.inputs.sb.replica);
                     if options != self.northd_flow_options {
                         let what = if options.0 == self.northd_flow_options.0 {
                             "register_consolidation changed"
