@@ -13,9 +13,10 @@ cargo test --workspace --no-fail-fast
 # The scenarios on OVN 25.03 / OVS 3.5 (Debian 13), unpacked beside the system's 23.03.1,
 # with that release's own ovn-controller: the harness and the scenarios hold there
 # (ovn-agent joins when it speaks 25.03; OVN_STACK_AGENT=1 runs it too); and
-# `ovn-agent compile --table-layout ovn-25.03` against 25.03's ovn-controller, lflow by lflow.
+# `ovn-agent compile --table-layout ovn-25.03` against 25.03's ovn-controller, lflow by lflow;
+# and the physical stage in 25.03's forms against the flows 25.03's ovn-controller installs.
 ./scripts/ovn-stack.sh 25.03 >/dev/null
-OVN_STACK=25.03 cargo test -p integration --test stacks --test scenarios --test lflow_differential -- --skip mixed
+OVN_STACK=25.03 cargo test -p integration --test stacks --test scenarios --test lflow_differential --test physical_differential -- --skip mixed
 
 # Every daemon a test started must be gone: the harness stops them by pid.
 leftover=$(pgrep -af 'ovn-lab-' || true)

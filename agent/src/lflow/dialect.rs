@@ -23,6 +23,34 @@ pub struct Dialect {
     pub nested_prereqs: &'static [(u32, &'static str)],
     /// `commit_lb_aff`'s learned flows carry the lflow's cookie.
     pub lb_aff_learn_cookie: bool,
+    /// How this release's physical stage differs from the base's.
+    pub physical: PhysicalForms,
+}
+
+/// The physical stage of a release: what its `physical.c` builds differently, as data.
+#[derive(Debug, PartialEq, Eq)]
+pub struct PhysicalForms {
+    /// Tables beyond table 0, the output stage, 64 and 65 that it fills.
+    pub tables: &'static [u8],
+    /// A port's conntrack zone takes the low 16 bits of reg13 (the high 16 carry the id of
+    /// the local encap IP a packet entered by, matched when it leaves by a tunnel); else
+    /// all 32.
+    pub encap_id_in_reg13: bool,
+    /// A datapath's NAT zones are named after its `external_ids:name` (`sw0_dnat`); else
+    /// after its uuid.
+    pub nat_zones_by_name: bool,
+    /// Multicast group flows start by clearing reg6 (the index of a group split over
+    /// several flows).
+    pub mc_group_reg6: bool,
+    /// The flags bit that lets a local-only packet out of a localnet port.
+    pub override_local_only_bit: Option<u32>,
+    /// The flags bit marking a packet received from a tunnel (ICMP "too big" errors
+    /// re-enter the ingress pipeline through the conntrack zone lookup table, `tables[0]`).
+    pub rx_from_tunnel_bit: Option<u32>,
+    /// The chassis-MAC conjunction's VLAN clause matches the localnet port.
+    pub chassis_mac_vlan_in_port: bool,
+    /// The hairpin flow of a container's parent port carries the parent's cookie (else 0).
+    pub nested_hairpin_parent_cookie: bool,
 }
 
 /// Action forms, by the release that introduced them: a keyword, or `keyword(` for a
@@ -45,6 +73,16 @@ pub static OVN_23_03: Dialect = Dialect {
     nd_lookup_xxreg: 0,
     nested_prereqs: &[],
     lb_aff_learn_cookie: false,
+    physical: PhysicalForms {
+        tables: &[],
+        encap_id_in_reg13: false,
+        nat_zones_by_name: false,
+        mc_group_reg6: false,
+        override_local_only_bit: None,
+        rx_from_tunnel_bit: None,
+        chassis_mac_vlan_in_port: false,
+        nested_hairpin_parent_cookie: false,
+    },
 };
 
 /// OVN 25.03 (Debian 13).
@@ -61,6 +99,17 @@ pub static OVN_25_03: Dialect = Dialect {
     // `arp { }` and `nd_ns { }` on IPv4 and IPv6 alike.
     nested_prereqs: &[(0, "ip"), (9, "ip")],
     lb_aff_learn_cookie: true,
+    physical: PhysicalForms {
+        // Conntrack zone lookup, the original-destination loads, the remote-chassis flood.
+        tables: &[80, 81, 82, 83, 84],
+        encap_id_in_reg13: true,
+        nat_zones_by_name: true,
+        mc_group_reg6: true,
+        override_local_only_bit: Some(18),
+        rx_from_tunnel_bit: Some(16),
+        chassis_mac_vlan_in_port: true,
+        nested_hairpin_parent_cookie: true,
+    },
 };
 
 impl Dialect {

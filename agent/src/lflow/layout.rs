@@ -34,12 +34,14 @@ pub struct TableLayout {
     pub ecmp_nh_mac: u8,
     pub ecmp_nh: u8,
     pub chk_lb_affinity: u8,
-    /// Tables 25.03 added: `mac_cache_use`, and the loads of a connection's original
+    /// Tables 25.03 added: `mac_cache_use`, the conntrack zone lookup (80), and the loads of a connection's original
     /// destination (`ct_nw_dst()`, `ct_ip6_dst()`, `ct_tp_dst()`).
     pub mac_cache_use: u8,
     pub ct_orig_nw_dst_load: u8,
     pub ct_orig_ip6_dst_load: u8,
     pub ct_orig_tp_dst_load: u8,
+    pub ct_zone_lookup: u8,
+    pub flood_remote_chassis: u8,
     /// The release whose logical-flow language the flows are compiled from.
     pub dialect: &'static Dialect,
 }
@@ -73,6 +75,8 @@ const TAIL: TableLayout = TableLayout {
     ct_orig_nw_dst_load: 81,
     ct_orig_ip6_dst_load: 82,
     ct_orig_tp_dst_load: 83,
+    ct_zone_lookup: 80,
+    flood_remote_chassis: 84,
     dialect: &OVN_23_03,
 };
 
@@ -106,9 +110,9 @@ impl TableLayout {
     };
 
     /// ovn-controller 25.03's numbers (ingress 8+N for 32 stages, output stage 40-44, egress
-    /// 45+N) and its logical-flow language. Partial: the flows of the tables 25.03 added
-    /// after 78 (MAC cache use, conntrack original-destination loads, remote flood) are not
-    /// built yet, only the actions that resubmit to them.
+    /// 45+N) and its logical-flow language. The physical stage builds 25.03's forms
+    /// (tables 80-83 included); not yet the remote-chassis flood (84) of OVN-IC, nor a
+    /// multicast group split over several flows.
     pub const OVN_25_03: Self = Self {
         ingress: 8,
         ingress_len: 32,
@@ -162,6 +166,12 @@ impl TableLayout {
             .map(|(n, _, _)| *n)
             .collect();
         names.join(", ")
+    }
+
+    /// Tables beyond table 0, the output stage, 64 and 65 that this release's physical
+    /// stage fills.
+    pub fn physical_only_tables(&self) -> &'static [u8] {
+        self.dialect.physical.tables
     }
 
     /// The most logical tables a pipeline has room for: what `next(table=N)` may name

@@ -96,19 +96,29 @@ pub struct Zones {
     pub ct: u16,
     pub dnat: u16,
     pub snat: u16,
+    /// The port zone takes reg13's low 16 bits only (the release keeps the encap id above).
+    pub ct_low_half: bool,
 }
 
 impl Zones {
     /// Loads the assigned zones, port zone first (ovn-controller's order).
     pub fn put(self, out: &mut Vec<Action>) {
-        for (zone, reg) in [
-            (self.ct, LOG_CT_ZONE),
-            (self.dnat, LOG_DNAT_ZONE),
-            (self.snat, LOG_SNAT_ZONE),
-        ] {
+        if self.ct != 0 {
+            out.push(self.ct_load(self.ct));
+        }
+        for (zone, reg) in [(self.dnat, LOG_DNAT_ZONE), (self.snat, LOG_SNAT_ZONE)] {
             if zone != 0 {
                 out.push(load(reg, u128::from(zone)));
             }
+        }
+    }
+
+    /// Sets the port zone to `zone` in the bits it takes.
+    pub fn ct_load(self, zone: u16) -> Action {
+        if self.ct_low_half {
+            load_bits(LOG_CT_ZONE, u128::from(zone), 0, 16)
+        } else {
+            load(LOG_CT_ZONE, u128::from(zone))
         }
     }
 }
@@ -119,6 +129,24 @@ pub fn put_ingress_metadata(zones: Zones, dp_key: u32, port_key: u32, out: &mut 
     zones.put(out);
     out.push(load(LOG_DATAPATH, u128::from(dp_key)));
     out.push(load(LOG_INPORT, u128::from(port_key)));
+}
+
+/// The bits of reg13 above the port zone that carry the encap id.
+pub const ENCAP_ID_MASK: u128 = 0xffff_0000;
+
+/// [`put_ingress_metadata`] for a packet that enters from outside OVN: where the release
+/// keeps an encap id in reg13, it is set too (0: the chassis' first encap IP, the only one
+/// ovn-agent configures).
+pub fn put_ingress_metadata_from_outside(
+    zones: Zones,
+    dp_key: u32,
+    port_key: u32,
+    out: &mut Vec<Action>,
+) {
+    put_ingress_metadata(zones, dp_key, port_key, out);
+    if zones.ct_low_half {
+        out.push(load_bits(LOG_CT_ZONE, 0, 16, 16));
+    }
 }
 
 /// Clears reg0..reg9.

@@ -134,12 +134,15 @@ pub fn replace_chassis_mac_flows(
         if tag != 0 {
             actions.push(Action::PopVlan);
         }
-        put_ingress_metadata(zones, p.dp_key, p.port_key, &mut actions);
+        put_ingress_metadata_from_outside(zones, p.dp_key, p.port_key, &mut actions);
         actions.push(load(FieldId::ETH_SRC, u128::from(router_mac)));
         actions.push(goto(cx.l.ingress));
         out.flows.push(flow(0, 180, rcookie, m, actions));
 
         let mut m = FlowMatch::new();
+        if cx.l.dialect.physical.chassis_mac_vlan_in_port {
+            match_in_port(&mut m, ofport);
+        }
         match_localnet_vlan(&mut m, tag);
         out.flows.push(flow(
             0,

@@ -108,12 +108,23 @@ impl<'a> Cx<'a> {
         self.rt.ct_zones.get(name).copied().unwrap_or(0)
     }
 
-    /// The port's zone and its datapath's NAT zones (`<dp uuid>_dnat`, `<dp uuid>_snat`).
+    /// The port's zone and its datapath's NAT zones (`<dp>_dnat`, `<dp>_snat`, the datapath
+    /// named by uuid or by `external_ids:name` as the release names it).
     pub fn zones(&self, pb: &PortBinding) -> Zones {
+        let forms = &self.l.dialect.physical;
+        let dp = if forms.nat_zones_by_name {
+            self.datapath(&pb.datapath)
+                .ok()
+                .and_then(|d| d.external_ids.get("name").cloned())
+        } else {
+            Some(pb.datapath.to_string())
+        };
+        let nat = |kind: &str| dp.as_ref().map_or(0, |d| self.zone(&format!("{d}_{kind}")));
         Zones {
             ct: self.zone(&pb.logical_port),
-            dnat: self.zone(&format!("{}_dnat", pb.datapath)),
-            snat: self.zone(&format!("{}_snat", pb.datapath)),
+            dnat: nat("dnat"),
+            snat: nat("snat"),
+            ct_low_half: forms.encap_id_in_reg13,
         }
     }
 

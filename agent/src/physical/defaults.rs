@@ -1,7 +1,7 @@
 //! The chassis-wide default flows of the physical tables (cookie 0).
 
 use crate::lflow::layout::TableLayout;
-use crate::lflow::of::{Flow, FlowMatch};
+use crate::lflow::of::{FieldId, Flow, FlowMatch};
 use crate::runtime::DropSampling;
 
 use super::actions::*;
@@ -13,6 +13,62 @@ fn flags(value: u32, mask: u32) -> FlowMatch {
 }
 
 pub fn default_flows(l: &TableLayout, sampling: Option<DropSampling>) -> Vec<Flow> {
+    let mut flows = base_defaults(l, sampling);
+    if l.physical_only_tables().contains(&l.ct_zone_lookup) {
+        // An ICMP error from a tunnel whose port has no zone of its own enters as it is.
+        flows.push(flow(
+            l.ct_zone_lookup,
+            0,
+            0,
+            FlowMatch::new(),
+            vec![goto(l.ingress)],
+        ));
+    }
+    if l.physical_only_tables().contains(&l.ct_orig_nw_dst_load) {
+        flows.extend(ct_orig_dst_loads(l));
+    }
+    flows
+}
+
+/// The loads of an established connection's original destination (`ct_nw_dst()`,
+/// `ct_ip6_dst()`, `ct_tp_dst()`) into the registers northd reads them from.
+fn ct_orig_dst_loads(l: &TableLayout) -> Vec<Flow> {
+    /// `ct_state=+est+trk`.
+    const EST_TRK: u128 = 0x22;
+    let tracked = |eth_type: Option<u128>| {
+        let mut m = FlowMatch::new();
+        m.add(FieldId::CT_STATE, EST_TRK, EST_TRK);
+        if let Some(t) = eth_type {
+            m.add(FieldId::ETH_TYPE, t, 0xffff);
+        }
+        m
+    };
+    vec![
+        flow(
+            l.ct_orig_tp_dst_load,
+            100,
+            0,
+            tracked(None),
+            vec![mov(FieldId::CT_TP_DST, 0, FieldId::reg(2), 0, 16)],
+        ),
+        flow(
+            l.ct_orig_nw_dst_load,
+            100,
+            0,
+            tracked(Some(0x0800)),
+            vec![mov(FieldId::CT_NW_DST, 0, FieldId::reg(1), 0, 32)],
+        ),
+        flow(
+            l.ct_orig_ip6_dst_load,
+            100,
+            0,
+            tracked(Some(0x86dd)),
+            vec![mov(FieldId::CT_IPV6_DST, 0, FieldId::xxreg(1), 0, 128)],
+        ),
+    ]
+}
+
+fn base_defaults(l: &TableLayout, sampling: Option<DropSampling>) -> Vec<Flow> {
     let any = FlowMatch::new;
     let mut clear_and_egress = Vec::new();
     put_clear_log_regs(&mut clear_and_egress);

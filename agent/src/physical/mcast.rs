@@ -8,7 +8,7 @@
 use sbclient::ovn_sb::{MulticastGroup, PortBinding};
 use sbclient::Uuid;
 
-use crate::lflow::of::Action;
+use crate::lflow::of::{Action, FieldId};
 use crate::runtime::BindingKind;
 
 use super::actions::*;
@@ -94,6 +94,12 @@ fn consider_mc_group(
     let mut local = Vec::new();
     let mut remote = Vec::new();
     let mut chassis = RemoteChassis::default();
+    // Whether any member is on the group's datapath, and how a member's zone is loaded.
+    let mut members_here = false;
+    let zone_load = Zones {
+        ct_low_half: cx.l.dialect.physical.encap_id_in_reg13,
+        ..Zones::default()
+    };
     for member in &mc.ports {
         let Some(pb) = cx.pb(member) else { continue };
         if pb.datapath != mc.datapath {
@@ -102,9 +108,10 @@ fn consider_mc_group(
         }
         // Every member's zone is loaded in the local list, even when the member is
         // delivered from table 39 or not here at all (as ovn-controller does).
+        members_here = true;
         let zone = cx.zone(&pb.logical_port);
         if zone != 0 {
-            local.push(load(LOG_CT_ZONE, u128::from(zone)));
+            local.push(zone_load.ct_load(zone));
         }
         let pkey = port_key(pb)?;
         let ty = pb.type_.as_str();
@@ -150,6 +157,13 @@ fn consider_mc_group(
     }
 
     let match_group = || match_outport(dp_key, key);
+    // Where the release splits a large group over several flows, each flow starts by
+    // clearing the index register (reg6); the first flow therefore has actions even
+    // without local members.
+    let split = cx.l.dialect.physical.mc_group_reg6;
+    if split && members_here {
+        local.insert(0, load(FieldId::reg(6), 0));
+    }
     let has_local = !local.is_empty();
     if has_local {
         local.push(load(LOG_OUTPORT, u128::from(key)));
@@ -172,6 +186,9 @@ fn consider_mc_group(
     if !remote.is_empty() {
         if has_local {
             remote.push(goto(cx.l.local_output));
+        }
+        if split {
+            remote.insert(0, load(FieldId::reg(6), 0));
         }
         out.flows.push(flow(
             cx.l.remote_output,

@@ -1,5 +1,8 @@
 //! The physical stage: the flows ovn-controller 23.03.1's `physical.c` installs, owner by
-//! owner, from the Southbound replica, the runtime data and the table layout. Pure.
+//! owner, from the Southbound replica, the runtime data and the table layout. Pure. Where a
+//! later release builds them differently (25.03: reg13's encap id, NAT zones by datapath
+//! name, the conntrack zone lookup table, ...), the layout's release row says so
+//! ([`crate::lflow::dialect::PhysicalForms`]); the code never tests a version.
 //!
 //! | table (layout field) | what |
 //! |---|---|

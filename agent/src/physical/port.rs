@@ -55,6 +55,10 @@ fn consider_port(
         cookie: cookie(uuid),
     };
     let ty = pb.type_.as_str();
+    let container = pb.parent_port.as_deref().is_some_and(|s| !s.is_empty());
+    if ty.is_empty() && !container && cx.l.physical_only_tables().contains(&cx.l.ct_zone_lookup) {
+        zone_lookup_flow(cx, &p, out);
+    }
     if ty == "patch" || (ty == "l3gateway" && cx.is_me(pb.chassis)) {
         return patch_flows(cx, &p, out);
     }
@@ -75,6 +79,19 @@ fn consider_port(
         Access::Remote => remote::remote_port_flows(cx, &p, false, out),
         Access::HaRemote => remote::remote_port_flows(cx, &p, true, out),
     }
+}
+
+/// Conntrack zone lookup for a VIF wherever it is bound: an ICMP "too big" error coming
+/// back from a tunnel for a packet it sent gets its zones before the ingress pipeline.
+fn zone_lookup_flow(cx: &Cx<'_>, p: &PortCx<'_>, out: &mut OwnerFlows) {
+    let mut m = crate::lflow::of::FlowMatch::new();
+    m.add(LOG_DATAPATH, u128::from(p.dp_key), u128::from(u64::MAX));
+    m.add(LOG_INPORT, u128::from(p.port_key), 0xffff_ffff);
+    let mut actions = Vec::new();
+    cx.zones(p.pb).put(&mut actions);
+    actions.push(goto(cx.l.ingress));
+    out.flows
+        .push(flow(cx.l.ct_zone_lookup, 100, p.cookie, m, actions));
 }
 
 /// The OpenFlow port (and VLAN tag) the port is reached by, or how else. `None`: no flows
@@ -153,7 +170,7 @@ pub fn binding_peer<'a>(cx: &Cx<'a>, pb: &PortBinding) -> Option<(&'a Uuid, &'a 
 fn local_common_flows(
     cx: &Cx<'_>,
     p: &PortCx<'_>,
-    parent: Option<&PortBinding>,
+    parent: Option<(&Uuid, &PortBinding)>,
     zones: Zones,
     out: &mut OwnerFlows,
 ) -> Result<(), Problem> {
@@ -183,12 +200,23 @@ fn local_common_flows(
     out.flows
         .push(flow(l.save_inport, 100, p.cookie, m, hairpin_output(cx)));
 
-    if let Some(parent) = parent {
-        // Shared by every container of the parent (identical flows merge), hence cookie 0.
+    if let Some((parent_uuid, parent)) = parent {
+        // Shared by every container of the parent (identical flows merge), hence the
+        // parent's cookie or 0.
+        let shared_cookie = if cx.l.dialect.physical.nested_hairpin_parent_cookie {
+            cookie(parent_uuid)
+        } else {
+            0
+        };
         let mut m = match_outport(p.dp_key, port_key(parent)?);
         match_flags(&mut m, MLF_NESTED_CONTAINER, MLF_NESTED_CONTAINER);
-        out.flows
-            .push(flow(l.save_inport, 100, 0, m, hairpin_output(cx)));
+        out.flows.push(flow(
+            l.save_inport,
+            100,
+            shared_cookie,
+            m,
+            hairpin_output(cx),
+        ));
     }
     Ok(())
 }
@@ -212,12 +240,13 @@ fn patch_flows(cx: &Cx<'_>, p: &PortCx<'_>, out: &mut OwnerFlows) -> Result<(), 
     };
     let peer_dp = cx.dp_key(&peer.datapath)?;
     let peer_port = port_key(peer)?;
-    local_common_flows(cx, p, None, cx.zones(p.pb), out)?;
+    let zones = cx.zones(p.pb);
+    local_common_flows(cx, p, None, zones, out)?;
     let mut inner = vec![
         Action::CtClear,
         load(LOG_DNAT_ZONE, 0),
         load(LOG_SNAT_ZONE, 0),
-        load(LOG_CT_ZONE, 0),
+        zones.ct_load(0),
     ];
     put_ingress_metadata(cx.zones(peer), peer_dp, peer_port, &mut inner);
     inner.push(load(LOG_FLAGS, 0));
@@ -289,8 +318,7 @@ fn local_flows(
         .parent_port
         .as_deref()
         .filter(|_| nested)
-        .and_then(|n| cx.pb_by_name(n))
-        .map(|(_, pb)| pb);
+        .and_then(|n| cx.pb_by_name(n));
     let zones = cx.zones(pb);
     local_common_flows(cx, p, parent, zones, out)?;
 
@@ -312,7 +340,7 @@ fn local_flows(
         }
     }
     let before_metadata = actions.len();
-    put_ingress_metadata(zones, p.dp_key, p.port_key, &mut actions);
+    put_ingress_metadata_from_outside(zones, p.dp_key, p.port_key, &mut actions);
     if ty == "localport" {
         actions.push(load_bits(LOG_FLAGS, 1, MLF_LOCALPORT_BIT, 1));
     }
@@ -387,9 +415,18 @@ fn local_flows(
 /// ports claimed here (which are reached only through localnet).
 fn localnet_loopback_flows(cx: &Cx<'_>, p: &PortCx<'_>, out: &mut OwnerFlows) {
     let l = cx.l;
-    for flag in [MLF_LOCALPORT, MLF_LOCAL_ONLY] {
+    // A local-only packet the release lets out (override-local-only) is not dropped.
+    let override_local_only =
+        cx.l.dialect
+            .physical
+            .override_local_only_bit
+            .map_or(0, |b| 1 << b);
+    for (flag, mask) in [
+        (MLF_LOCALPORT, MLF_LOCALPORT),
+        (MLF_LOCAL_ONLY, MLF_LOCAL_ONLY | override_local_only),
+    ] {
         let mut m = match_outport(p.dp_key, p.port_key);
-        match_flags(&mut m, flag, flag);
+        match_flags(&mut m, flag, mask);
         let drop = drop_actions(cx.rt.drop_sampling, l.check_loopback);
         out.flows
             .push(flow(l.check_loopback, 160, p.cookie, m, drop));

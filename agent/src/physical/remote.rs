@@ -109,13 +109,13 @@ fn redirect_overlay(cx: &Cx<'_>, p: &PortCx<'_>, out: &mut OwnerFlows) -> Result
         }
     }
     actions.push(goto(cx.l.local_output));
-    out.flows.push(flow(
-        cx.l.remote_output,
-        100,
-        p.cookie,
-        match_outport(p.dp_key, p.port_key),
-        actions,
-    ));
+    let mut m = match_outport(p.dp_key, p.port_key);
+    if cx.l.dialect.physical.encap_id_in_reg13 {
+        // Entered by the first (only) local encap IP: encap id 0.
+        m.add(LOG_CT_ZONE, 0, ENCAP_ID_MASK);
+    }
+    out.flows
+        .push(flow(cx.l.remote_output, 100, p.cookie, m, actions));
     Ok(())
 }
 

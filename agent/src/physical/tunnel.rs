@@ -62,7 +62,24 @@ fn receive_flows(cx: &Cx<'_>, t: &Tunnel, out: &mut OwnerFlows) -> Result<(), Pr
         ],
     };
     actions.push(goto(cx.l.local_output));
-    out.flows.push(flow(0, 100, 0, m.clone(), actions));
+    out.flows.push(flow(0, 100, 0, m.clone(), actions.clone()));
+    if let Some(bit) = cx.l.dialect.physical.rx_from_tunnel_bit {
+        // An ICMP "too big" error for a packet this chassis tunnelled also looks up the
+        // zone of the port it answers and enters the ingress pipeline, flagged.
+        actions.push(load_bits(LOG_FLAGS, 1, bit, 1));
+        actions.push(goto(cx.l.ct_zone_lookup));
+        for (eth_type, proto, ty_field, code_field, ty, code) in [
+            (0x0800, 1, FieldId::ICMP_TYPE, FieldId::ICMP_CODE, 3, 4),
+            (0x86dd, 58, FieldId::ICMPV6_TYPE, FieldId::ICMPV6_CODE, 2, 0),
+        ] {
+            let mut icmp = m.clone();
+            icmp.add(FieldId::ETH_TYPE, eth_type, 0xffff);
+            icmp.add(FieldId::NW_PROTO, proto, 0xff);
+            icmp.add(ty_field, ty, 0xff);
+            icmp.add(code_field, code, 0xff);
+            out.flows.push(flow(0, 120, 0, icmp, actions.clone()));
+        }
+    }
     if t.encap != EncapType::Vxlan {
         return Ok(());
     }
