@@ -26,3 +26,40 @@ pub fn northd_flow_options(replica: &sbclient::Replica) -> (bool, bool) {
         northd_option(replica, "register_consolidation", false),
     )
 }
+
+/// The release (`YY.MM`) of the northd that wrote the Southbound database, from
+/// `SB_Global:options:northd_internal_version` (`25.03.0-20.41.0-76.8`).
+pub fn northd_release(replica: &sbclient::Replica) -> Option<String> {
+    let version = replica
+        .table::<sbclient::ovn_sb::SbGlobal>()?
+        .iter()
+        .next()?
+        .1
+        .options
+        .get("northd_internal_version")?;
+    let mut parts = version.split(['-', '.']);
+    let (major, minor) = (parts.next()?, parts.next()?);
+    let two_digits = |p: &str| p.len() == 2 && p.bytes().all(|b| b.is_ascii_digit());
+    (two_digits(major) && two_digits(minor)).then(|| format!("{major}.{minor}"))
+}
+
+#[cfg(test)]
+mod tests {
+    fn release_of(version: &str) -> Option<String> {
+        let mut sb = crate::southbound::Southbound::default();
+        sb.load_json(&format!(
+            r#"{{"caption":"SB_Global table","headings":["_uuid","options"],"data":[[["uuid","00000000-0000-4000-8000-000000000001"],["map",[["northd_internal_version","{version}"]]]]]}}"#
+        ))
+        .expect("loads");
+        super::northd_release(&sb.replica)
+    }
+
+    #[test]
+    fn the_release_is_read_from_the_internal_version() {
+        assert_eq!(release_of("25.03.0-20.41.0-76.8").as_deref(), Some("25.03"));
+        assert_eq!(release_of("23.03.1-20.27.0-70.6").as_deref(), Some("23.03"));
+        assert_eq!(release_of("garbage"), None);
+        let empty = crate::southbound::Southbound::default();
+        assert_eq!(super::northd_release(&empty.replica), None);
+    }
+}

@@ -180,17 +180,21 @@ impl Chassis {
                 self.name()
             ))
         })?;
-        self.vsctl(&[
-            "set",
-            "Open_vSwitch",
-            ".",
-            &format!("external-ids:system-id={}", self.name()),
-            &format!("external-ids:hostname={}", self.name()),
-            &format!("external-ids:ovn-remote={sb_remote}"),
-            "external-ids:ovn-encap-type=geneve",
-            &format!("external-ids:ovn-encap-ip={ip}"),
-        ])
-        .map(drop)
+        let mut settings = vec![
+            format!("external-ids:system-id={}", self.name()),
+            format!("external-ids:hostname={}", self.name()),
+            format!("external-ids:ovn-remote={sb_remote}"),
+            "external-ids:ovn-encap-type=geneve".to_owned(),
+            format!("external-ids:ovn-encap-ip={ip}"),
+        ];
+        // On another release's stack ovn-agent follows that northd (ovn-controller ignores
+        // the key); on the system's it keeps its own classic layout.
+        if !crate::stack::Stack::current().is_system() {
+            settings.push("external-ids:ovn-agent-table-layout=auto".to_owned());
+        }
+        let mut args = vec!["set", "Open_vSwitch", "."];
+        args.extend(settings.iter().map(String::as_str));
+        self.vsctl(&args).map(drop)
     }
 
     /// Starts `controller` against this chassis' OVS database (configured by

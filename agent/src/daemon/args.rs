@@ -165,8 +165,9 @@ pub struct DaemonArgs {
 fn parse_table_layout(name: &str) -> Result<String, String> {
     match TableLayout::for_daemon(name) {
         Some(_) => Ok(name.to_string()),
+        None if name == "auto" => Ok(name.to_string()),
         None => Err(format!(
-            "unknown table layout {name:?} ({})",
+            "unknown table layout {name:?} ({}, auto)",
             TableLayout::names(true)
         )),
     }

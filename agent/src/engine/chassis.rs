@@ -55,6 +55,10 @@ pub fn other_config(
     for (k, v) in FEATURES {
         m.insert(k.into(), v.into());
     }
+    // And those of the release the flows are compiled for.
+    for k in cfg.layout.dialect.chassis_features {
+        m.insert((*k).into(), "true".into());
+    }
     if cfg.tunnel_pkt_mark {
         m.insert(super::config::TUNNEL_PKT_MARK.into(), "true".into());
     }

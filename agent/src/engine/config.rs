@@ -24,7 +24,7 @@ pub enum ConfigError {
     NoEncapType(String),
     #[error("external_ids:ovn-encap-ip is not set")]
     NoEncapIp,
-    #[error("unknown table layout {0:?} (classic, ovn-23.03)")]
+    #[error("unknown table layout {0:?} (classic, ovn-23.03, ovn-25.03, auto)")]
     Layout(String),
 }
 
@@ -53,6 +53,9 @@ pub struct ChassisConfig {
     pub chassis_mac_mappings: String,
     pub is_interconn: bool,
     pub layout: TableLayout,
+    /// The layout is `auto`: it follows the release of the northd that writes the
+    /// Southbound database.
+    pub layout_auto: bool,
     /// The raw key/values, for `Chassis.other_config` mirrors.
     pub external_ids: BTreeMap<String, String>,
 }
@@ -89,12 +92,14 @@ pub fn parse_bridge_mappings(s: &str) -> BTreeMap<String, String> {
 
 impl ChassisConfig {
     /// The configuration from the Open_vSwitch row; `chassis_override` is `-n/--chassis`,
-    /// `layout_override` is `--table-layout`.
+    /// `layout_override` is `--table-layout`; `northd_release` (`YY.MM`, when the Southbound
+    /// database says) decides the `auto` layout.
     pub fn from_ovs(
         row: Option<&OpenVswitch>,
         chassis_override: Option<&str>,
         layout_override: Option<&str>,
         host_name: &str,
+        northd_release: Option<&str>,
     ) -> Result<Self, ConfigError> {
         let row = row.ok_or(ConfigError::NoRow)?;
         let ids: BTreeMap<String, String> = row
@@ -127,8 +132,13 @@ impl ChassisConfig {
         let layout_name = layout_override
             .or_else(|| g("ovn-agent-table-layout"))
             .unwrap_or("classic");
-        let layout = TableLayout::for_daemon(layout_name)
-            .ok_or_else(|| ConfigError::Layout(layout_name.to_owned()))?;
+        let layout_auto = layout_name == "auto";
+        let layout = if layout_auto {
+            TableLayout::for_northd(northd_release).0
+        } else {
+            TableLayout::for_daemon(layout_name)
+                .ok_or_else(|| ConfigError::Layout(layout_name.to_owned()))?
+        };
         let truthy = |k: &str| g(k).is_some_and(|v| v == "true");
         Ok(Self {
             hostname: g("hostname").map_or_else(|| host_name.to_owned(), str::to_owned),
@@ -149,6 +159,7 @@ impl ChassisConfig {
             chassis_mac_mappings: g("ovn-chassis-mac-mappings").unwrap_or_default().to_owned(),
             is_interconn: truthy("ovn-is-interconn"),
             layout,
+            layout_auto,
             external_ids: ids.clone(),
             system_id,
         })
@@ -193,7 +204,7 @@ mod tests {
             ("ovn-bridge-mappings", "physnet1:br-phys, physnet2:br-eth1"),
             ("ovn-encap-csum-hv1", "false"),
         ]);
-        let c = ChassisConfig::from_ovs(Some(&r), None, None, "host").unwrap();
+        let c = ChassisConfig::from_ovs(Some(&r), None, None, "host", None).unwrap();
         assert_eq!(c.remote, "tcp:1.2.3.4:6642");
         assert_eq!(c.encap_types, [EncapType::Geneve, EncapType::Vxlan]);
         assert_eq!(c.bridge, "br-int");
@@ -205,7 +216,8 @@ mod tests {
         );
         assert_eq!(c.sb_probe_ms(), 5000);
         assert_eq!(c.layout, TableLayout::CLASSIC);
-        let c = ChassisConfig::from_ovs(Some(&r), Some("hv9"), Some("ovn-23.03"), "host").unwrap();
+        let c = ChassisConfig::from_ovs(Some(&r), Some("hv9"), Some("ovn-23.03"), "host", None)
+            .unwrap();
         assert_eq!(
             (c.system_id.as_str(), c.remote.as_str()),
             ("hv9", "unix:/a")
@@ -217,12 +229,12 @@ mod tests {
     #[test]
     fn what_is_missing_is_said() {
         assert_eq!(
-            ChassisConfig::from_ovs(None, None, None, "h"),
+            ChassisConfig::from_ovs(None, None, None, "h", None),
             Err(ConfigError::NoRow)
         );
         let r = row(&[("system-id", "hv1"), ("ovn-remote", "unix:/a")]);
         assert!(matches!(
-            ChassisConfig::from_ovs(Some(&r), None, None, "h"),
+            ChassisConfig::from_ovs(Some(&r), None, None, "h", None),
             Err(ConfigError::NoEncapType(_))
         ));
     }

@@ -168,8 +168,13 @@ pub(super) fn patch_ofports(ovs: &Replica, bridge_name: &str, sb: &Replica) -> H
 }
 
 /// Zone names this chassis needs: local ports and two per local datapath (with the SNAT
-/// zone a router asks for).
-pub(super) fn wanted_zones(sb: &Replica, rt: &Runtime) -> BTreeMap<String, Option<u16>> {
+/// zone a router asks for); `by_name`: datapaths' zones are named after their
+/// `external_ids:name` (the release's physical forms say), else after their uuid.
+pub(super) fn wanted_zones(
+    sb: &Replica,
+    rt: &Runtime,
+    by_name: bool,
+) -> BTreeMap<String, Option<u16>> {
     let mut out = BTreeMap::new();
     let pbs = sb.table::<PortBinding>();
     let name = |u: &Uuid| pbs.and_then(|t| t.get(u)).map(|p| p.logical_port.clone());
@@ -185,12 +190,22 @@ pub(super) fn wanted_zones(sb: &Replica, rt: &Runtime) -> BTreeMap<String, Optio
     }
     let dps = sb.table::<ovn_sb::DatapathBinding>();
     for (dp, local) in &rt.local_datapaths {
-        out.insert(format!("{dp}_dnat"), None);
-        let requested = dps
-            .and_then(|t| t.get(dp))
+        let row = dps.and_then(|t| t.get(dp));
+        // Named by uuid, or by `external_ids:name` where the release does (a datapath
+        // without a name then gets no NAT zones, as there).
+        let zone_name = if by_name {
+            match row.and_then(|d| d.external_ids.get("name")) {
+                Some(n) => n.clone(),
+                None => continue,
+            }
+        } else {
+            dp.to_string()
+        };
+        out.insert(format!("{zone_name}_dnat"), None);
+        let requested = row
             .and_then(|d| d.external_ids.get("snat-ct-zone"))
             .and_then(|z| z.parse::<u16>().ok());
-        out.insert(format!("{dp}_snat"), requested);
+        out.insert(format!("{zone_name}_snat"), requested);
         if let Some(ln) = local.localnet.and_then(|u| name(&u)) {
             out.insert(ln, None);
         }

@@ -741,7 +741,7 @@ mod tests {
         {
             row.external_ids.insert((*k).to_owned(), (*v).to_owned());
         }
-        ChassisConfig::from_ovs(Some(&row), None, None, "hv1").unwrap()
+        ChassisConfig::from_ovs(Some(&row), None, None, "hv1", None).unwrap()
     }
 
     #[test]

@@ -25,6 +25,9 @@ pub struct Dialect {
     pub lb_aff_learn_cookie: bool,
     /// How this release's physical stage differs from the base's.
     pub physical: PhysicalForms,
+    /// `Chassis:other_config` features beyond the base's that this build implements for
+    /// the release (northd turns on the encodings they name).
+    pub chassis_features: &'static [&'static str],
 }
 
 /// The physical stage of a release: what its `physical.c` builds differently, as data.
@@ -83,6 +86,7 @@ pub static OVN_23_03: Dialect = Dialect {
         chassis_mac_vlan_in_port: false,
         nested_hairpin_parent_cookie: false,
     },
+    chassis_features: &[],
 };
 
 /// OVN 25.03 (Debian 13).
@@ -110,6 +114,9 @@ pub static OVN_25_03: Dialect = Dialect {
         chassis_mac_vlan_in_port: true,
         nested_hairpin_parent_cookie: true,
     },
+    // Not yet: fdb-timestamp (FDB aging refreshes), ls-dpg-column (Load_Balancer's
+    // ls_datapath_group), ovn-sample-with-registers, ct-label-flush.
+    chassis_features: &["ct-commit-nat-v2", "ct-commit-to-zone", "ct-next-zone"],
 };
 
 impl Dialect {

@@ -132,7 +132,7 @@ impl TableLayout {
     const NAMED: [(&'static str, Self, bool); 3] = [
         ("classic", Self::CLASSIC, true),
         ("ovn-23.03", Self::OVN_23_03, true),
-        ("ovn-25.03", Self::OVN_25_03, false),
+        ("ovn-25.03", Self::OVN_25_03, true),
     ];
 
     /// The name [`Self::by_name`] takes.
@@ -148,6 +148,23 @@ impl TableLayout {
             .iter()
             .find(|(n, _, _)| *n == name)
             .map(|(_, l, _)| *l)
+    }
+
+    /// The OVN-numbered layout for a northd of release `release` (`YY.MM`, from
+    /// `SB_Global`): the newest this build has that is not newer than northd (23.03's
+    /// before the release is known). The second value: whether it is that release's own.
+    pub fn for_northd(release: Option<&str>) -> (Self, bool) {
+        let Some(release) = release else {
+            return (Self::OVN_23_03, false);
+        };
+        let best = Self::NAMED
+            .iter()
+            .filter(|(n, l, daemon)| {
+                *daemon && n.starts_with("ovn-") && l.dialect.release <= release
+            })
+            .max_by_key(|(_, l, _)| l.dialect.release)
+            .map_or(Self::OVN_23_03, |(_, l, _)| *l);
+        (best, best.dialect.release == release)
     }
 
     /// [`Self::by_name`], for the layouts the daemon runs with.
@@ -187,5 +204,35 @@ impl TableLayout {
             Pipeline::Egress => (self.egress, self.egress_len),
         };
         (t < u32::from(len)).then(|| base + t as u8)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TableLayout;
+
+    #[test]
+    fn auto_follows_northd_to_the_newest_layout_not_newer_than_it() {
+        assert_eq!(
+            TableLayout::for_northd(Some("25.03")),
+            (TableLayout::OVN_25_03, true)
+        );
+        assert_eq!(
+            TableLayout::for_northd(Some("23.03")),
+            (TableLayout::OVN_23_03, true)
+        );
+        // 24.03 has no row of its own yet: 23.03's, and said so.
+        assert_eq!(
+            TableLayout::for_northd(Some("24.03")),
+            (TableLayout::OVN_23_03, false)
+        );
+        assert_eq!(
+            TableLayout::for_northd(Some("26.03")),
+            (TableLayout::OVN_25_03, false)
+        );
+        assert_eq!(
+            TableLayout::for_northd(None),
+            (TableLayout::OVN_23_03, false)
+        );
     }
 }

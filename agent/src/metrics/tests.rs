@@ -70,7 +70,8 @@ const CHASSIS: &[(&str, &str)] = &[
 
 fn configure(engine: &mut Engine, row: &sbclient::vswitch::OpenVswitch) {
     engine.cfg = Some(
-        crate::engine::config::ChassisConfig::from_ovs(Some(row), None, None, "host").unwrap(),
+        crate::engine::config::ChassisConfig::from_ovs(Some(row), None, None, "host", None)
+            .unwrap(),
     );
 }
 

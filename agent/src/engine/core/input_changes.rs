@@ -20,12 +20,13 @@ impl Engine {
     /// The chassis configuration follows the Open_vSwitch row (and the fixed options): read
     /// again when the OVS replica changes, so that the main loop's Southbound remote and
     /// bridge follow a change at once, before the next run.
-    fn refresh_config(&mut self) {
+    pub(super) fn refresh_config(&mut self) {
         match ChassisConfig::from_ovs(
             open_vswitch_row(&self.inputs.ovs),
             self.opts.chassis.as_deref(),
             self.opts.table_layout.as_deref(),
             &self.opts.hostname,
+            crate::northd_options::northd_release(&self.inputs.sb.replica).as_deref(),
         ) {
             Ok(c) => {
                 if self.cfg.as_ref().is_some_and(|old| old.layout != c.layout) {
@@ -156,6 +157,10 @@ impl Engine {
                         };
                         self.northd_flow_options = options;
                         self.need_full.get_or_insert_with(|| what.into());
+                    }
+                    // The `auto` layout follows northd's release (an upgraded northd).
+                    if self.cfg.as_ref().is_some_and(|c| c.layout_auto) {
+                        self.refresh_config();
                     }
                 }
                 // Nothing compiles `up` (claims and `write_port_up` read the replica on

@@ -130,7 +130,11 @@ impl Engine {
         rt.active_tunnels = active_tunnels;
         rt.pkt_mark_peers = pkt_mark_peers(&self.inputs.sb.replica, cfg, rt.mark_field);
         rt.patch_ofports = patch_ofports(&self.inputs.ovs, &cfg.bridge, &self.inputs.sb.replica);
-        let wanted_zones = wanted_zones(&self.inputs.sb.replica, &rt);
+        let wanted_zones = wanted_zones(
+            &self.inputs.sb.replica,
+            &rt,
+            self.layout().dialect.physical.nat_zones_by_name,
+        );
         // Zones are released only once the view is complete (after the first put).
         self.zones.update(&wanted_zones, self.initial_sync_done);
         let zones_same = self.runtime.ct_zones == self.zones.by_name;
