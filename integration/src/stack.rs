@@ -66,6 +66,12 @@ impl Stack {
         self.release().and_then(|r| r.agent_layout)
     }
 
+    /// Whether the release's ovn-controller answers a DNS query that carries additional
+    /// records (EDNS); 23.03 leaves it to the router.
+    pub fn dns_answers_edns(&self) -> bool {
+        self.release().is_some_and(|r| r.dns_answers_edns)
+    }
+
     fn release(&self) -> Option<&'static Release> {
         RELEASES.iter().find(|r| r.stack == self.name)
     }
@@ -78,6 +84,7 @@ struct Release {
     ovn: &'static str,
     ovs: &'static str,
     agent_layout: Option<&'static str>,
+    dns_answers_edns: bool,
 }
 
 const RELEASES: [Release; 3] = [
@@ -86,18 +93,21 @@ const RELEASES: [Release; 3] = [
         ovn: "23.03.",
         ovs: "3.1.",
         agent_layout: Some("ovn-23.03"),
+        dns_answers_edns: false,
     },
     Release {
         stack: "25.03",
         ovn: "25.03.",
         ovs: "3.5.",
         agent_layout: Some("ovn-25.03"),
+        dns_answers_edns: true,
     },
     Release {
         stack: "26.03",
         ovn: "26.03.",
         ovs: "4.",
         agent_layout: None,
+        dns_answers_edns: true,
     },
 ];
 

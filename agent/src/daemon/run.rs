@@ -542,6 +542,7 @@ pub async fn run(
                 || v.egress_table != l.egress
                 || v.ingress_table != l.ingress
                 || v.local_output_table != l.local_output
+                || v.dns.forms != l.dialect.dns
                 || v.chassis != engine.runtime.chassis;
         }
         if let (true, true, Some(p)) = (pin_due, pin_view_dirty, pin.as_ref()) {
@@ -582,6 +583,7 @@ fn pin_view(engine: &Engine, announce: &[crate::pinctrl::garp::Announce]) -> cra
     let mut view =
         crate::pinctrl::View::from_replica(&engine.inputs.sb.replica, l.output_entry, l.egress);
     view.ingress_table = l.ingress;
+    view.dns.forms = l.dialect.dns;
     view.announce = announce.to_vec();
     let local = &engine.runtime.local_datapaths;
     view.with_services(

@@ -28,6 +28,20 @@ pub struct Dialect {
     /// `Chassis:other_config` features beyond the base's that this build implements for
     /// the release (northd turns on the encodings they name).
     pub chassis_features: &'static [&'static str],
+    /// How the release's pinctrl answers `dns_lookup`.
+    pub dns: DnsForms,
+}
+
+/// `dns_lookup` answers of a release.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DnsForms {
+    /// A query with additional records (EDNS) is answered; the reply keeps the header and
+    /// question only, then the answers. Else such a query gets no answer, and the reply
+    /// keeps everything after the header.
+    pub answer_with_additional: bool,
+    /// A `DNS` row without `external_ids:dns_id` counts (known by its row uuid); else it is
+    /// ignored.
+    pub rows_without_dns_id: bool,
 }
 
 /// The physical stage of a release: what its `physical.c` builds differently, as data.
@@ -87,6 +101,10 @@ pub static OVN_23_03: Dialect = Dialect {
         nested_hairpin_parent_cookie: false,
     },
     chassis_features: &[],
+    dns: DnsForms {
+        answer_with_additional: false,
+        rows_without_dns_id: false,
+    },
 };
 
 /// OVN 25.03 (Debian 13).
@@ -117,6 +135,10 @@ pub static OVN_25_03: Dialect = Dialect {
     // Not yet: fdb-timestamp (FDB aging refreshes), ls-dpg-column (Load_Balancer's
     // ls_datapath_group), ovn-sample-with-registers, ct-label-flush.
     chassis_features: &["ct-commit-nat-v2", "ct-commit-to-zone", "ct-next-zone"],
+    dns: DnsForms {
+        answer_with_additional: true,
+        rows_without_dns_id: true,
+    },
 };
 
 impl Dialect {

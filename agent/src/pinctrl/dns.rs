@@ -27,6 +27,7 @@ use super::effect::Effect;
 use super::packet::{self, L3};
 use super::packet_in::{PacketIn, Skip};
 use super::result_bit::ResultBit;
+pub use crate::lflow::dialect::DnsForms;
 
 /// The TTL of every answer (`DNS_DEFAULT_RR_TTL`).
 pub const ANSWER_TTL: u32 = 3600;
@@ -43,7 +44,9 @@ const QUESTION: usize = UDP_HEADER + DNS_HEADER;
 /// One Southbound `DNS` row as the lookup needs it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DnsRow {
+    /// `external_ids:dns_id`, else the row's uuid (`has_dns_id` false).
     pub dns_id: String,
+    pub has_dns_id: bool,
     /// Tunnel keys of the row's datapaths.
     pub datapaths: Vec<u64>,
     /// Name (lowercase, as northd writes it) -> addresses or, for PTR, a name.
@@ -55,6 +58,8 @@ pub struct DnsRow {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DnsRecords {
     pub rows: Vec<DnsRow>,
+    /// The release's way of answering.
+    pub forms: DnsForms,
 }
 
 impl DnsRecords {
@@ -63,9 +68,11 @@ impl DnsRecords {
             .table::<Dns>()
             .map(|t| {
                 t.iter()
-                    .filter_map(|(_, d)| {
-                        Some(DnsRow {
-                            dns_id: d.external_ids.get("dns_id")?.clone(),
+                    .map(|(uuid, d)| {
+                        let dns_id = d.external_ids.get("dns_id");
+                        DnsRow {
+                            dns_id: dns_id.map_or_else(|| uuid.to_string(), Clone::clone),
+                            has_dns_id: dns_id.is_some(),
                             datapaths: d
                                 .datapaths
                                 .iter()
@@ -76,13 +83,16 @@ impl DnsRecords {
                                 .iter()
                                 .map(|(k, v)| (k.clone(), v.clone()))
                                 .collect(),
-                        })
+                        }
                     })
                     .collect()
             })
             .unwrap_or_default();
         rows.sort_by(|a, b| a.dns_id.cmp(&b.dns_id));
-        Self { rows }
+        Self {
+            rows,
+            forms: DnsForms::default(),
+        }
     }
 
     /// The record for `name` (raw bytes, compared after ASCII lowercasing) in a row of
@@ -93,6 +103,7 @@ impl DnsRecords {
         let key = std::str::from_utf8(name).ok()?.to_ascii_lowercase();
         self.rows
             .iter()
+            .filter(|r| r.has_dns_id || self.forms.rows_without_dns_id)
             .filter(|r| r.datapaths.contains(&datapath))
             .find_map(|r| r.records.get(&key).map(String::as_str))
     }
@@ -153,7 +164,8 @@ pub fn reply(frame: &[u8], datapath: u64, records: &DnsRecords) -> Result<Option
     let udp = &frame[l4_at..];
     let dns = &udp[UDP_HEADER..];
     let (is_response, questions, additional) = (dns[2] & 0x80 != 0, be16(dns, 4), be16(dns, 10));
-    if is_response || questions == 0 || additional != 0 {
+    let forms = records.forms;
+    if is_response || questions == 0 || (additional != 0 && !forms.answer_with_additional) {
         return Ok(None);
     }
     let end = usize::from(be16(udp, 4)).min(l4_len);
@@ -171,16 +183,27 @@ pub fn reply(frame: &[u8], datapath: u64, records: &DnsRecords) -> Result<Option
     if count == 0 {
         return Ok(None);
     }
-    let mut out = Vec::with_capacity(frame.len() + answers.len());
-    // Everything after the header stays: the question, and whatever followed it.
-    out.extend_from_slice(frame);
+    // Everything after the header stays (the question, and whatever followed it), or,
+    // where the release answers queries with additional records, the question alone.
+    let kept_l4 = if forms.answer_with_additional {
+        QUESTION + name_len + 4
+    } else {
+        usize::from(be16(udp, 4))
+    };
+    let kept = if forms.answer_with_additional {
+        &frame[..l4_at + kept_l4]
+    } else {
+        frame
+    };
+    let mut out = Vec::with_capacity(kept.len() + answers.len());
+    out.extend_from_slice(kept);
     out.extend_from_slice(&answers);
     let d = l4_at + UDP_HEADER;
     out[d + 2] |= 0x80;
     out[d + 6..d + 8].copy_from_slice(&count.to_be_bytes());
     out[d + 10..d + 12].fill(0);
     // Lengths are 16 bits on the wire (ovn-controller truncates them the same way).
-    let new_l4 = (usize::from(be16(udp, 4)) + answers.len()) as u16;
+    let new_l4 = (kept_l4 + answers.len()) as u16;
     out[l4_at + 4..l4_at + 6].copy_from_slice(&new_l4.to_be_bytes());
     out[l4_at + 6..l4_at + 8].fill(0);
     let l3 = h.l3_offset;

@@ -10,7 +10,7 @@ use openflow::wire::{PacketIn2, PacketInProp};
 use proptest::prelude::*;
 use sbclient::OvsMap;
 
-use super::dns::{self, checksum, pseudo_header6, DnsRecords, DnsRow};
+use super::dns::{self, checksum, pseudo_header6, DnsForms, DnsRecords, DnsRow};
 use super::handlers::{handle_with, opcode, Context, Effect};
 use super::metadata::Registers;
 use super::ra::{self, PeriodicRa, RaConfig};
@@ -81,10 +81,56 @@ fn records() -> DnsRecords {
     DnsRecords {
         rows: vec![DnsRow {
             dns_id: "d1".to_owned(),
+            has_dns_id: true,
             datapaths: vec![1],
             records,
         }],
+        forms: DnsForms::default(),
     }
+}
+
+/// `query4` with an EDNS OPT record after the question (ARCOUNT 1), lengths fixed.
+fn query4_with_opt(name: &str, qtype: u16) -> Vec<u8> {
+    let mut q = query4(name, qtype, 1);
+    q.extend_from_slice(&[0, 0x00, 0x29, 0x10, 0x00, 0, 0, 0, 0, 0, 0]);
+    let total = (q.len() - 14) as u16;
+    q[16..18].copy_from_slice(&total.to_be_bytes());
+    q[24..26].fill(0);
+    let c = checksum(&[&q[14..34]]);
+    q[24..26].copy_from_slice(&c.to_be_bytes());
+    q[38..40].copy_from_slice(&(total - 20).to_be_bytes());
+    q
+}
+
+#[test]
+fn release_25_03_answers_edns_queries_and_rows_without_dns_id() {
+    let q = query4_with_opt("vm1.ovn.org", 1);
+    assert_eq!(
+        dns::reply(&q, 1, &records()),
+        Ok(None),
+        "23.03: not answered"
+    );
+    let mut r = records();
+    r.forms = crate::lflow::dialect::OVN_25_03.dns;
+    let out = dns::reply(&q, 1, &r).expect("parsed").expect("answered");
+    // Header and question kept, the OPT record dropped, one A answer (name 13 bytes,
+    // type, class, TTL, length, address).
+    let question_end = q.len() - 11;
+    assert_eq!(&out[..14], &q[..14]);
+    assert_eq!(out.len(), question_end + 13 + 10 + 4);
+    assert_eq!(&out[question_end + 23..], &[10, 0, 0, 1]);
+    assert_eq!(&out[50..52], &[0, 0], "no additional records");
+    assert_eq!(
+        usize::from(u16::from_be_bytes([out[38], out[39]])),
+        out.len() - 34
+    );
+    assert_eq!(checksum(&[&out[14..34]]), 0, "IPv4 header checksum");
+    // A row without dns_id: ignored by 23.03, used by 25.03.
+    r.rows[0].has_dns_id = false;
+    let plain = query4("vm1.ovn.org", 1, 0);
+    assert!(dns::reply(&plain, 1, &r).expect("parsed").is_some());
+    r.forms = DnsForms::default();
+    assert_eq!(dns::reply(&plain, 1, &r), Ok(None));
 }
 
 fn view() -> View {
@@ -492,10 +538,12 @@ fn the_snapshot_has_the_dns_rows_and_the_periodic_ras_of_the_southbound() {
     sb.load_json(&text).expect("loads");
     let mut view = View::from_replica(&sb.replica, 37, 42);
     view.ingress_table = 8;
-    // The row without a dns_id is not used; rows go in dns_id order.
+    // The row without a dns_id is known by its uuid and not used (23.03); rows go in
+    // dns_id order.
     let ids: Vec<&str> = view.dns.rows.iter().map(|r| r.dns_id.as_str()).collect();
-    assert_eq!(ids, ["a", "z"]);
-    assert_eq!(view.dns.rows[0].datapaths, [1, 3]);
+    assert_eq!(ids, ["00000000-0000-4000-8000-0000000000e2", "a", "z"]);
+    assert!(!view.dns.rows[0].has_dns_id);
+    assert_eq!(view.dns.rows[1].datapaths, [1, 3]);
     assert_eq!(view.dns.find(1, b"VM1.ovn.org"), Some("10.0.0.11"));
     assert_eq!(view.dns.find(1, b"vm2.ovn.org"), None);
     assert_eq!(view.dns.find(2, b"vm1.ovn.org"), None);
