@@ -10,13 +10,13 @@ cargo clippy --workspace --all-targets -- -D warnings
 # --no-fail-fast: one run shows every failing test binary, not only the first.
 cargo test --workspace --no-fail-fast
 
-# The scenarios on OVN 25.03 / OVS 3.5 (Debian 13), unpacked beside the system's 23.03.1,
-# with that release's own ovn-controller: the harness and the scenarios hold there
-# (ovn-agent joins when it speaks 25.03; OVN_STACK_AGENT=1 runs it too); and
-# `ovn-agent compile --table-layout ovn-25.03` against 25.03's ovn-controller, lflow by lflow;
-# and the physical stage in 25.03's forms against the flows 25.03's ovn-controller installs.
+# OVN 25.03 / OVS 3.5 (Debian 13), unpacked beside the system's 23.03.1: the scenarios,
+# pinctrl (ARP/ND, DNS/RA) and gateway HA with 25.03's own ovn-controller and with ovn-agent
+# (table layout auto) in one run; `ovn-agent compile --table-layout ovn-25.03` against 25.03's
+# ovn-controller, lflow by lflow; the physical stage in 25.03's forms against the flows
+# 25.03's ovn-controller installs. (--no-fail-fast as above.)
 ./scripts/ovn-stack.sh 25.03 >/dev/null
-OVN_STACK=25.03 cargo test -p integration --test stacks --test scenarios --test lflow_differential --test physical_differential -- --skip mixed
+OVN_STACK=25.03 OVN_STACK_AGENT=1 cargo test --no-fail-fast -p integration --test stacks --test scenarios --test pinctrl --test pinctrl_dns_ra --test gateway_ha --test lflow_differential --test physical_differential -- --skip mixed
 
 # Every daemon a test started must be gone: the harness stops them by pid.
 leftover=$(pgrep -af 'ovn-lab-' || true)
