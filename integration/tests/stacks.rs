@@ -46,3 +46,47 @@ fn every_program_comes_from_the_stack() {
         assert!(std::path::Path::new(&schema).exists(), "{schema}");
     }
 }
+
+/// `external_ids:ovn-match-northd-version=true`: ovn-agent processes the Southbound only
+/// when northd's internal version is that of the release it speaks (its table layout's:
+/// 23.03.1 on the system's stack, 25.03.0 with the `auto` layout on 25.03), as
+/// ovn-controller does with its own; a port is then claimed and goes up.
+#[test]
+fn ovn_agent_matches_the_northd_version_of_its_release() {
+    use integration::scenario::wait_port_up;
+    use integration::{Controller, Lab};
+
+    let agent = Controller::ovn_agent().expect("ovn-agent is built");
+    let mut lab = Lab::start().expect("lab");
+    lab.add_bare_chassis("hv1").expect("chassis");
+    lab.chassis("hv1")
+        .unwrap()
+        .vsctl(&[
+            "set",
+            "Open_vSwitch",
+            ".",
+            "external-ids:ovn-match-northd-version=true",
+        ])
+        .unwrap();
+    lab.start_controller("hv1", &agent).expect("ovn-agent");
+    let central = lab.central();
+    central
+        .nbctl(&[
+            "ls-add",
+            "sw0",
+            "--",
+            "lsp-add",
+            "sw0",
+            "vm1",
+            "--",
+            "lsp-set-addresses",
+            "vm1",
+            "50:54:00:00:00:01 10.0.0.1",
+        ])
+        .unwrap();
+    lab.chassis("hv1")
+        .unwrap()
+        .add_vifs(&[("vif-vm1", "vm1")])
+        .unwrap();
+    wait_port_up(central, "vm1").expect("vm1 goes up: the versions match");
+}

@@ -56,3 +56,14 @@ pub fn version_text(program: &str) -> String {
         internal_version()
     )
 }
+
+#[cfg(test)]
+mod release_tests {
+    #[test]
+    fn the_base_release_row_has_the_internal_version_we_report() {
+        assert_eq!(
+            crate::lflow::dialect::OVN_23_03.internal_version,
+            super::internal_version()
+        );
+    }
+}

@@ -717,8 +717,10 @@ impl Engine {
                     .cloned()
                     .unwrap_or_default()
             });
-        let ours = crate::appctl::internal_version();
-        if northd.as_deref() == Some(ours.as_str()) {
+        // The version of the release the flows are compiled for: the classic and
+        // ovn-23.03 layouts speak 23.03.1, ovn-25.03 speaks 25.03.0.
+        let ours = cfg.layout.dialect.internal_version;
+        if northd.as_deref() == Some(ours) {
             if std::mem::take(&mut self.version_mismatch) {
                 self.need_full = Some("ovn-northd's version matches again".into());
             }

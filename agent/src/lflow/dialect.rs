@@ -30,6 +30,9 @@ pub struct Dialect {
     pub chassis_features: &'static [&'static str],
     /// How the release's pinctrl answers `dns_lookup`.
     pub dns: DnsForms,
+    /// The internal version of the release's ovn-controller (`<OVN version>-<Southbound
+    /// schema>-<internal numbers>`): what `ovn-match-northd-version` compares with northd's.
+    pub internal_version: &'static str,
 }
 
 /// `dns_lookup` answers of a release.
@@ -105,6 +108,7 @@ pub static OVN_23_03: Dialect = Dialect {
         answer_with_additional: false,
         rows_without_dns_id: false,
     },
+    internal_version: "23.03.1-20.27.0-70.6",
 };
 
 /// OVN 25.03 (Debian 13).
@@ -139,6 +143,8 @@ pub static OVN_25_03: Dialect = Dialect {
         answer_with_additional: true,
         rows_without_dns_id: true,
     },
+    // Debian 13's 25.03.0.
+    internal_version: "25.03.0-20.41.0-77.6",
 };
 
 impl Dialect {
