@@ -56,6 +56,11 @@ fn ovn_agent_matches_the_northd_version_of_its_release() {
     use integration::scenario::wait_port_up;
     use integration::{Controller, Lab};
 
+    let stack = integration::stack::Stack::current();
+    if stack.agent_layout().is_none() {
+        println!("stack {}: ovn-agent speaks no release of its own here yet", stack.name);
+        return;
+    }
     let agent = Controller::ovn_agent().expect("ovn-agent is built");
     let mut lab = Lab::start().expect("lab");
     lab.add_bare_chassis("hv1").expect("chassis");
