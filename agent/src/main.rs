@@ -168,6 +168,7 @@ async fn serve(
         },
         metrics,
         tls: config.ssl.settings(),
+        appctl_replies: Some(server.reply_forms()),
     };
     let result = run(loop_config, requests, stop_rx, || {
         if let Err(e) = process.ready() {

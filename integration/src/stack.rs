@@ -72,6 +72,12 @@ impl Stack {
         self.release().is_some_and(|r| r.dns_answers_edns)
     }
 
+    /// Whether the release's ovn-controller ends a control-socket reply with a newline
+    /// (its OVS library 3.1 does; 3.5 and later send the text as it is).
+    pub fn appctl_reply_newline(&self) -> bool {
+        self.release().is_none_or(|r| r.appctl_reply_newline)
+    }
+
     fn release(&self) -> Option<&'static Release> {
         RELEASES.iter().find(|r| r.stack == self.name)
     }
@@ -85,6 +91,7 @@ struct Release {
     ovs: &'static str,
     agent_layout: Option<&'static str>,
     dns_answers_edns: bool,
+    appctl_reply_newline: bool,
 }
 
 const RELEASES: [Release; 3] = [
@@ -94,6 +101,7 @@ const RELEASES: [Release; 3] = [
         ovs: "3.1.",
         agent_layout: Some("ovn-23.03"),
         dns_answers_edns: false,
+        appctl_reply_newline: true,
     },
     Release {
         stack: "25.03",
@@ -101,6 +109,7 @@ const RELEASES: [Release; 3] = [
         ovs: "3.5.",
         agent_layout: Some("ovn-25.03"),
         dns_answers_edns: true,
+        appctl_reply_newline: false,
     },
     Release {
         stack: "26.03",
@@ -108,6 +117,7 @@ const RELEASES: [Release; 3] = [
         ovs: "4.",
         agent_layout: None,
         dns_answers_edns: true,
+        appctl_reply_newline: false,
     },
 ];
 

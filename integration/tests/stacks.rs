@@ -50,7 +50,8 @@ fn every_program_comes_from_the_stack() {
 /// `external_ids:ovn-match-northd-version=true`: ovn-agent processes the Southbound only
 /// when northd's internal version is that of the release it speaks (its table layout's:
 /// 23.03.1 on the system's stack, 25.03.0 with the `auto` layout on 25.03), as
-/// ovn-controller does with its own; a port is then claimed and goes up.
+/// ovn-controller does with its own; a port is then claimed and goes up. Its control socket
+/// then answers in that release's forms.
 #[test]
 fn ovn_agent_matches_the_northd_version_of_its_release() {
     use integration::scenario::wait_port_up;
@@ -58,7 +59,10 @@ fn ovn_agent_matches_the_northd_version_of_its_release() {
 
     let stack = integration::stack::Stack::current();
     if stack.agent_layout().is_none() {
-        println!("stack {}: ovn-agent speaks no release of its own here yet", stack.name);
+        println!(
+            "stack {}: ovn-agent speaks no release of its own here yet",
+            stack.name
+        );
         return;
     }
     let agent = Controller::ovn_agent().expect("ovn-agent is built");
@@ -94,4 +98,21 @@ fn ovn_agent_matches_the_northd_version_of_its_release() {
         .add_vifs(&[("vif-vm1", "vm1")])
         .unwrap();
     wait_port_up(central, "vm1").expect("vm1 goes up: the versions match");
+    // The control socket writes replies as the release's ovn-controller does (a final
+    // newline added by OVS 3.1's library, none by 3.5's). Read with the system's 3.1
+    // client, which prints a reply as it comes (3.5's adds a missing newline itself).
+    let hv1 = lab.chassis("hv1").unwrap();
+    let ctl = hv1.controller().expect("controller").ctl().clone();
+    let out = std::process::Command::new("ovn-appctl")
+        .arg("-t")
+        .arg(&ctl)
+        .arg("debug/status")
+        .output()
+        .expect("ovn-appctl");
+    let want = if stack.appctl_reply_newline() {
+        "running\n"
+    } else {
+        "running"
+    };
+    assert_eq!(String::from_utf8_lossy(&out.stdout), want);
 }

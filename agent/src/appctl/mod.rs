@@ -29,7 +29,7 @@ pub mod registry;
 pub mod server;
 
 pub use registry::{CommandRegistry, DuplicateCommand, Handler};
-pub use server::{AppctlError, AppctlRequest, AppctlServer, ServerConfig};
+pub use server::{AppctlError, AppctlRequest, AppctlServer, ReplyForms, ServerConfig};
 
 /// The OVN release whose behaviour we reproduce.
 pub const COMPATIBLE_OVN_VERSION: &str = "23.03.1";

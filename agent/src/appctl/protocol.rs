@@ -67,26 +67,28 @@ struct Failure<'a> {
     error: &'a str,
 }
 
-/// OVS ends every non-empty reply body with a newline (`unixctl_command_reply__`).
-fn body_text(body: &str) -> std::borrow::Cow<'_, str> {
-    if body.is_empty() || body.ends_with('\n') {
+/// The OVS library of 23.03's builds (3.1) ends every non-empty reply body with a newline
+/// (`unixctl_command_reply__`); later ones (25.03's 3.5) send the body as it is.
+fn body_text(body: &str, newline: bool) -> std::borrow::Cow<'_, str> {
+    if !newline || body.is_empty() || body.ends_with('\n') {
         body.into()
     } else {
         format!("{body}\n").into()
     }
 }
 
-/// Encodes the reply to request `id`: `Ok` is a result, `Err` an error.
-pub fn encode_reply(id: &Value, outcome: &Result<String, String>) -> Vec<u8> {
+/// Encodes the reply to request `id`: `Ok` is a result, `Err` an error; `newline`: a body
+/// gets a final newline ([`body_text`]).
+pub fn encode_reply(id: &Value, outcome: &Result<String, String>, newline: bool) -> Vec<u8> {
     let encoded = match outcome {
         Ok(body) => serde_json::to_vec(&Success {
             id,
-            result: &body_text(body),
+            result: &body_text(body, newline),
             error: None,
         }),
         Err(body) => serde_json::to_vec(&Failure {
             id,
-            error: &body_text(body),
+            error: &body_text(body, newline),
         }),
     };
     // Serializing strings and an already parsed JSON value cannot fail.
@@ -101,16 +103,25 @@ mod tests {
     #[test]
     fn replies_are_ovs_bytes() {
         assert_eq!(
-            encode_reply(&json!(0), &Ok(String::new())),
+            encode_reply(&json!(0), &Ok(String::new()), true),
             br#"{"id":0,"result":"","error":null}"#
         );
         assert_eq!(
-            encode_reply(&json!(0), &Ok("ovn-controller 23.03.1".into())),
+            encode_reply(&json!(0), &Ok("ovn-controller 23.03.1".into()), true),
             br#"{"id":0,"result":"ovn-controller 23.03.1\n","error":null}"#
         );
         assert_eq!(
-            encode_reply(&json!("x"), &Err("\"bogus\" is not a valid command".into())),
+            encode_reply(
+                &json!("x"),
+                &Err("\"bogus\" is not a valid command".into()),
+                true
+            ),
             br#"{"id":"x","error":"\"bogus\" is not a valid command\n"}"#
+        );
+        // OVS 3.5's library: as it is.
+        assert_eq!(
+            encode_reply(&json!(0), &Ok("running".into()), false),
+            br#"{"id":0,"result":"running","error":null}"#
         );
     }
 

@@ -63,11 +63,32 @@ const MAX_REQUEST_BYTES: usize = 16 << 20;
 static PROTOCOL_ERRORS: RateLimit = RateLimit::new(5, 5);
 
 struct Shared {
+    replies: ReplyForms,
     registry: CommandRegistry,
     version: String,
     vlog: Option<Vlog>,
     requests: mpsc::Sender<AppctlRequest>,
     reply_timeout: Duration,
+}
+
+/// How replies are written, as the OVS library of the release the agent speaks writes
+/// them; the main loop sets it when the release is known or changes.
+#[derive(Debug, Clone)]
+pub struct ReplyForms(Arc<std::sync::atomic::AtomicBool>);
+
+impl ReplyForms {
+    fn new() -> Self {
+        Self(Arc::new(std::sync::atomic::AtomicBool::new(true)))
+    }
+
+    /// Whether a reply body gets a final newline (23.03's OVS 3.1 does it).
+    pub fn set_newline(&self, newline: bool) {
+        self.0.store(newline, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn newline(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// A running server. Dropping it (or [`AppctlServer::shutdown`]) stops it and removes the
@@ -79,6 +100,7 @@ pub struct AppctlServer {
     identity: Option<(u64, u64)>,
     stop: watch::Sender<bool>,
     task: Option<tokio::task::JoinHandle<()>>,
+    replies: ReplyForms,
 }
 
 impl AppctlServer {
@@ -100,7 +122,9 @@ impl AppctlServer {
             source,
         })?;
         let identity = std::fs::metadata(&path).ok().map(|m| (m.dev(), m.ino()));
+        let replies = ReplyForms::new();
         let shared = Arc::new(Shared {
+            replies: replies.clone(),
             registry,
             version: config.version,
             vlog,
@@ -115,7 +139,13 @@ impl AppctlServer {
             identity,
             stop,
             task: Some(task),
+            replies,
         })
+    }
+
+    /// The handle that sets how replies are written.
+    pub fn reply_forms(&self) -> ReplyForms {
+        self.replies.clone()
     }
 
     pub fn path(&self) -> &Path {
@@ -238,7 +268,11 @@ async fn serve_connection(
                 outcome.as_ref().unwrap_or_else(|e| e)
             );
             if stream
-                .write_all(&encode_reply(&request.id, &outcome))
+                .write_all(&encode_reply(
+                    &request.id,
+                    &outcome,
+                    shared.replies.newline(),
+                ))
                 .await
                 .is_err()
                 || *stopped.borrow()

@@ -78,6 +78,8 @@ pub struct LoopConfig {
     /// The command line's SSL settings (`-p/-c/-C`, ...): for an `ssl:` OVS database,
     /// and for the Southbound when the OVS database has no `SSL` row.
     pub tls: Option<sbclient::client::TlsSettings>,
+    /// The control socket's reply forms, set to those of the release the agent speaks.
+    pub appctl_replies: Option<crate::appctl::ReplyForms>,
 }
 
 pub use crate::appctl::AppctlRequest as Request;
@@ -344,6 +346,9 @@ pub async fn run(
             }
         }
         service_manager.after_turn(&engine);
+        if let Some(r) = &cfg.appctl_replies {
+            r.set_newline(engine.layout().dialect.appctl_reply_newline);
+        }
         // debug/pause: nothing but the control socket until debug/resume (updates still
         // reach the replicas, and are processed on resume).
         // (A run held back below is still due.)

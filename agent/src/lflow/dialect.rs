@@ -33,6 +33,10 @@ pub struct Dialect {
     /// The internal version of the release's ovn-controller (`<OVN version>-<Southbound
     /// schema>-<internal numbers>`): what `ovn-match-northd-version` compares with northd's.
     pub internal_version: &'static str,
+    /// The control socket ends a reply without a final newline with one, as the OVS
+    /// library the release's ovn-controller is built with does (3.1 for 23.03; 3.5, 25.03's,
+    /// does not).
+    pub appctl_reply_newline: bool,
 }
 
 /// `dns_lookup` answers of a release.
@@ -109,6 +113,7 @@ pub static OVN_23_03: Dialect = Dialect {
         rows_without_dns_id: false,
     },
     internal_version: "23.03.1-20.27.0-70.6",
+    appctl_reply_newline: true,
 };
 
 /// OVN 25.03 (Debian 13).
@@ -145,6 +150,7 @@ pub static OVN_25_03: Dialect = Dialect {
     },
     // Debian 13's 25.03.0.
     internal_version: "25.03.0-20.41.0-77.6",
+    appctl_reply_newline: false,
 };
 
 impl Dialect {
