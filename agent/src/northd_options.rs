@@ -8,15 +8,29 @@ pub fn lb_hairpin_use_ct_mark(replica: &sbclient::Replica) -> bool {
 /// A boolean of SB_Global's options, as ovn-controller reads it (`default` when absent; a
 /// value other than true/false is `default`'s opposite only for the word itself).
 pub fn northd_option(replica: &sbclient::Replica, key: &str, default: bool) -> bool {
-    let value = replica
-        .table::<sbclient::ovn_sb::SbGlobal>()
-        .and_then(|t| t.iter().next().map(|(_, g)| g))
-        .and_then(|g| g.options.get(key));
-    match value {
+    match sb_global_option(replica, key) {
         None => default,
         Some(v) if default => !v.eq_ignore_ascii_case("false"),
         Some(v) => v.eq_ignore_ascii_case("true"),
     }
+}
+
+/// Option `key` of the SB_Global row, when there is one.
+pub fn sb_global_option<'a>(replica: &'a sbclient::Replica, key: &str) -> Option<&'a str> {
+    replica
+        .table::<sbclient::ovn_sb::SbGlobal>()?
+        .iter()
+        .next()?
+        .1
+        .options
+        .get(key)
+        .map(String::as_str)
+}
+
+/// northd's internal version (`25.03.0-20.41.0-77.6`), which `ovn-match-northd-version`
+/// compares and which names its release.
+pub fn northd_internal_version(replica: &sbclient::Replica) -> Option<&str> {
+    sb_global_option(replica, "northd_internal_version")
 }
 
 /// The SB_Global options the compiled flows depend on: a change recompiles everything.
@@ -30,13 +44,7 @@ pub fn northd_flow_options(replica: &sbclient::Replica) -> (bool, bool) {
 /// The release (`YY.MM`) of the northd that wrote the Southbound database, from
 /// `SB_Global:options:northd_internal_version` (`25.03.0-20.41.0-76.8`).
 pub fn northd_release(replica: &sbclient::Replica) -> Option<String> {
-    let version = replica
-        .table::<sbclient::ovn_sb::SbGlobal>()?
-        .iter()
-        .next()?
-        .1
-        .options
-        .get("northd_internal_version")?;
+    let version = northd_internal_version(replica)?;
     let mut parts = version.split(['-', '.']);
     let (major, minor) = (parts.next()?, parts.next()?);
     let two_digits = |p: &str| p.len() == 2 && p.bytes().all(|b| b.is_ascii_digit());

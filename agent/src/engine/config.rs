@@ -134,7 +134,7 @@ impl ChassisConfig {
             .unwrap_or("classic");
         let layout_auto = layout_name == "auto";
         let layout = if layout_auto {
-            TableLayout::for_northd(northd_release).0
+            TableLayout::for_northd(northd_release)
         } else {
             TableLayout::for_daemon(layout_name)
                 .ok_or_else(|| ConfigError::Layout(layout_name.to_owned()))?

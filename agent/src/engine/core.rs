@@ -705,22 +705,11 @@ impl Engine {
             self.version_mismatch = false;
             return true;
         }
-        let northd = self
-            .inputs
-            .sb
-            .replica
-            .table::<SbGlobal>()
-            .and_then(|t| t.iter().next().map(|(_, g)| g))
-            .map(|g| {
-                g.options
-                    .get("northd_internal_version")
-                    .cloned()
-                    .unwrap_or_default()
-            });
+        let northd = crate::northd_options::northd_internal_version(&self.inputs.sb.replica);
         // The version of the release the flows are compiled for: the classic and
         // ovn-23.03 layouts speak 23.03.1, ovn-25.03 speaks 25.03.0.
         let ours = cfg.layout.dialect.internal_version;
-        if northd.as_deref() == Some(ours) {
+        if northd == Some(ours) {
             if std::mem::take(&mut self.version_mismatch) {
                 self.need_full = Some("ovn-northd's version matches again".into());
             }

@@ -152,19 +152,18 @@ impl TableLayout {
 
     /// The OVN-numbered layout for a northd of release `release` (`YY.MM`, from
     /// `SB_Global`): the newest this build has that is not newer than northd (23.03's
-    /// before the release is known). The second value: whether it is that release's own.
-    pub fn for_northd(release: Option<&str>) -> (Self, bool) {
+    /// before the release is known).
+    pub fn for_northd(release: Option<&str>) -> Self {
         let Some(release) = release else {
-            return (Self::OVN_23_03, false);
+            return Self::OVN_23_03;
         };
-        let best = Self::NAMED
+        Self::NAMED
             .iter()
             .filter(|(n, l, daemon)| {
                 *daemon && n.starts_with("ovn-") && l.dialect.release <= release
             })
             .max_by_key(|(_, l, _)| l.dialect.release)
-            .map_or(Self::OVN_23_03, |(_, l, _)| *l);
-        (best, best.dialect.release == release)
+            .map_or(Self::OVN_23_03, |(_, l, _)| *l)
     }
 
     /// [`Self::by_name`], for the layouts the daemon runs with.
@@ -215,24 +214,21 @@ mod tests {
     fn auto_follows_northd_to_the_newest_layout_not_newer_than_it() {
         assert_eq!(
             TableLayout::for_northd(Some("25.03")),
-            (TableLayout::OVN_25_03, true)
+            TableLayout::OVN_25_03
         );
         assert_eq!(
             TableLayout::for_northd(Some("23.03")),
-            (TableLayout::OVN_23_03, true)
+            TableLayout::OVN_23_03
         );
-        // 24.03 has no row of its own yet: 23.03's, and said so.
+        // 24.03 has no row of its own yet: 23.03's.
         assert_eq!(
             TableLayout::for_northd(Some("24.03")),
-            (TableLayout::OVN_23_03, false)
+            TableLayout::OVN_23_03
         );
         assert_eq!(
             TableLayout::for_northd(Some("26.03")),
-            (TableLayout::OVN_25_03, false)
+            TableLayout::OVN_25_03
         );
-        assert_eq!(
-            TableLayout::for_northd(None),
-            (TableLayout::OVN_23_03, false)
-        );
+        assert_eq!(TableLayout::for_northd(None), TableLayout::OVN_23_03);
     }
 }
