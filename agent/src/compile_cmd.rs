@@ -27,8 +27,8 @@ pub struct CompileArgs {
     /// hairpin tables are left out).
     #[arg(long)]
     pub datapath: Option<u32>,
-    /// `classic`, `ovn-23.03`, or `ovn-25.03` (OVN 25.03's tables and logical-flow language;
-    /// the flows of its new lookup tables are not built yet).
+    /// `classic`, `ovn-23.03`, `ovn-25.03` or `ovn-26.03` (that release's tables and
+    /// logical-flow language; 26.03's physical stage and lookup tables are not built yet).
     #[arg(long, default_value = "classic")]
     pub table_layout: String,
     /// `ovs-ofctl dump-groups` output whose group ids are reused for identical groups.
@@ -102,7 +102,7 @@ impl SslArgs {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CompileCmdError {
-    #[error("unknown table layout {0:?} (classic, ovn-23.03, ovn-25.03)")]
+    #[error("unknown table layout {0:?} (classic, ovn-23.03, ovn-25.03, ovn-26.03)")]
     Layout(String),
     #[error("{path}: {source}")]
     Read {

@@ -14,6 +14,7 @@ impl EncodeEnv for Env {
         match name {
             "p1" => Some(1),
             "p2" => Some(2),
+            "lsp1" => Some(0x11),
             "_MC_flood" => Some(32768),
             _ => None,
         }
@@ -390,6 +391,69 @@ fn ovn_25_03_actions() {
         assert!(
             encode_with(text, Pipeline::Ingress, on_switch, TableLayout::OVN_23_03).is_err(),
             "{text} is not 23.03's"
+        );
+    }
+}
+
+/// 26.03's new actions and the result register of the `ct_*()` loads, as OVN 26.03.1's own
+/// action tests (tests/ovn.at) encode them, with its table numbers.
+#[test]
+fn ovn_26_03_actions() {
+    let l = TableLayout::OVN_26_03;
+    let cases: [(&str, &str); 8] = [
+        (
+            "reg1 = get_remote_fdb(eth.dst);",
+            "set_field:0->reg1,resubmit(,87),move:NXM_NX_REG1[]->NXM_NX_XXREG0[64..95]",
+        ),
+        (
+            "reg1[2..9] = ct_state_save();",
+            "set_field:0/0xff->reg4,resubmit(,85),move:NXM_NX_REG4[0..7]->NXM_NX_XXREG0[66..73]",
+        ),
+        (
+            "reg4[0..7] = ct_proto();",
+            "push:NXM_NX_XXREG1[0..7],set_field:0/0xff->xxreg1,resubmit(,86),\
+             move:NXM_NX_XXREG1[0..7]->NXM_NX_XXREG1[96..103],pop:NXM_NX_XXREG1[0..7]",
+        ),
+        (
+            "reg1[0..15] = ct_tp_dst();",
+            "push:NXM_NX_XXREG1[0..15],set_field:0/0xffff->xxreg1,resubmit(,83),\
+             move:NXM_NX_XXREG1[0..15]->NXM_NX_XXREG0[64..79],pop:NXM_NX_XXREG1[0..15]",
+        ),
+        (
+            "xxreg0 = ct_ip6_dst();",
+            "push:NXM_NX_XXREG1[],set_field:0/0xffffffffffffffff->xxreg1,\
+             set_field:0/0xffffffffffffffff0000000000000000->xxreg1,resubmit(,82),\
+             move:NXM_NX_XXREG1[]->NXM_NX_XXREG0[],pop:NXM_NX_XXREG1[]",
+        ),
+        (
+            "mirror(\"lsp1\");",
+            "clone(set_field:ANY->in_port,set_field:0x11->reg15,resubmit(,44))",
+        ),
+        ("mirror(\"nowhere\");", "drop"),
+        // No backend is bound here: no group.
+        ("ct_lb_mark_local(backends=\"lsp1\":192.168.0.101);", "drop"),
+    ];
+    for (text, want) in cases {
+        let got = encode_with(text, Pipeline::Ingress, true, l);
+        assert_eq!(got.as_deref(), Ok(want), "{text}");
+        assert_ne!(
+            encode_with(text, Pipeline::Ingress, true, TableLayout::OVN_25_03).as_deref(),
+            Ok(want),
+            "{text}: 25.03 has it not, or in another form"
+        );
+    }
+    for (text, error) in [
+        ("reg1 = ct_proto();", "8-bit"),
+        ("mirror(lsp1);", "expecting port name string"),
+        (
+            "ct_lb_mark_local(backends=192.168.0.101:80);",
+            "expecting logical port name",
+        ),
+    ] {
+        let got = encode_with(text, Pipeline::Ingress, true, l);
+        assert!(
+            got.as_ref().is_err_and(|e| e.contains(error)),
+            "{text}: {got:?}"
         );
     }
 }

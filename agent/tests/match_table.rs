@@ -236,3 +236,56 @@ fn flow_limit_is_a_typed_error() {
         "{r:?}"
     );
 }
+
+/// The same tables under OVN 26.03's language.
+struct Ctx26;
+
+impl ExprContext for Ctx26 {
+    fn address_set(&self, name: &str) -> Option<&[String]> {
+        Ctx.address_set(name)
+    }
+    fn port_group(&self, name: &str) -> Option<&[String]> {
+        Ctx.port_group(name)
+    }
+    fn dialect(&self) -> &'static agent::lflow::dialect::Dialect {
+        &agent::lflow::dialect::OVN_26_03
+    }
+}
+
+/// 26.03 expands `!=` into disjoint terms, a CIDR's complement as prefixes (what 26.03.1's
+/// ovn-controller installed for an ACL on `ip4.src != 10.0.0.0/8`, seen in the
+/// lflow_differential run on that stack).
+#[test]
+fn not_equal_in_26_03_is_the_cidr_complement() {
+    let resident = |_: &str| false;
+    let mut got: Vec<String> = compile_match(
+        "ip4 && ip4.src != 10.0.0.0/8",
+        &Ctx26,
+        &resident,
+        &Ctx,
+        1000,
+    )
+    .unwrap()
+    .into_iter()
+    .map(|(m, _)| m.to_string())
+    .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            "ip,nw_src=0.0.0.0/5",
+            "ip,nw_src=11.0.0.0/8",
+            "ip,nw_src=12.0.0.0/6",
+            "ip,nw_src=128.0.0.0/1",
+            "ip,nw_src=16.0.0.0/4",
+            "ip,nw_src=32.0.0.0/3",
+            "ip,nw_src=64.0.0.0/2",
+            "ip,nw_src=8.0.0.0/7",
+        ]
+    );
+    assert_eq!(
+        flows("ip4 && ip4.src != 10.0.0.0/8").unwrap().len(),
+        8,
+        "23.03: one term per bit"
+    );
+}

@@ -15,6 +15,9 @@ pub enum TableLayout {
     Ovn2303,
     /// ovn-controller 25.03: ingress 8+N, outputs 40-44, egress 45+N.
     Ovn2503,
+    /// ovn-controller 26.03: ingress 8+N, outputs 42-47 (45: remote VTEP output), egress
+    /// 48+N.
+    Ovn2603,
 }
 
 /// What a table does, independent of its number.
@@ -25,6 +28,7 @@ pub enum TableRole {
     OutputLargePacketDetect,
     OutputLargePacketProcess,
     RemoteOutput,
+    RemoteVtepOutput,
     LocalOutput,
     CheckLoopback,
     Egress(u8),
@@ -42,6 +46,7 @@ impl fmt::Display for TableRole {
             Self::OutputLargePacketDetect => f.write_str("output_large_pkt_detect"),
             Self::OutputLargePacketProcess => f.write_str("output_large_pkt_process"),
             Self::RemoteOutput => f.write_str("remote_output"),
+            Self::RemoteVtepOutput => f.write_str("remote_vtep_output"),
             Self::LocalOutput => f.write_str("local_output"),
             Self::CheckLoopback => f.write_str("check_loopback"),
             Self::Egress(n) => write!(f, "egress.{n}"),
@@ -58,6 +63,7 @@ impl TableLayout {
             "classic" => Some(Self::Classic),
             "ovn-23.03" => Some(Self::Ovn2303),
             "ovn-25.03" => Some(Self::Ovn2503),
+            "ovn-26.03" => Some(Self::Ovn2603),
             _ => None,
         }
     }
@@ -67,7 +73,11 @@ impl TableLayout {
             Self::Classic => (1, 35, 36, 32, 33, 34, 37),
             Self::Ovn2303 => (8, 37, 38, 39, 40, 41, 42),
             Self::Ovn2503 => (8, 40, 41, 42, 43, 44, 45),
+            Self::Ovn2603 => (8, 42, 43, 44, 46, 47, 48),
         };
+        if self == Self::Ovn2603 && table == 45 {
+            return TableRole::RemoteVtepOutput;
+        }
         match table {
             0 => TableRole::PhysicalToLogical,
             64.. => TableRole::Fixed(table),

@@ -115,7 +115,7 @@ const RELEASES: [Release; 3] = [
         stack: "26.03",
         ovn: "26.03.",
         ovs: "4.",
-        agent_layout: None,
+        agent_layout: Some("ovn-26.03"),
         dns_answers_edns: true,
         appctl_reply_newline: false,
     },

@@ -23,7 +23,7 @@ use integration::Controller;
 
 /// Releases whose logical flows ovn-agent compiles but whose physical stage it does not
 /// build yet.
-const LFLOWS_ONLY: [&str; 1] = ["25.03"];
+const LFLOWS_ONLY: [&str; 2] = ["25.03", "26.03"];
 
 #[test]
 fn ovn_agent_compiles_what_ovn_controller_installs() {

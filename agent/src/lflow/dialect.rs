@@ -23,6 +23,13 @@ pub struct Dialect {
     pub nested_prereqs: &'static [(u32, &'static str)],
     /// `commit_lb_aff`'s learned flows carry the lflow's cookie.
     pub lb_aff_learn_cookie: bool,
+    /// `a != v/m` is one term per mask bit that differs there from `v` and equals it on
+    /// the mask's bits above (disjoint terms); else the term matches that bit alone.
+    pub ne_as_prefixes: bool,
+    /// `ct_nw_dst()`, `ct_ip6_dst()`, `ct_tp_dst()` and `ct_proto()` load their result
+    /// into the low bits of xxreg1, kept on the stack around the action unless it is the
+    /// destination; else into reg1, xxreg1 and reg2 as they are.
+    pub ct_orig_in_result_reg: bool,
     /// How this release's physical stage differs from the base's.
     pub physical: PhysicalForms,
     /// `Chassis:other_config` features beyond the base's that this build implements for
@@ -79,7 +86,7 @@ pub struct PhysicalForms {
 
 /// Action forms, by the release that introduced them: a keyword, or `keyword(` for a
 /// parameter form an existing action gained.
-const ACTION_FORMS: [(&str, &str); 7] = [
+const ACTION_FORMS: [(&str, &str); 12] = [
     ("ct_next(", "25.03"),
     ("ct_commit_nat(", "25.03"),
     ("ct_commit_to_zone", "25.03"),
@@ -87,6 +94,11 @@ const ACTION_FORMS: [(&str, &str); 7] = [
     ("ct_ip6_dst", "25.03"),
     ("ct_tp_dst", "25.03"),
     ("mac_cache_use", "25.03"),
+    ("ct_lb_mark_local", "26.03"),
+    ("get_remote_fdb", "26.03"),
+    ("ct_proto", "26.03"),
+    ("ct_state_save", "26.03"),
+    ("mirror", "26.03"),
 ];
 
 /// OVN 23.03 (Debian 12), the base.
@@ -97,6 +109,8 @@ pub static OVN_23_03: Dialect = Dialect {
     nd_lookup_xxreg: 0,
     nested_prereqs: &[],
     lb_aff_learn_cookie: false,
+    ne_as_prefixes: false,
+    ct_orig_in_result_reg: false,
     physical: PhysicalForms {
         tables: &[],
         encap_id_in_reg13: false,
@@ -130,6 +144,8 @@ pub static OVN_25_03: Dialect = Dialect {
     // `arp { }` and `nd_ns { }` on IPv4 and IPv6 alike.
     nested_prereqs: &[(0, "ip"), (9, "ip")],
     lb_aff_learn_cookie: true,
+    ne_as_prefixes: false,
+    ct_orig_in_result_reg: false,
     physical: PhysicalForms {
         // Conntrack zone lookup, the original-destination loads, the remote-chassis flood.
         tables: &[80, 81, 82, 83, 84],
@@ -150,6 +166,43 @@ pub static OVN_25_03: Dialect = Dialect {
     },
     // Debian 13's 25.03.0.
     internal_version: "25.03.0-20.41.0-77.6",
+    appctl_reply_newline: false,
+};
+
+/// OVN 26.03 (Debian sid).
+pub static OVN_26_03: Dialect = Dialect {
+    release: "26.03",
+    redefined: &[
+        ("igmp", "igmp@25.03"),
+        ("mldv1", "mldv1@25.03"),
+        ("mldv2", "mldv2@25.03"),
+        ("ip6.mcast_rsvd", "ip6.mcast_rsvd@26.03"),
+    ],
+    paused_nested_opcodes: &[0, 9],
+    nd_lookup_xxreg: 1,
+    nested_prereqs: &[(0, "ip"), (9, "ip")],
+    lb_aff_learn_cookie: true,
+    ne_as_prefixes: true,
+    ct_orig_in_result_reg: true,
+    physical: PhysicalForms {
+        // 25.03's, the conntrack state save, the original-protocol load, the remote FDB.
+        tables: &[80, 81, 82, 83, 84, 85, 86, 87, 88],
+        encap_id_in_reg13: true,
+        nat_zones_by_name: true,
+        mc_group_reg6: true,
+        override_local_only_bit: Some(18),
+        rx_from_tunnel_bit: Some(16),
+        chassis_mac_vlan_in_port: true,
+        nested_hairpin_parent_cookie: true,
+    },
+    // Not yet: ct-state-save, and 25.03's missing ones.
+    chassis_features: &["ct-commit-nat-v2", "ct-commit-to-zone", "ct-next-zone"],
+    dns: DnsForms {
+        answer_with_additional: true,
+        rows_without_dns_id: true,
+    },
+    // Debian sid's 26.03.1.
+    internal_version: "26.03.1-21.8.0-82.14",
     appctl_reply_newline: false,
 };
 

@@ -42,6 +42,10 @@ pub trait EncodeEnv {
     fn tunnel_ofport(&self, _port: &str) -> Option<u32> {
         None
     }
+    /// Whether logical port `port` is bound to this chassis (`ct_lb_mark_local`).
+    fn is_local_port(&self, _port: &str) -> bool {
+        false
+    }
     /// Whether the SB option catalogue (`DHCP_Options`, `DHCPv6_Options`) has this option.
     fn dhcp_option_known(&self, _v6: bool, _name: &str) -> bool {
         true
@@ -302,11 +306,13 @@ impl Encoder<'_> {
             Action::MacCacheUse => out.push(resubmit(self.p.layout.mac_cache_use)),
             Action::CtLb {
                 mark,
+                local,
                 backends,
                 hash_fields,
                 flag,
             } => self.ct_lb(
                 *mark,
+                *local,
                 backends,
                 hash_fields.as_deref(),
                 flag.as_deref(),
@@ -420,16 +426,31 @@ impl Encoder<'_> {
                     o.push(pop(whole(FieldId::ETH_DST)));
                 });
             }
-            Action::GetFdb { dst, mac } => {
+            Action::GetFdb { dst, mac, remote } => {
                 let args = [(whole(FieldId::ETH_DST), ArgSrc::Field(sub(mac)))];
-                let t = self.p.layout.get_fdb;
+                // The remote FDB answers in `remote_outport` (reg1), the local in outport.
+                let (t, port) = if *remote {
+                    (self.p.layout.get_remote_fdb, FieldId::reg(1))
+                } else {
+                    (self.p.layout.get_fdb, FieldId::reg(15))
+                };
                 Self::with_args(&args, out, |o| {
-                    o.push(set_field(FieldId::reg(15), 0, 0xffff_ffff));
+                    o.push(set_field(port, 0, 0xffff_ffff));
                     o.push(resubmit(t));
                 });
-                let r15 = whole(FieldId::reg(15));
-                if sub(dst) != r15 {
-                    out.push(mov(r15, sub(dst)));
+                if sub(dst) != whole(port) {
+                    out.push(mov(whole(port), sub(dst)));
+                }
+            }
+            Action::Mirror(port) => {
+                // A copy to the mirror's port, entering the output stage from no OpenFlow
+                // port (so that a mirror of traffic to that port still gets out).
+                if let Some(key) = self.env.port_key(port) {
+                    out.push(OfAction::Clone(vec![
+                        set_field(FieldId::IN_PORT, 0xffff, 0xffff),
+                        set_field(FieldId::reg(15), u128::from(key), 0xffff_ffff),
+                        resubmit(self.p.layout.remote_output),
+                    ]));
                 }
             }
             Action::LookupFdb { dst, port, mac } => {

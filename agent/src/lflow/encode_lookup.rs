@@ -4,7 +4,9 @@ use super::actions::{FieldRef, LbBackend, ResultFn};
 use super::controller;
 use super::encode::{clear_flag, reg10_bit, select_group, sub, Encoder};
 use super::error::Result;
-use super::of::{ct, mov, resubmit, set_field, sub as of_sub, CtSpec, FieldId, NatSpec, OfAction};
+use super::of::{
+    ct, mov, pop, push, resubmit, set_field, sub as of_sub, CtSpec, FieldId, NatSpec, OfAction,
+};
 use openflow::oxm::MatchField;
 use openflow::wire::{Bucket, Group};
 
@@ -35,30 +37,53 @@ impl Encoder<'_> {
                 controller::put_result_dst(&mut ud, &sub(dst));
                 out.push(self.controller(ud, true));
             }
-            // The table loads the value into a fixed register, which moves to `dst`.
             ResultFn::CtOrigNwDst => {
-                out.push(set_field(FieldId::reg(1), 0, 0xffff_ffff));
-                out.push(resubmit(l.ct_orig_nw_dst_load));
-                out.push(mov(of_sub(FieldId::reg(1), 0, 32), sub(dst)));
+                self.ct_orig(dst, l.ct_orig_nw_dst_load, FieldId::reg(1), 32, out);
             }
             ResultFn::CtOrigIp6Dst => {
-                let half = u128::from(u64::MAX);
-                out.push(set_field(FieldId::xxreg(1), 0, half));
-                out.push(set_field(FieldId::xxreg(1), 0, half << 64));
-                out.push(resubmit(l.ct_orig_ip6_dst_load));
-                out.push(mov(of_sub(FieldId::xxreg(1), 0, 128), sub(dst)));
+                self.ct_orig(dst, l.ct_orig_ip6_dst_load, FieldId::xxreg(1), 128, out);
             }
             ResultFn::CtOrigTpDst => {
-                out.push(set_field(FieldId::reg(2), 0, 0xffff));
-                out.push(resubmit(l.ct_orig_tp_dst_load));
-                out.push(mov(of_sub(FieldId::reg(2), 0, 16), sub(dst)));
+                self.ct_orig(dst, l.ct_orig_tp_dst_load, FieldId::reg(2), 16, out);
             }
+            ResultFn::CtOrigProto => {
+                self.ct_orig(dst, l.ct_orig_proto_load, FieldId::xxreg(1), 8, out);
+            }
+            ResultFn::CtStateSave => {
+                load_lookup_move(FieldId::reg(4), 8, l.ct_state_save, dst, out);
+            }
+        }
+    }
+
+    /// A `ct_*()` load: the table loads the value into the release's register, which moves
+    /// to `dst` (`legacy_reg` before 26.03; the low bits of xxreg1, saved around it, since).
+    fn ct_orig(
+        &self,
+        dst: &FieldRef,
+        table: u8,
+        legacy_reg: FieldId,
+        bits: u32,
+        out: &mut Vec<OfAction>,
+    ) {
+        if !self.p.layout.dialect.ct_orig_in_result_reg {
+            load_lookup_move(legacy_reg, bits, table, dst, out);
+            return;
+        }
+        let result = of_sub(FieldId::xxreg(1), 0, bits);
+        let save = sub(dst) != result;
+        if save {
+            out.push(push(result));
+        }
+        load_lookup_move(FieldId::xxreg(1), bits, table, dst, out);
+        if save {
+            out.push(pop(result));
         }
     }
 
     pub(super) fn ct_lb(
         &self,
         mark: bool,
+        local: bool,
         backends: &[LbBackend],
         hash_fields: Option<&str>,
         flag: Option<&str>,
@@ -87,9 +112,16 @@ impl Encoder<'_> {
             Some("force_snat") => exec.push(set_field(field, 8, 8)),
             _ => {}
         }
-        let buckets = backends
+        // `ct_lb_mark_local` keeps the backends bound here, under their own bucket ids.
+        let buckets: Vec<Bucket> = backends
             .iter()
             .enumerate()
+            .filter(|(_, b)| {
+                !local
+                    || b.logical_port
+                        .as_deref()
+                        .is_some_and(|p| self.env.is_local_port(p))
+            })
             .map(|(i, b)| Bucket {
                 bucket_id: i as u32,
                 weight: Some(100),
@@ -107,6 +139,9 @@ impl Encoder<'_> {
                 ..Bucket::default()
             })
             .collect();
+        if buckets.is_empty() {
+            return Ok(());
+        }
         let group = match hash_fields {
             Some(f) => Group {
                 selection_method: "hash".into(),
@@ -120,6 +155,24 @@ impl Encoder<'_> {
         }
         Ok(())
     }
+}
+
+/// Zero the low `bits` of `reg`, look the value up in `table` (which loads it there), move
+/// it to `dst`.
+fn load_lookup_move(reg: FieldId, bits: u32, table: u8, dst: &FieldRef, out: &mut Vec<OfAction>) {
+    let mask = if bits >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << bits) - 1
+    };
+    let low = u128::from(u64::MAX);
+    // One load per 64 bits, as OVN writes a wide register.
+    out.push(set_field(reg, 0, mask & low));
+    if mask >> 64 != 0 {
+        out.push(set_field(reg, 0, mask & !low));
+    }
+    out.push(resubmit(table));
+    out.push(mov(of_sub(reg, 0, bits), sub(dst)));
 }
 
 /// OVN's `hash_fields="ip_dst,ip_src,tp_dst,tp_src"` as OVS stores the selection fields:

@@ -186,6 +186,9 @@ impl EncodeEnv for DpEnv<'_> {
     fn dhcp_option_known(&self, v6: bool, name: &str) -> bool {
         self.view.dhcp_option_known(v6, name)
     }
+    fn is_local_port(&self, port: &str) -> bool {
+        self.view.is_resident(port)
+    }
     fn register_consolidation(&self) -> bool {
         self.view.register_consolidation()
     }
@@ -230,7 +233,7 @@ fn prepared_match(text: &str, env: &DpEnv<'_>, cache: &MatchCache) -> (String, R
     }
     let r = parse_expr(text, env)
         .and_then(annotate)
-        .map(|e| Arc::new(simplify(e)));
+        .map(|e| Arc::new(simplify(e, env.dialect.ne_as_prefixes)));
     cache.misses.fetch_add(1, Relaxed);
     if let Ok(mut m) = cache.map.write() {
         m.insert(key.clone(), r.clone());
@@ -321,7 +324,8 @@ fn prereq_expr(texts: &[String]) -> Result<Option<AExpr>> {
     }
     let mut parts = Vec::new();
     for t in texts {
-        parts.push(simplify(super::annotate::prerequisite(t)?));
+        // Action prerequisites name protocols; none compares with `!=`.
+        parts.push(simplify(super::annotate::prerequisite(t)?, false));
     }
     Ok(Some(Expr::and_or(true, parts)))
 }

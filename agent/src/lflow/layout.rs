@@ -1,7 +1,7 @@
 //! OpenFlow table numbers, chosen once (DESIGN.md "OpenFlow table layout").
 
 use super::actions::Pipeline;
-use super::dialect::{Dialect, OVN_23_03, OVN_25_03};
+use super::dialect::{Dialect, OVN_23_03, OVN_25_03, OVN_26_03};
 
 /// Every OpenFlow table number the lflow compiler uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,6 +17,9 @@ pub struct TableLayout {
     /// send loopback traffic to `local_output` and the rest to `remote_output`.
     pub large_pkt_process: u8,
     pub remote_output: u8,
+    /// Output to remote EVPN VTEPs (26.03; in earlier releases `remote_output` goes on to
+    /// `local_output` directly, and this is 0).
+    pub remote_vtep_output: u8,
     pub local_output: u8,
     pub check_loopback: u8,
     pub save_inport: u8,
@@ -42,6 +45,12 @@ pub struct TableLayout {
     pub ct_orig_tp_dst_load: u8,
     pub ct_zone_lookup: u8,
     pub flood_remote_chassis: u8,
+    /// Tables 26.03 added: the loads of `ct_state_save()` and `ct_proto()`, and the FDB of
+    /// remote (EVPN) MACs.
+    pub ct_state_save: u8,
+    pub ct_orig_proto_load: u8,
+    pub get_remote_fdb: u8,
+    pub learn_remote_fdb: u8,
     /// The release whose logical-flow language the flows are compiled from.
     pub dialect: &'static Dialect,
 }
@@ -54,6 +63,7 @@ const TAIL: TableLayout = TableLayout {
     output_entry: 0,
     large_pkt_process: 0,
     remote_output: 0,
+    remote_vtep_output: 0,
     local_output: 0,
     check_loopback: 0,
     save_inport: 64,
@@ -77,6 +87,10 @@ const TAIL: TableLayout = TableLayout {
     ct_orig_tp_dst_load: 83,
     ct_zone_lookup: 80,
     flood_remote_chassis: 84,
+    ct_state_save: 85,
+    ct_orig_proto_load: 86,
+    get_remote_fdb: 87,
+    learn_remote_fdb: 88,
     dialect: &OVN_23_03,
 };
 
@@ -127,12 +141,30 @@ impl TableLayout {
         ..TAIL
     };
 
+    /// ovn-controller 26.03's numbers (ingress 8+N for 34 stages, output stage 42-47 with
+    /// the remote VTEP output at 45, egress 48+N) and its logical-flow language.
+    pub const OVN_26_03: Self = Self {
+        ingress: 8,
+        ingress_len: 34,
+        egress: 48,
+        egress_len: 16,
+        output_entry: 42,
+        large_pkt_process: 43,
+        remote_output: 44,
+        remote_vtep_output: 45,
+        local_output: 46,
+        check_loopback: 47,
+        dialect: &OVN_26_03,
+        ..TAIL
+    };
+
     /// Every layout by name, and whether the daemon runs with it (the physical stage and
     /// the engine follow its release), or only `ovn-agent compile` does.
-    const NAMED: [(&'static str, Self, bool); 3] = [
+    const NAMED: [(&'static str, Self, bool); 4] = [
         ("classic", Self::CLASSIC, true),
         ("ovn-23.03", Self::OVN_23_03, true),
         ("ovn-25.03", Self::OVN_25_03, true),
+        ("ovn-26.03", Self::OVN_26_03, false),
     ];
 
     /// The name [`Self::by_name`] takes.

@@ -33,7 +33,7 @@ pub const DEFAULT_FLOW_LIMIT: usize = 20_000;
 /// Parses, annotates and simplifies a match expression (the chassis-independent part).
 pub fn prepare_match(text: &str, ctx: &dyn ExprContext) -> Result<annotate::AExpr> {
     let parsed = parse_expr(text, ctx)?;
-    Ok(simplify(annotate(parsed)?))
+    Ok(simplify(annotate(parsed)?, ctx.dialect().ne_as_prefixes))
 }
 
 /// Evaluates chassis conditions and normalizes to DNF.

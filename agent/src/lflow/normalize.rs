@@ -27,7 +27,8 @@ fn int(sym: &'static str, field: FieldId, value: u128, mask: u128) -> AExpr {
 }
 
 /// Rewrites `!=`, `<`, `<=`, `>`, `>=` as ORs/ANDs of masked `==` (prefix expansion).
-pub fn simplify(e: AExpr) -> AExpr {
+/// `ne_as_prefixes`: the release's form of `!=` (see [`super::dialect::Dialect`]).
+pub fn simplify(e: AExpr, ne_as_prefixes: bool) -> AExpr {
     match e {
         Expr::Leaf(Leaf::Int {
             sym,
@@ -35,9 +36,15 @@ pub fn simplify(e: AExpr) -> AExpr {
             relop,
             value,
             mask,
-        }) => simplify_int(sym, field, relop, value, mask),
-        Expr::And(v) => Expr::and_or(true, v.into_iter().map(simplify).collect()),
-        Expr::Or(v) => Expr::and_or(false, v.into_iter().map(simplify).collect()),
+        }) => simplify_int(sym, field, relop, value, mask, ne_as_prefixes),
+        Expr::And(v) => Expr::and_or(
+            true,
+            v.into_iter().map(|e| simplify(e, ne_as_prefixes)).collect(),
+        ),
+        Expr::Or(v) => Expr::and_or(
+            false,
+            v.into_iter().map(|e| simplify(e, ne_as_prefixes)).collect(),
+        ),
         other => other,
     }
 }
@@ -48,11 +55,22 @@ fn simplify_int(
     relop: Relop2,
     value: u128,
     mask: u128,
+    ne_as_prefixes: bool,
 ) -> AExpr {
+    // One term per bit `b` of the mask: that bit differs from `value`'s; with prefixes, the
+    // mask's bits above `b` equal `value`'s too (the terms are disjoint: a CIDR's
+    // complement), else they are wildcarded.
     let ne = |value: u128, mask: u128| {
         let terms = (0..128)
             .filter(|b| mask >> b & 1 == 1)
-            .map(|b| int(sym, field, !value & (1 << b), 1 << b))
+            .map(|b| {
+                let m = if ne_as_prefixes {
+                    mask & !((1u128 << b) - 1)
+                } else {
+                    1 << b
+                };
+                int(sym, field, (value & m) ^ (1 << b), m)
+            })
             .collect();
         Expr::and_or(false, terms)
     };

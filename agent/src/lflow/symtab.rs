@@ -471,6 +471,7 @@ fn build() -> SymbolTable {
         WriteScope::Default,
     );
     ovn_25_03(&mut b);
+    ovn_26_03(&mut b);
     SymbolTable { map: b.0 }
 }
 
@@ -523,6 +524,38 @@ fn ovn_25_03(b: &mut Builder) {
     b.1 = "23.03";
 }
 
+/// What OVN 26.03's symbol table adds to 25.03's: the port registers as numbers (their
+/// bit 31 marks an EVPN VTEP), the remote output port, flags of sampling, IGMP reinjection
+/// and the SNAT network id, conntrack label bits of network functions and tunnel
+/// interfaces, and the reserved IPv6 multicast groups as a list of addresses.
+fn ovn_26_03(b: &mut Builder) {
+    use Level::Nominal;
+    b.1 = "26.03";
+    b.field("__inport", FieldId::reg(14), None, false);
+    b.field("__outport", FieldId::reg(15), None, false);
+    b.predicate("from_evpn_vtep", "__inport[31]", Nominal);
+    b.predicate("to_evpn_vtep", "__outport[31]", Nominal);
+    b.string("remote_outport", FieldId::reg(1));
+    b.subfield("flags.network_id", None, "flags", 28, 4);
+    b.subfield("flags.igmp_loopback", None, "flags", 22, 1);
+    b.subfield("flags.pkt_sampled", None, "flags", 23, 1);
+    for (n, lo, w) in [
+        ("nf", 7, 1),
+        ("nf_id", 17, 8),
+        ("tun_if", 8, 1),
+        ("tun_if_id", 80, 16),
+    ] {
+        b.subfield(&format!("ct_label.{n}"), None, "ct_label", lo, w);
+    }
+    b.predicate(
+        "ip6.mcast_rsvd@26.03",
+        "ip6.dst == { ff00::0, ff01::0, ff02::0, ff03::0, ff04::0, ff05::0, ff06::0, \
+         ff07::0, ff08::0, ff09::0, ff0a::0, ff0b::0, ff0c::0, ff0d::0, ff0e::0, ff0f::0 }",
+        Nominal,
+    );
+    b.1 = "23.03";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -542,6 +575,10 @@ mod tests {
         assert_eq!(t.resolve("vlan.pcp"), Some((FieldId::VLAN_TCI, 13)));
         assert!(t.get("outport").is_some_and(Symbol::is_string));
         assert_eq!(t.get("flags.localnet").map(|s| s.since), Some("25.03"));
-        assert_eq!(t.len(), 125 + 16, "23.03's symbols and 25.03's");
+        assert_eq!(
+            t.len(),
+            125 + 16 + 13,
+            "23.03's symbols, 25.03's and 26.03's"
+        );
     }
 }

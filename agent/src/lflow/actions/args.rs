@@ -107,12 +107,13 @@ impl AParser<'_> {
         Ok(Action::CtNat { kind, addr, ports })
     }
 
-    pub(super) fn ct_lb(&mut self, mark: bool) -> Result<Action> {
+    pub(super) fn ct_lb(&mut self, mark: bool, local: bool) -> Result<Action> {
         let mut backends = Vec::new();
         let (mut hash_fields, mut flag) = (None, None);
         if self.p.peek() != &Token::LParen {
             return Ok(Action::CtLb {
                 mark,
+                local,
                 backends,
                 hash_fields,
                 flag,
@@ -125,6 +126,17 @@ impl AParser<'_> {
             self.p.expect(&Token::Equals, "`='")?;
         }
         while !matches!(self.p.peek(), Token::RParen | Token::Semicolon) {
+            let logical_port = if local {
+                let Token::Str(name) = self.p.bump() else {
+                    return Err(self.err(
+                        "Syntax error: expecting logical port name for distributed load balancer",
+                    ));
+                };
+                self.p.expect(&Token::Colon, "`:'")?;
+                Some(name)
+            } else {
+                None
+            };
             let (addr, port) = if self.p.peek() == &Token::LSquare {
                 self.p.bump();
                 let a = self.ip_addr()?;
@@ -141,7 +153,11 @@ impl AParser<'_> {
                 };
                 (a, port)
             };
-            backends.push(LbBackend { addr, port });
+            backends.push(LbBackend {
+                addr,
+                port,
+                logical_port,
+            });
             if self.p.peek() == &Token::Comma {
                 self.p.bump();
             }
@@ -168,6 +184,7 @@ impl AParser<'_> {
         self.p.expect(&Token::RParen, "`)'")?;
         Ok(Action::CtLb {
             mark,
+            local,
             backends,
             hash_fields,
             flag,

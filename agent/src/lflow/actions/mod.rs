@@ -112,12 +112,19 @@ pub enum ResultFn {
     CtOrigNwDst,
     CtOrigIp6Dst,
     CtOrigTpDst,
+    /// `ct_proto()` (26.03): the connection's original IP protocol.
+    CtOrigProto,
+    /// `ct_state_save()` (26.03): the conntrack state, kept for later stages.
+    CtStateSave,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LbBackend {
     pub addr: IpAddr,
     pub port: Option<u16>,
+    /// The logical port behind the backend (`ct_lb_mark_local`, 26.03): a bucket only when
+    /// that port is bound here.
+    pub logical_port: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -167,6 +174,8 @@ pub enum Action {
     MacCacheUse,
     CtLb {
         mark: bool,
+        /// `ct_lb_mark_local` (26.03): only the backends bound to this chassis.
+        local: bool,
         backends: Vec<LbBackend>,
         hash_fields: Option<String>,
         flag: Option<String>,
@@ -216,7 +225,11 @@ pub enum Action {
     GetFdb {
         dst: FieldRef,
         mac: FieldRef,
+        /// `get_remote_fdb` (26.03): the FDB of remote VTEPs, through `remote_outport`.
+        remote: bool,
     },
+    /// `mirror("port")` (26.03): a copy of the packet to the mirror's logical port.
+    Mirror(String),
     LookupFdb {
         dst: FieldRef,
         port: FieldRef,

@@ -217,7 +217,19 @@ impl AParser<'_> {
             "mac_cache_use" if self.dialect.has_action("mac_cache_use") => Action::MacCacheUse,
             "ct_lb" | "ct_lb_mark" => {
                 self.prereqs.push("ip".into());
-                self.ct_lb(kw == "ct_lb_mark")?
+                self.ct_lb(kw == "ct_lb_mark", false)?
+            }
+            "ct_lb_mark_local" if self.dialect.has_action("ct_lb_mark_local") => {
+                self.prereqs.push("ip".into());
+                self.ct_lb(true, true)?
+            }
+            "mirror" if self.dialect.has_action("mirror") => {
+                self.p.expect(&Token::LParen, "`('")?;
+                let Token::Str(port) = self.p.bump() else {
+                    return Err(self.err("Syntax error: expecting port name string"));
+                };
+                self.p.expect(&Token::RParen, "`)'")?;
+                Action::Mirror(port)
             }
             "ct_clear" => Action::CtClear,
             "ct_snat_to_vip" => Action::CtSnatToVip,
@@ -551,6 +563,8 @@ impl AParser<'_> {
             "ct_nw_dst" => Some((ResultFn::CtOrigNwDst, 32)),
             "ct_ip6_dst" => Some((ResultFn::CtOrigIp6Dst, 128)),
             "ct_tp_dst" => Some((ResultFn::CtOrigTpDst, 16)),
+            "ct_proto" => Some((ResultFn::CtOrigProto, 8)),
+            "ct_state_save" => Some((ResultFn::CtStateSave, 8)),
             _ => None,
         };
         if let Some((func, bits)) = orig_dst.filter(|_| self.dialect.has_action(f)) {
@@ -626,7 +640,7 @@ impl AParser<'_> {
                     mac,
                 }
             }
-            "get_fdb" => {
+            "get_fdb" | "get_remote_fdb" if f == "get_fdb" || self.dialect.has_action(f) => {
                 self.check_writable(dst)?;
                 self.p.bump();
                 self.p.expect(&Token::LParen, "`('")?;
@@ -635,6 +649,7 @@ impl AParser<'_> {
                 Action::GetFdb {
                     dst: dst.clone(),
                     mac,
+                    remote: f == "get_remote_fdb",
                 }
             }
             "put_dhcp_opts" | "put_dhcpv6_opts" | "put_nd_ra_opts" => {
