@@ -82,6 +82,21 @@ pub struct PhysicalForms {
     pub chassis_mac_vlan_in_port: bool,
     /// The hairpin flow of a container's parent port carries the parent's cookie (else 0).
     pub nested_hairpin_parent_cookie: bool,
+    /// A packet received on a Geneve tunnel carries the tunnel's OpenFlow port in
+    /// reg5[16..31] (kept for the egress pipeline).
+    pub tunnel_ofport_in_reg5: bool,
+    /// A multicast group loads a member's conntrack zone with that member's local
+    /// delivery only; else every member's zone is loaded in the local flow.
+    pub mc_zone_with_delivery: bool,
+    /// A multicast group's remote flow leaves packets from a VTEP alone (flags bit 1
+    /// clear), and a second flow (priority 120) delivers such packets that may loop back
+    /// to the group's patch ports; both end in the remote VTEP output table.
+    pub mc_ramp_flows: bool,
+    /// The lookup tables get their own default flows: `get_fdb`'s (table 71) clears the
+    /// outport, `get_remote_fdb`'s the remote outport, and `ct_state_save`'s table loads
+    /// the conntrack state (reg4[0..7], cleared when untracked); the `ct_*()` loads also
+    /// answer for new connections.
+    pub lookup_defaults: bool,
 }
 
 /// Action forms, by the release that introduced them: a keyword, or `keyword(` for a
@@ -120,6 +135,10 @@ pub static OVN_23_03: Dialect = Dialect {
         rx_from_tunnel_bit: None,
         chassis_mac_vlan_in_port: false,
         nested_hairpin_parent_cookie: false,
+        tunnel_ofport_in_reg5: false,
+        mc_zone_with_delivery: false,
+        mc_ramp_flows: false,
+        lookup_defaults: false,
     },
     chassis_features: &[],
     dns: DnsForms {
@@ -156,6 +175,10 @@ pub static OVN_25_03: Dialect = Dialect {
         rx_from_tunnel_bit: Some(16),
         chassis_mac_vlan_in_port: true,
         nested_hairpin_parent_cookie: true,
+        tunnel_ofport_in_reg5: false,
+        mc_zone_with_delivery: false,
+        mc_ramp_flows: false,
+        lookup_defaults: false,
     },
     // Not yet: fdb-timestamp (FDB aging refreshes), ls-dpg-column (Load_Balancer's
     // ls_datapath_group), ovn-sample-with-registers, ct-label-flush.
@@ -185,15 +208,20 @@ pub static OVN_26_03: Dialect = Dialect {
     ne_as_prefixes: true,
     ct_orig_in_result_reg: true,
     physical: PhysicalForms {
-        // 25.03's, the conntrack state save, the original-protocol load, the remote FDB.
-        tables: &[80, 81, 82, 83, 84, 85, 86, 87, 88],
+        // get_fdb's default; 25.03's; the conntrack state save, the original-protocol
+        // load, the remote FDB.
+        tables: &[71, 80, 81, 82, 83, 84, 85, 86, 87, 88],
         encap_id_in_reg13: true,
         nat_zones_by_name: true,
-        mc_group_reg6: true,
+        mc_group_reg6: false,
         override_local_only_bit: Some(18),
         rx_from_tunnel_bit: Some(16),
         chassis_mac_vlan_in_port: true,
         nested_hairpin_parent_cookie: true,
+        tunnel_ofport_in_reg5: true,
+        mc_zone_with_delivery: true,
+        mc_ramp_flows: true,
+        lookup_defaults: true,
     },
     // Not yet: ct-state-save, and 25.03's missing ones.
     chassis_features: &["ct-commit-nat-v2", "ct-commit-to-zone", "ct-next-zone"],

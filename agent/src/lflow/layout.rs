@@ -222,6 +222,16 @@ impl TableLayout {
         self.dialect.physical.tables
     }
 
+    /// Where a packet goes on after the remote outputs: the remote VTEP output when the
+    /// release has it, else local output.
+    pub fn after_remote_output(&self) -> u8 {
+        if self.remote_vtep_output != 0 {
+            self.remote_vtep_output
+        } else {
+            self.local_output
+        }
+    }
+
     /// The most logical tables a pipeline has room for: what `next(table=N)` may name
     /// (a table beyond its own pipeline's room is refused when it is encoded).
     pub fn max_pipeline_len(&self) -> u32 {

@@ -91,8 +91,11 @@ fn consider_mc_group(
         .datapath(&mc.datapath)?
         .external_ids
         .contains_key("interconn-ts");
+    let forms = &cx.l.dialect.physical;
     let mut local = Vec::new();
     let mut remote = Vec::new();
+    // Patch ports that a packet from a VTEP may loop back to (releases with ramp flows).
+    let mut ramp = Vec::new();
     let mut chassis = RemoteChassis::default();
     // Whether any member is on the group's datapath, and how a member's zone is loaded.
     let mut members_here = false;
@@ -106,17 +109,32 @@ fn consider_mc_group(
             out.problems.push(Problem::MemberOnOtherDatapath(*member));
             continue;
         }
-        // Every member's zone is loaded in the local list, even when the member is
-        // delivered from table 39 or not here at all (as ovn-controller does).
+        // Before 26.03 every member's zone is loaded in the local list, even when the
+        // member is delivered from the remote output or not here at all (as
+        // ovn-controller does); since, with each local delivery only.
         members_here = true;
         let zone = cx.zone(&pb.logical_port);
-        if zone != 0 {
-            local.push(zone_load.ct_load(zone));
+        let zone_load = (zone != 0).then(|| zone_load.ct_load(zone));
+        let deliver_local = |pkey: u32, local: &mut Vec<Action>| {
+            if forms.mc_zone_with_delivery {
+                local.extend(zone_load.clone());
+            }
+            deliver_to(pkey, cx, local);
+        };
+        if !forms.mc_zone_with_delivery {
+            local.extend(zone_load.clone());
         }
         let pkey = port_key(pb)?;
         let ty = pb.type_.as_str();
         if ty == "patch" {
-            deliver_to(pkey, cx, if transit { &mut local } else { &mut remote });
+            if transit {
+                deliver_local(pkey, &mut local);
+            } else {
+                deliver_to(pkey, cx, &mut remote);
+                if forms.mc_ramp_flows {
+                    deliver_to(pkey, cx, &mut ramp);
+                }
+            }
         }
         if ty == "remote" {
             if let Some(c) = pb.chassis.and_then(|c| cx.chassis(&c)) {
@@ -136,7 +154,7 @@ fn consider_mc_group(
         } else if ty == "localport" {
             deliver_to(pkey, cx, &mut remote);
         } else if delivered_here(cx, member, pb) {
-            deliver_to(pkey, cx, &mut local);
+            deliver_local(pkey, &mut local);
         } else if ty == "chassisredirect" && cx.is_me(pb.chassis) {
             let distributed = pb
                 .options
@@ -144,7 +162,7 @@ fn consider_mc_group(
                 .and_then(|n| cx.pb_by_name(n))
                 .filter(|(_, d)| d.datapath == pb.datapath);
             if let Some((_, d)) = distributed {
-                deliver_to(port_key(d)?, cx, &mut local);
+                deliver_local(port_key(d)?, &mut local);
             }
         } else if ld.localnet.is_none() {
             if let Some(c) = pb.chassis {
@@ -175,6 +193,18 @@ fn consider_mc_group(
             local,
         ));
     }
+    if forms.mc_ramp_flows && !ramp.is_empty() {
+        ramp.push(load(LOG_OUTPORT, u128::from(key)));
+        ramp.push(goto(cx.l.after_remote_output()));
+        let mut m = match_group();
+        match_flags(
+            &mut m,
+            MLF_RCV_FROM_RAMP | MLF_ALLOW_LOOPBACK,
+            MLF_RCV_FROM_RAMP | MLF_ALLOW_LOOPBACK,
+        );
+        out.flows
+            .push(flow(cx.l.remote_output, 120, cookie(uuid), m, ramp));
+    }
     if chassis.hypervisors.is_empty() && chassis.vteps.is_empty() && remote.is_empty() {
         return Ok(());
     }
@@ -184,19 +214,19 @@ fn consider_mc_group(
     fan_out(cx, &chassis.hypervisors, dp_key, key, false, &mut remote)?;
     fan_out(cx, &chassis.vteps, dp_key, key, true, &mut remote)?;
     if !remote.is_empty() {
-        if has_local {
+        let mut m = match_group();
+        if forms.mc_ramp_flows {
+            // Not from a VTEP (those come back through the ramp flow), then on.
+            match_flags(&mut m, 0, MLF_RCV_FROM_RAMP);
+            remote.push(goto(cx.l.after_remote_output()));
+        } else if has_local {
             remote.push(goto(cx.l.local_output));
         }
         if split {
             remote.insert(0, load(FieldId::reg(6), 0));
         }
-        out.flows.push(flow(
-            cx.l.remote_output,
-            100,
-            cookie(uuid),
-            match_group(),
-            remote,
-        ));
+        out.flows
+            .push(flow(cx.l.remote_output, 100, cookie(uuid), m, remote));
     }
     Ok(())
 }

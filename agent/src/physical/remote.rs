@@ -108,7 +108,7 @@ fn redirect_overlay(cx: &Cx<'_>, p: &PortCx<'_>, out: &mut OwnerFlows) -> Result
             put_mark_from_option(option, &mut actions);
         }
     }
-    actions.push(goto(cx.l.local_output));
+    actions.push(goto(cx.l.after_remote_output()));
     let mut m = match_outport(p.dp_key, p.port_key);
     if cx.l.dialect.physical.encap_id_in_reg13 {
         // Entered by the first (only) local encap IP: encap id 0.

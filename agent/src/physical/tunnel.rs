@@ -46,6 +46,9 @@ fn receive_flows(cx: &Cx<'_>, t: &Tunnel, out: &mut OwnerFlows) -> Result<(), Pr
                 mov(option, 16, LOG_INPORT, 0, 15),
                 mov(option, 0, LOG_OUTPORT, 0, 16),
             ];
+            if cx.l.dialect.physical.tunnel_ofport_in_reg5 {
+                a.push(load_bits(FieldId::reg(5), u128::from(t.ofport), 16, 16));
+            }
             if let Some(mark) = cx.mark_field_for(&t.chassis) {
                 put_mark_from_option(mark, &mut a);
             }

@@ -1,10 +1,10 @@
 //! The physical stage against the real ovn-controller: a lab of three chassis running
-//! the stack's ovn-controller (23.03.1 on the system's stack, 25.03 with `OVN_STACK=25.03`)
+//! the stack's ovn-controller (23.03.1 on the system's stack, 25.03 or 26.03 with `OVN_STACK`)
 //! and a fourth, VXLAN-only chassis that exists only in the SB; then, for hv1, the runtime
 //! data is rebuilt from its OVS (ofports, tunnels, patch ports, conntrack zones, TLV map)
 //! and the SB, `agent::physical::all` computes the flows in that release's layout, and they
 //! are compared as text with what ovn-controller installed in table 0, the output stage,
-//! 64, 65 and the tables the release added (25.03: 80-84).
+//! 64, 65 and the tables the release added (25.03: 80-84; 26.03: 71's default, 80-88).
 //!
 //! Topology: sw0 with vm1 (hv1), vm2 (hv2), vm3 (hv3), vm6 (the VXLAN chassis), container c1
 //! (parent vm1, tag 42) and localport lp1; sw1 with a localnet port (VLAN 100, network
