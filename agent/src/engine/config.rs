@@ -24,7 +24,7 @@ pub enum ConfigError {
     NoEncapType(String),
     #[error("external_ids:ovn-encap-ip is not set")]
     NoEncapIp,
-    #[error("unknown table layout {0:?} (classic, ovn-23.03, ovn-25.03, auto)")]
+    #[error("unknown table layout {0:?} (classic, ovn-23.03, ovn-25.03, ovn-26.03, auto)")]
     Layout(String),
 }
 

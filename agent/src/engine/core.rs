@@ -707,7 +707,7 @@ impl Engine {
         }
         let northd = crate::northd_options::northd_internal_version(&self.inputs.sb.replica);
         // The version of the release the flows are compiled for: the classic and
-        // ovn-23.03 layouts speak 23.03.1, ovn-25.03 speaks 25.03.0.
+        // ovn-23.03 layouts speak 23.03.1, ovn-25.03 speaks 25.03.0, ovn-26.03 26.03.1.
         let ours = cfg.layout.dialect.internal_version;
         if northd == Some(ours) {
             if std::mem::take(&mut self.version_mismatch) {

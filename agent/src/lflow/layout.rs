@@ -164,7 +164,7 @@ impl TableLayout {
         ("classic", Self::CLASSIC, true),
         ("ovn-23.03", Self::OVN_23_03, true),
         ("ovn-25.03", Self::OVN_25_03, true),
-        ("ovn-26.03", Self::OVN_26_03, false),
+        ("ovn-26.03", Self::OVN_26_03, true),
     ];
 
     /// The name [`Self::by_name`] takes.
@@ -269,7 +269,15 @@ mod tests {
         );
         assert_eq!(
             TableLayout::for_northd(Some("26.03")),
+            TableLayout::OVN_26_03
+        );
+        assert_eq!(
+            TableLayout::for_northd(Some("25.09")),
             TableLayout::OVN_25_03
+        );
+        assert_eq!(
+            TableLayout::for_northd(Some("26.09")),
+            TableLayout::OVN_26_03
         );
         assert_eq!(TableLayout::for_northd(None), TableLayout::OVN_23_03);
     }
