@@ -372,9 +372,13 @@ pub fn lb_hairpin(uuid: &Uuid, lb: &LoadBalancer, cx: &Context<'_>) -> Compiled 
         return out;
     }
     let mut members: Vec<Uuid> = lb.datapaths.iter().copied().collect();
-    if let Some(g) = lb
-        .datapath_group
-        .and_then(|g| cx.view.replica().table::<LogicalDpGroup>()?.get(&g))
+    // The switches' group: `datapath_group` (23.03, and later northds while a chassis lacks
+    // `ls-dpg-column`) or `ls_datapath_group`.
+    let groups = cx.view.replica().table::<LogicalDpGroup>();
+    for g in [lb.datapath_group, lb.ls_datapath_group]
+        .into_iter()
+        .flatten()
+        .filter_map(|g| groups?.get(&g))
     {
         members.extend(g.datapaths.iter().copied());
     }
@@ -385,7 +389,17 @@ pub fn lb_hairpin(uuid: &Uuid, lb: &LoadBalancer, cx: &Context<'_>) -> Compiled 
         .filter(|d| !d.is_router)
         .map(|d| d.key)
         .collect();
-    if local.is_empty() {
+    // A load balancer of a local router applies here too (its routers' group, 24.03 on),
+    // though its SNAT flows are per switch.
+    let router_here = lb
+        .lr_datapath_group
+        .and_then(|g| groups?.get(&g))
+        .is_some_and(|g| {
+            g.datapaths
+                .iter()
+                .any(|d| cx.view.local_datapaths.contains(d))
+        });
+    if local.is_empty() && !router_here {
         return out;
     }
     let vars = cx.view.template_vars();
@@ -430,6 +444,11 @@ pub fn lb_hairpin(uuid: &Uuid, lb: &LoadBalancer, cx: &Context<'_>) -> Compiled 
         }),
         local_dp_keys: local,
         use_ct_mark: lb_hairpin_use_ct_mark(cx.view.replica()),
+        orig_dip_in_reg4: crate::northd_options::northd_option(
+            cx.view.replica(),
+            "register_consolidation",
+            false,
+        ),
     };
     out.flows = crate::hairpin::hairpin_flows(&h, cx.layout);
     out

@@ -56,6 +56,9 @@ pub struct HairpinLb {
     /// Northd's `lb_hairpin_use_ct_mark`: `ct.natted` is in ct_mark (else, from a northd
     /// of before the move, in ct_label).
     pub use_ct_mark: bool,
+    /// Northd's `register_consolidation` (24.09 on): the original IPv4 destination is in
+    /// reg4 (else reg1).
+    pub orig_dip_in_reg4: bool,
 }
 
 fn ip_bits(ip: IpAddr) -> u128 {
@@ -65,12 +68,15 @@ fn ip_bits(ip: IpAddr) -> u128 {
     }
 }
 
-/// The original-destination match: reg1 (IPv4) or xxreg1 (IPv6), and reg2[0..15] for the port.
-fn orig_dst(m: &mut OfMatch, vip: &Endpoint, proto: u8) {
+/// The original-destination match: reg1 or reg4 (IPv4) or xxreg1 (IPv6), and reg2[0..15]
+/// for the port.
+fn orig_dst(m: &mut OfMatch, vip: &Endpoint, lb: &HairpinLb) {
+    let proto = lb.proto;
     match vip.ip {
         IpAddr::V4(_) => {
             m.add(FieldId::ETH_TYPE, 0x800, 0xffff);
-            m.add(FieldId::reg(1), ip_bits(vip.ip), 0xffff_ffff);
+            let reg = if lb.orig_dip_in_reg4 { 4 } else { 1 };
+            m.add(FieldId::reg(reg), ip_bits(vip.ip), 0xffff_ffff);
         }
         IpAddr::V6(_) => {
             m.add(FieldId::ETH_TYPE, 0x86dd, 0xffff);
@@ -113,7 +119,7 @@ pub fn hairpin_flows(lb: &HairpinLb, l: &TableLayout) -> Vec<OfFlow> {
             } else {
                 m.add(FieldId::CT_LABEL, 2, 2);
             }
-            orig_dst(&mut m, vip, lb.proto);
+            orig_dst(&mut m, vip, lb);
             let (src_f, dst_f) = if be.ip.is_ipv4() {
                 (FieldId::IP_SRC, FieldId::IP_DST)
             } else {
@@ -182,7 +188,7 @@ pub fn hairpin_flows(lb: &HairpinLb, l: &TableLayout) -> Vec<OfFlow> {
         };
         let base = if vip.port.is_some() { 100 } else { 90 };
         let mut m = OfMatch::new();
-        orig_dst(&mut m, vip, lb.proto);
+        orig_dst(&mut m, vip, lb);
         match snat {
             None => out.push(flow(
                 l.ct_snat_hairpin,
@@ -245,6 +251,7 @@ mod tests {
             snat_v6: None,
             local_dp_keys: vec![1],
             use_ct_mark,
+            orig_dip_in_reg4: false,
         };
         let first = |use_ct_mark| {
             hairpin_flows(&lb(use_ct_mark), &TableLayout::OVN_23_03)[0]
@@ -255,5 +262,38 @@ mod tests {
         let old = first(false);
         assert!(old.contains("ct_label=0x2/0x2"), "{old}");
         assert!(!old.contains("ct_mark"), "{old}");
+    }
+
+    #[test]
+    fn original_ipv4_destination_in_reg4_once_northd_consolidates_registers() {
+        let lb = |orig_dip_in_reg4| HairpinLb {
+            cookie: 1,
+            proto: 6,
+            vips: vec![(
+                parse_endpoint("10.0.0.10:80").unwrap(),
+                vec![parse_endpoint("10.0.0.2:8080").unwrap()],
+            )],
+            snat_v4: None,
+            snat_v6: None,
+            local_dp_keys: vec![1],
+            use_ct_mark: true,
+            orig_dip_in_reg4,
+        };
+        let matches = |reg4| -> Vec<String> {
+            hairpin_flows(&lb(reg4), &TableLayout::OVN_25_03)
+                .iter()
+                .map(|f| f.m.to_string())
+                .collect()
+        };
+        assert!(
+            matches(true).iter().all(|m| m.contains("reg4=0xa00000a")),
+            "{:?}",
+            matches(true)
+        );
+        assert!(
+            matches(false).iter().all(|m| m.contains("reg1=0xa00000a")),
+            "{:?}",
+            matches(false)
+        );
     }
 }

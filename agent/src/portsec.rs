@@ -154,13 +154,15 @@ pub fn port_security_flows(
     };
 
     // Defaults: deny all from the port; ARP goes to the ND table, where it is denied unless
-    // allowed; NA denied, NS allowed (as ovn-controller does).
+    // allowed; NA denied, NS allowed (as ovn-controller does; denied in strict releases).
+    let strict = l.dialect.port_sec_nd_strict;
+    let ns_default = if strict { deny() } else { allow() };
     b.add(t_in, 80, b.base(14), deny());
     let mut m = b.base(14);
     set(&mut m, FieldId::ETH_TYPE, ETH_ARP);
     b.add(t_in, 95, m.clone(), adv.clone());
     b.add(t_nd, 80, m, deny());
-    for (ty, action) in [(136, deny()), (135, allow())] {
+    for (ty, action) in [(136, deny()), (135, ns_default)] {
         let mut m = b.base(14);
         set(&mut m, FieldId::ETH_TYPE, ETH_IPV6);
         set(&mut m, FieldId::NW_PROTO, 58);
@@ -253,6 +255,9 @@ pub fn port_security_flows(
         // makes valid NAs for the link-local target fail); we match 255.
         let nd = |b: &Builder, ty: u128| {
             let mut m = b.base(14);
+            if strict {
+                set(&mut m, FieldId::ETH_SRC, mac);
+            }
             set(&mut m, FieldId::ETH_TYPE, ETH_IPV6);
             set(&mut m, FieldId::NW_PROTO, 58);
             set(&mut m, FieldId::NW_TTL, 255);
@@ -282,6 +287,9 @@ pub fn port_security_flows(
                 for tll in [0, mac] {
                     let mut m = with_src(&b, Some(ETH_IPV6));
                     set(&mut m, FieldId::NW_PROTO, 58);
+                    if strict {
+                        set(&mut m, FieldId::NW_TTL, 255);
+                    }
                     set(&mut m, FieldId::ICMPV6_TYPE, 136);
                     set(&mut m, FieldId::ICMPV6_CODE, 0);
                     set(&mut m, FieldId::ND_TLL, tll);
@@ -374,5 +382,40 @@ mod tests {
         assert_eq!(link_local(p.mac).to_string(), "fe80::5254:ff:fe00:1");
         assert!(parse_port_security("10.0.0.1").is_none());
         assert!(parse_port_security("").is_none());
+    }
+
+    /// 26.03 denies neighbour solicitations by default and matches the port's MAC and hop
+    /// limit 255 on every allowed NS/NA (what 26.03.1 installed in table 74, seen in the
+    /// lflow_differential run on that stack); 23.03 allows them by default.
+    #[test]
+    fn nd_checks_of_each_release() {
+        let entry = parse_port_security("50:54:00:00:00:01 aef0::11").unwrap();
+        let nd_flows = |l: &TableLayout| -> Vec<String> {
+            port_security_flows(1, 1, 1, std::slice::from_ref(&entry), l)
+                .into_iter()
+                .filter(|f| f.table == l.chk_in_port_sec_nd && f.m.to_string().contains("icmp6"))
+                .map(|f| {
+                    let a = openflow::text::format_actions(&f.actions);
+                    format!("priority={},{} actions={a}", f.priority, f.m)
+                })
+                .collect()
+        };
+        let new = nd_flows(&TableLayout::OVN_26_03);
+        let ns_default = new
+            .iter()
+            .find(|f| f.starts_with("priority=80,") && f.contains("icmp_type=135"))
+            .expect("an NS default");
+        assert!(ns_default.contains("0x1000"), "denied: {ns_default}");
+        for f in new.iter().filter(|f| f.starts_with("priority=90,")) {
+            assert!(
+                f.contains("dl_src=50:54:00:00:00:01") && f.contains("nw_ttl=255"),
+                "{f}"
+            );
+        }
+        let old = nd_flows(&TableLayout::OVN_23_03);
+        assert!(old
+            .iter()
+            .filter(|f| f.contains("icmp_type=135"))
+            .all(|f| !f.contains("dl_src=")));
     }
 }

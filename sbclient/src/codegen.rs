@@ -20,10 +20,20 @@ pub enum CodegenError {
     },
 }
 
-/// The checked-in schemas and the generated module of each.
+/// The checked-in schemas and the generated module of each. `ovn-sb.ovsschema` is OVN
+/// 23.03.1's (20.27.0) plus the columns later releases added that the agent reads
+/// (`Load_Balancer` `ls_datapath_group` and `lr_datapath_group`, 24.03); the client monitors
+/// only the columns the server's schema has.
 pub const SCHEMAS: &[(&str, &str)] = &[
     ("ovn-sb.ovsschema", "ovn_sb"),
     ("vswitch.ovsschema", "vswitch"),
+];
+
+/// The columns `ovn-sb.ovsschema` has beyond OVN 23.03.1's: added by later releases, read
+/// by the agent where the server has them.
+pub const LATER_SB_COLUMNS: &[(&str, &str)] = &[
+    ("Load_Balancer", "ls_datapath_group"),
+    ("Load_Balancer", "lr_datapath_group"),
 ];
 
 const KEYWORDS: &[&str] = &[

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use sbclient::codegen::{generate, SCHEMAS};
+use sbclient::codegen::{generate, LATER_SB_COLUMNS, SCHEMAS};
 use sbclient::schema::DatabaseSchema;
 
 #[test]
@@ -38,7 +38,14 @@ fn checked_in_schemas_match_installed() {
             continue;
         };
         let ours = std::fs::read_to_string(root.join("schemas").join(schema)).unwrap();
-        let ours = DatabaseSchema::parse(&ours).unwrap();
+        let mut ours = DatabaseSchema::parse(&ours).unwrap();
+        if schema == "ovn-sb.ovsschema" {
+            // Less what later releases added (and the agent reads where the server has it).
+            for (table, column) in LATER_SB_COLUMNS {
+                let t = ours.tables.get_mut(*table).expect("a table of the schema");
+                assert!(t.columns.remove(*column).is_some(), "{table}.{column}");
+            }
+        }
         let theirs = DatabaseSchema::parse(&installed_text).unwrap();
         assert_eq!(ours, theirs, "{schema} differs from {installed}");
     }

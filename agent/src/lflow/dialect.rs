@@ -26,6 +26,10 @@ pub struct Dialect {
     /// `a != v/m` is one term per mask bit that differs there from `v` and equals it on
     /// the mask's bits above (disjoint terms); else the term matches that bit alone.
     pub ne_as_prefixes: bool,
+    /// Port security's ND checks are strict: an NS is denied unless allowed, and the
+    /// allowed NS and NA match the port's MAC as source and hop limit 255 (else NS are
+    /// allowed by default, and the MAC and hop limit are matched as 23.03 did).
+    pub port_sec_nd_strict: bool,
     /// `ct_nw_dst()`, `ct_ip6_dst()`, `ct_tp_dst()` and `ct_proto()` load their result
     /// into the low bits of xxreg1, kept on the stack around the action unless it is the
     /// destination; else into reg1, xxreg1 and reg2 as they are.
@@ -125,6 +129,7 @@ pub static OVN_23_03: Dialect = Dialect {
     nested_prereqs: &[],
     lb_aff_learn_cookie: false,
     ne_as_prefixes: false,
+    port_sec_nd_strict: false,
     ct_orig_in_result_reg: false,
     physical: PhysicalForms {
         tables: &[],
@@ -164,6 +169,7 @@ pub static OVN_25_03: Dialect = Dialect {
     nested_prereqs: &[(0, "ip"), (9, "ip")],
     lb_aff_learn_cookie: true,
     ne_as_prefixes: false,
+    port_sec_nd_strict: false,
     ct_orig_in_result_reg: false,
     physical: PhysicalForms {
         // Conntrack zone lookup, the original-destination loads, the remote-chassis flood.
@@ -180,9 +186,14 @@ pub static OVN_25_03: Dialect = Dialect {
         mc_ramp_flows: false,
         lookup_defaults: false,
     },
-    // Not yet: fdb-timestamp (FDB aging refreshes), ls-dpg-column (Load_Balancer's
-    // ls_datapath_group), ovn-sample-with-registers, ct-label-flush.
-    chassis_features: &["ct-commit-nat-v2", "ct-commit-to-zone", "ct-next-zone"],
+    // Not yet: fdb-timestamp (FDB aging refreshes), ovn-sample-with-registers,
+    // ct-label-flush.
+    chassis_features: &[
+        "ct-commit-nat-v2",
+        "ct-commit-to-zone",
+        "ct-next-zone",
+        "ls-dpg-column",
+    ],
     dns: DnsForms {
         answer_with_additional: true,
         rows_without_dns_id: true,
@@ -206,6 +217,7 @@ pub static OVN_26_03: Dialect = Dialect {
     nested_prereqs: &[(0, "ip"), (9, "ip")],
     lb_aff_learn_cookie: true,
     ne_as_prefixes: true,
+    port_sec_nd_strict: true,
     ct_orig_in_result_reg: true,
     physical: PhysicalForms {
         // get_fdb's default; 25.03's; the conntrack state save, the original-protocol
@@ -224,7 +236,12 @@ pub static OVN_26_03: Dialect = Dialect {
         lookup_defaults: true,
     },
     // Not yet: ct-state-save, and 25.03's missing ones.
-    chassis_features: &["ct-commit-nat-v2", "ct-commit-to-zone", "ct-next-zone"],
+    chassis_features: &[
+        "ct-commit-nat-v2",
+        "ct-commit-to-zone",
+        "ct-next-zone",
+        "ls-dpg-column",
+    ],
     dns: DnsForms {
         answer_with_additional: true,
         rows_without_dns_id: true,

@@ -1838,6 +1838,10 @@ pub struct LoadBalancer {
     pub datapaths: BTreeSet<Uuid>,
     /// Column `external_ids`.
     pub external_ids: OvsMap<String, String>,
+    /// Column `lr_datapath_group`.
+    pub lr_datapath_group: Option<Uuid>,
+    /// Column `ls_datapath_group`.
+    pub ls_datapath_group: Option<Uuid>,
     /// Column `name`.
     pub name: String,
     /// Column `options`.
@@ -1859,6 +1863,10 @@ pub struct LoadBalancerUpdate {
     datapaths: Option<WireSet<Uuid>>,
     #[serde(rename = "external_ids", default)]
     external_ids: Option<WireMap<String, String>>,
+    #[serde(rename = "lr_datapath_group", default)]
+    lr_datapath_group: Option<WireSet<Uuid>>,
+    #[serde(rename = "ls_datapath_group", default)]
+    ls_datapath_group: Option<WireSet<Uuid>>,
     #[serde(rename = "name", default)]
     name: Option<WireAtom<String>>,
     #[serde(rename = "options", default)]
@@ -1875,7 +1883,7 @@ pub struct LoadBalancerUpdate {
 
 impl Row for LoadBalancer {
     const TABLE: &'static str = "Load_Balancer";
-    const COLUMNS: &'static [&'static str] = &["datapath_group", "datapaths", "external_ids", "name", "options", "protocol", "vips"];
+    const COLUMNS: &'static [&'static str] = &["datapath_group", "datapaths", "external_ids", "lr_datapath_group", "ls_datapath_group", "name", "options", "protocol", "vips"];
     type Update = LoadBalancerUpdate;
 
     fn apply_new(&mut self, update: Self::Update) -> Result<(), RowError> {
@@ -1887,6 +1895,12 @@ impl Row for LoadBalancer {
         }
         if let Some(v) = update.external_ids {
             self.external_ids = v.0.into_iter().collect();
+        }
+        if let Some(v) = update.lr_datapath_group {
+            self.lr_datapath_group = at_most_one(v.0, "lr_datapath_group")?;
+        }
+        if let Some(v) = update.ls_datapath_group {
+            self.ls_datapath_group = at_most_one(v.0, "ls_datapath_group")?;
         }
         if let Some(v) = update.name {
             self.name = v.0;
@@ -1913,6 +1927,12 @@ impl Row for LoadBalancer {
         if let Some(v) = update.external_ids {
             apply_map_diff(&mut self.external_ids, v.0);
         }
+        if let Some(v) = update.lr_datapath_group {
+            apply_optional_diff(&mut self.lr_datapath_group, v.0, "lr_datapath_group")?;
+        }
+        if let Some(v) = update.ls_datapath_group {
+            apply_optional_diff(&mut self.ls_datapath_group, v.0, "ls_datapath_group")?;
+        }
         if let Some(v) = update.name {
             self.name = v.0;
         }
@@ -1933,6 +1953,8 @@ impl Row for LoadBalancer {
             "datapath_group" => Some(optional_datum(&self.datapath_group)),
             "datapaths" => Some(set_datum(&self.datapaths)),
             "external_ids" => Some(map_datum(&self.external_ids)),
+            "lr_datapath_group" => Some(optional_datum(&self.lr_datapath_group)),
+            "ls_datapath_group" => Some(optional_datum(&self.ls_datapath_group)),
             "name" => Some(scalar_datum(&self.name)),
             "options" => Some(map_datum(&self.options)),
             "protocol" => Some(optional_datum(&self.protocol)),
@@ -1946,6 +1968,8 @@ impl Row for LoadBalancer {
             ("datapath_group", optional_datum(&self.datapath_group)),
             ("datapaths", set_datum(&self.datapaths)),
             ("external_ids", map_datum(&self.external_ids)),
+            ("lr_datapath_group", optional_datum(&self.lr_datapath_group)),
+            ("ls_datapath_group", optional_datum(&self.ls_datapath_group)),
             ("name", scalar_datum(&self.name)),
             ("options", map_datum(&self.options)),
             ("protocol", optional_datum(&self.protocol)),
