@@ -72,6 +72,12 @@ impl Stack {
         self.release().is_some_and(|r| r.dns_answers_edns)
     }
 
+    /// Whether the release's ovn-controller answers a record's addresses in a random order
+    /// (26.03: a new order for every answer).
+    pub fn dns_shuffles(&self) -> bool {
+        self.release().is_some_and(|r| r.dns_shuffles)
+    }
+
     /// Whether the release's ovn-controller ends a control-socket reply with a newline
     /// (its OVS library 3.1 does; 3.5 and later send the text as it is).
     pub fn appctl_reply_newline(&self) -> bool {
@@ -91,6 +97,7 @@ struct Release {
     ovs: &'static str,
     agent_layout: Option<&'static str>,
     dns_answers_edns: bool,
+    dns_shuffles: bool,
     appctl_reply_newline: bool,
 }
 
@@ -101,6 +108,7 @@ const RELEASES: [Release; 3] = [
         ovs: "3.1.",
         agent_layout: Some("ovn-23.03"),
         dns_answers_edns: false,
+        dns_shuffles: false,
         appctl_reply_newline: true,
     },
     Release {
@@ -109,6 +117,7 @@ const RELEASES: [Release; 3] = [
         ovs: "3.5.",
         agent_layout: Some("ovn-25.03"),
         dns_answers_edns: true,
+        dns_shuffles: false,
         appctl_reply_newline: false,
     },
     Release {
@@ -117,6 +126,7 @@ const RELEASES: [Release; 3] = [
         ovs: "4.",
         agent_layout: Some("ovn-26.03"),
         dns_answers_edns: true,
+        dns_shuffles: true,
         appctl_reply_newline: false,
     },
 ];

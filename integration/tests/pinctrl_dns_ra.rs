@@ -199,7 +199,68 @@ fn dns_answers_from_the_dns_table(net: &Net) -> Outcome {
     p.refute("no DNS reply for the unanswered queries", |f| {
         (41020..41022).any(|port| dns_reply_to(f, port).is_some())
     });
-    p.finish(&net.ports())
+    let mut outcome = p.finish(&net.ports());
+    if integration::stack::Stack::current().dns_shuffles() {
+        // Each controller answers in its own random order: compare the answers as a set.
+        for frames in outcome.observation.packets.values_mut() {
+            for f in frames.iter_mut() {
+                if let Some(canonical) = answers_sorted(f) {
+                    *f = canonical;
+                }
+            }
+            frames.sort();
+        }
+    }
+    outcome
+}
+
+/// A DNS reply (from port 53) with its answer records sorted and its UDP checksum cleared,
+/// or `None` for any other frame. Names are plain labels or 2-byte pointers.
+fn answers_sorted(frame: &[u8]) -> Option<Vec<u8>> {
+    let p = SlicedPacket::from_ethernet(frame).ok()?;
+    let Some(TransportSlice::Udp(udp)) = p.transport else {
+        return None;
+    };
+    if udp.source_port() != 53 {
+        return None;
+    }
+    let payload = udp.payload();
+    let dns_at = payload.as_ptr() as usize - frame.as_ptr() as usize;
+    let m = payload;
+    let (_, true, ancount) = dns_header(m)? else {
+        return None;
+    };
+    let skip_name = |mut at: usize| -> Option<usize> {
+        loop {
+            let len = *m.get(at)?;
+            if len & 0xc0 == 0xc0 {
+                return Some(at + 2);
+            }
+            at += 1 + usize::from(len);
+            if len == 0 {
+                return Some(at);
+            }
+        }
+    };
+    let answers_at = skip_name(12)? + 4;
+    let mut at = answers_at;
+    let mut records = Vec::new();
+    for _ in 0..ancount {
+        let fixed = skip_name(at)?;
+        let rdlen = usize::from(u16::from_be_bytes([*m.get(fixed + 8)?, *m.get(fixed + 9)?]));
+        let end = fixed + 10 + rdlen;
+        records.push(m.get(at..end)?.to_vec());
+        at = end;
+    }
+    records.sort();
+    let mut out = frame.to_vec();
+    let mut w = dns_at + answers_at;
+    for r in records {
+        out[w..w + r.len()].copy_from_slice(&r);
+        w += r.len();
+    }
+    out[dns_at - 2..dns_at].fill(0);
+    Some(out)
 }
 
 /// A router solicitation from vm1's link-local address.

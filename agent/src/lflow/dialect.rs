@@ -60,6 +60,9 @@ pub struct DnsForms {
     /// A `DNS` row without `external_ids:dns_id` counts (known by its row uuid); else it is
     /// ignored.
     pub rows_without_dns_id: bool,
+    /// The addresses of a record are answered in a random order, a new one for every
+    /// answer (round-robin DNS); else in the record's order.
+    pub shuffle_addresses: bool,
 }
 
 /// The physical stage of a release: what its `physical.c` builds differently, as data.
@@ -149,6 +152,7 @@ pub static OVN_23_03: Dialect = Dialect {
     dns: DnsForms {
         answer_with_additional: false,
         rows_without_dns_id: false,
+        shuffle_addresses: false,
     },
     internal_version: "23.03.1-20.27.0-70.6",
     appctl_reply_newline: true,
@@ -197,6 +201,7 @@ pub static OVN_25_03: Dialect = Dialect {
     dns: DnsForms {
         answer_with_additional: true,
         rows_without_dns_id: true,
+        shuffle_addresses: false,
     },
     // Debian 13's 25.03.0.
     internal_version: "25.03.0-20.41.0-77.6",
@@ -245,6 +250,7 @@ pub static OVN_26_03: Dialect = Dialect {
     dns: DnsForms {
         answer_with_additional: true,
         rows_without_dns_id: true,
+        shuffle_addresses: true,
     },
     // Debian sid's 26.03.1.
     internal_version: "26.03.1-21.8.0-82.14",

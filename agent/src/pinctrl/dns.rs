@@ -179,7 +179,7 @@ pub fn reply(frame: &[u8], datapath: u64, records: &DnsRecords) -> Result<Option
         return Ok(None);
     };
     let qname = &udp[QUESTION..QUESTION + name_len];
-    let (answers, count) = answers(qname, qtype, found);
+    let (answers, count) = answers(qname, qtype, found, forms.shuffle_addresses);
     if count == 0 {
         return Ok(None);
     }
@@ -253,8 +253,9 @@ fn question(udp: &[u8], end: usize) -> Option<(Vec<u8>, usize, u16)> {
     Some((name, at - QUESTION, be16(udp, at)))
 }
 
-/// The answer records for a `qtype` query whose record is `found`, and how many.
-fn answers(qname: &[u8], qtype: u16, found: &str) -> (Vec<u8>, u16) {
+/// The answer records for a `qtype` query whose record is `found`, and how many; the
+/// addresses of each family in a random order when `shuffle`.
+fn answers(qname: &[u8], qtype: u16, found: &str, shuffle: bool) -> (Vec<u8>, u16) {
     let mut out = Vec::new();
     let mut count = 0u16;
     let mut record = |rtype: u16, rdata: &[u8]| {
@@ -271,7 +272,13 @@ fn answers(qname: &[u8], qtype: u16, found: &str) -> (Vec<u8>, u16) {
             record(TYPE_PTR, &rdata);
         }
     } else {
-        let (v4, v6) = scan_addresses(found);
+        let (mut v4, mut v6) = scan_addresses(found);
+        if shuffle {
+            use rand::seq::SliceRandom;
+            let mut rng = rand::thread_rng();
+            v4.shuffle(&mut rng);
+            v6.shuffle(&mut rng);
+        }
         if matches!(qtype, TYPE_A | TYPE_ANY) {
             for a in &v4 {
                 record(TYPE_A, &a.octets());

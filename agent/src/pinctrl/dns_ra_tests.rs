@@ -558,3 +558,33 @@ fn the_snapshot_has_the_dns_rows_and_the_periodic_ras_of_the_southbound() {
     );
     assert_eq!(view.ingress_table, 8);
 }
+
+/// 26.03 answers a record's addresses in a new random order each time: the same answers,
+/// both orders seen over many queries (two addresses: all 64 in one order has odds 2^-63).
+#[test]
+fn release_26_03_answers_addresses_in_random_order() {
+    let mut r = records();
+    r.rows[0].records.insert(
+        "vm1.ovn.org".to_owned(),
+        "10.0.0.1 fd00::1 fd00::11".to_owned(),
+    );
+    r.forms = crate::lflow::dialect::OVN_26_03.dns;
+    let q = query4("vm1.ovn.org", 28, 0);
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..64 {
+        let out = dns::reply(&q, 1, &r).expect("parsed").expect("answered");
+        seen.insert(out);
+    }
+    assert_eq!(seen.len(), 2, "two orders of the two AAAA answers");
+    let lengths: std::collections::BTreeSet<usize> = seen.iter().map(Vec::len).collect();
+    assert_eq!(lengths.len(), 1);
+    r.forms = crate::lflow::dialect::OVN_25_03.dns;
+    let once = dns::reply(&q, 1, &r).unwrap().unwrap();
+    for _ in 0..8 {
+        assert_eq!(
+            dns::reply(&q, 1, &r).unwrap().unwrap(),
+            once,
+            "25.03: record order"
+        );
+    }
+}
