@@ -240,12 +240,13 @@ pub static OVN_26_03: Dialect = Dialect {
         mc_ramp_flows: true,
         lookup_defaults: true,
     },
-    // Not yet: ct-state-save, and 25.03's missing ones.
+    // Not yet: fdb-timestamp, ovn-sample-with-registers, ct-label-flush.
     chassis_features: &[
         "ct-commit-nat-v2",
         "ct-commit-to-zone",
         "ct-next-zone",
         "ls-dpg-column",
+        "ct-state-save",
     ],
     dns: DnsForms {
         answer_with_additional: true,
