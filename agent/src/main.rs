@@ -129,6 +129,9 @@ async fn serve(
     for (name, usage, min, max) in agent::daemon::commands::COMMANDS {
         commands.register(name, usage, *min, *max)?;
     }
+    for (name, release) in agent::daemon::commands::RETIRED {
+        commands.retire(name, release);
+    }
     let (requests_tx, requests) = tokio::sync::mpsc::channel(16);
     let server = AppctlServer::bind(
         ServerConfig {

@@ -33,7 +33,8 @@ impl Reply {
 fn appctl(net: &Net, chassis: &str, args: &[&str]) -> Reply {
     let c = net.lab.chassis(chassis).expect("chassis");
     let ctl = c.controller().expect("controller").ctl().clone();
-    let out = Command::new("ovn-appctl")
+    // The release's own client, as its operators run it.
+    let out = Command::new(integration::stack::Stack::current().program("ovn-appctl"))
         .arg("-t")
         .arg(&ctl)
         .args(args)
@@ -391,10 +392,18 @@ fn ovn_controller_commands_answer_as_ovn_controller() {
             problems.push(format!("list-commands lacks the agent's own {name}"));
         }
     }
-    // ovn-ctl takes the last field of the first line as the version.
+    // ovn-ctl takes the last field of the first line as the version: the agent's is
+    // 23.03.1's (what it was built to replace), ovn-controller's its release's.
+    let stack = integration::stack::Stack::current();
+    let release = stack.versions().map_or("23.03.", |(ovn, _)| ovn);
     for r in &runs {
         let first = r.version.lines().next().unwrap_or_default();
-        if !first.ends_with(" 23.03.1") {
+        let want = if r.label == ORACLE { release } else { "23.03." };
+        if !first
+            .rsplit(' ')
+            .next()
+            .is_some_and(|v| v.starts_with(want))
+        {
             problems.push(format!("[{}] version: {:?}", r.label, r.version));
         }
     }
@@ -450,9 +459,20 @@ fn agent_commands(net: &Net, problems: &mut Vec<String>) {
         &["debug/monitor-conditions"],
         &["Port_Binding: ", "Logical_Flow: "],
     );
+    // The layout of the stack's release (`auto` on an unpacked stack), classic on the
+    // system's.
+    let layout = match integration::stack::Stack::current().agent_layout() {
+        Some(name) if !integration::stack::Stack::current().is_system() => {
+            agent::lflow::layout::TableLayout::by_name(name).expect("a layout ovn-agent knows")
+        }
+        _ => agent::lflow::layout::TableLayout::CLASSIC,
+    };
     expect(
         &["debug/table-layout"],
-        &["layout: classic", "remote output: 32"],
+        &[
+            &format!("layout: {}", layout.name()),
+            &format!("remote output: {}", layout.remote_output),
+        ],
     );
     expect(&["debug/engine-stats"], &["runs ", "desired flows "]);
     // The ACL's logical flow: shown with what it compiled to.

@@ -26,6 +26,9 @@ struct Entry {
     min_args: usize,
     max_args: usize,
     handler: Handler,
+    /// The release (`YY.MM`) from which the command is gone (a later library or
+    /// ovn-controller dropped it); `None`: every release has it.
+    until: Option<&'static str>,
 }
 
 /// A command name registered twice.
@@ -85,8 +88,23 @@ impl CommandRegistry {
                 min_args,
                 max_args,
                 handler,
+                until: None,
             },
         );
+    }
+
+    /// Marks `name` as gone from release `release` on (`YY.MM`): that release's server
+    /// neither lists nor answers it.
+    pub fn retire(&mut self, name: &str, release: &'static str) {
+        if let Some(e) = self.commands.get_mut(name) {
+            e.until = Some(release);
+        }
+    }
+
+    fn entry(&self, name: &str, release: &str) -> Option<&Entry> {
+        self.commands
+            .get(name)
+            .filter(|e| e.until.is_none_or(|u| release < u))
     }
 
     /// Registers a command the main loop answers. `usage` is what `list-commands` shows
@@ -129,10 +147,13 @@ impl CommandRegistry {
         self.commands.contains_key(name)
     }
 
-    /// The `list-commands` reply, byte for byte as OVS formats it.
-    pub fn list_commands(&self) -> String {
+    /// The `list-commands` reply of release `release`, byte for byte as OVS formats it.
+    pub fn list_commands(&self, release: &str) -> String {
         let mut out = String::from("The available commands are:\n");
         for (name, entry) in &self.commands {
+            if self.entry(name, release).is_none() {
+                continue;
+            }
             if let Some(usage) = &entry.usage {
                 let _ = writeln!(out, "  {name:<23} {usage}");
             }
@@ -147,8 +168,9 @@ impl CommandRegistry {
         method: &str,
         n_params: usize,
         params_are_strings: bool,
+        release: &str,
     ) -> Result<Handler, String> {
-        let Some(entry) = self.commands.get(method) else {
+        let Some(entry) = self.entry(method, release) else {
             return Err(format!(
                 "\"{method}\" is not a valid command (use \"list-commands\" to see a list of valid commands)"
             ));
@@ -177,6 +199,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_retired_command_is_gone_from_its_release_on() {
+        let mut registry = CommandRegistry::new();
+        registry
+            .register("tnl/egress_port_range", "min max", 0, 2)
+            .unwrap();
+        registry.retire("tnl/egress_port_range", "25.03");
+        assert!(registry
+            .list_commands("23.03")
+            .contains("tnl/egress_port_range"));
+        assert!(!registry
+            .list_commands("25.03")
+            .contains("tnl/egress_port_range"));
+        assert!(registry
+            .check("tnl/egress_port_range", 0, true, "23.03")
+            .is_ok());
+        assert_eq!(
+            registry.check("tnl/egress_port_range", 0, true, "26.03"),
+            Err("\"tnl/egress_port_range\" is not a valid command (use \"list-commands\" to see a list of valid commands)".into())
+        );
+    }
+
+    #[test]
     fn list_commands_matches_ovn_controller_layout() {
         let mut registry = CommandRegistry::new().with_vlog_commands();
         registry.register("exit", "", 0, 1).unwrap();
@@ -186,7 +230,7 @@ mod tests {
         registry.register("stopwatch/show", "[NAME]", 0, 1).unwrap();
         registry.register_hidden("debug/secret", 0, 0).unwrap();
         assert_eq!(
-            registry.list_commands(),
+            registry.list_commands("23.03"),
             "The available commands are:\n\
              \x20 debug/delay-nb-cfg-report SECONDS\n\
              \x20 exit                    \n\
@@ -215,27 +259,27 @@ mod tests {
             .register("coverage/read-counter", "COUNTER", 1, 1)
             .unwrap();
         assert_eq!(
-            registry.check("bogus", 2, true),
+            registry.check("bogus", 2, true, "23.03"),
             Err("\"bogus\" is not a valid command (use \"list-commands\" to see a list of valid commands)".into())
         );
         assert_eq!(
-            registry.check("coverage/read-counter", 0, true),
+            registry.check("coverage/read-counter", 0, true, "23.03"),
             Err("\"coverage/read-counter\" command requires at least 1 arguments".into())
         );
         assert_eq!(
-            registry.check("version", 1, false),
+            registry.check("version", 1, false, "23.03"),
             Err("\"version\" command takes at most 0 arguments".into())
         );
         assert_eq!(
-            registry.check("coverage/read-counter", 1, false),
+            registry.check("coverage/read-counter", 1, false, "23.03"),
             Err("\"coverage/read-counter\" command has non-string argument".into())
         );
         assert_eq!(
-            registry.check("coverage/read-counter", 1, true),
+            registry.check("coverage/read-counter", 1, true, "23.03"),
             Ok(Handler::Forward)
         );
         assert_eq!(
-            registry.check("list-commands", 0, true),
+            registry.check("list-commands", 0, true, "23.03"),
             Ok(Handler::ListCommands)
         );
     }

@@ -5,6 +5,7 @@
 //! main loop as an [`AppctlRequest`] over a bounded channel, and a reply that does not come
 //! within the configured time becomes an error reply, so a client never hangs on us.
 
+use crate::lflow::dialect::{Dialect, OVN_23_03};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -71,23 +72,30 @@ struct Shared {
     reply_timeout: Duration,
 }
 
-/// How replies are written, as the OVS library of the release the agent speaks writes
-/// them; the main loop sets it when the release is known or changes.
+/// The release the agent speaks, for the control socket: which commands exist and how
+/// replies are written (as that release's ovn-controller and OVS library do); the main
+/// loop sets it when the release is known or changes.
 #[derive(Debug, Clone)]
-pub struct ReplyForms(Arc<std::sync::atomic::AtomicBool>);
+pub struct ReplyForms(Arc<std::sync::RwLock<&'static Dialect>>);
 
 impl ReplyForms {
     fn new() -> Self {
-        Self(Arc::new(std::sync::atomic::AtomicBool::new(true)))
+        Self(Arc::new(std::sync::RwLock::new(&OVN_23_03)))
+    }
+
+    pub fn set_release(&self, dialect: &'static Dialect) {
+        if let Ok(mut d) = self.0.write() {
+            *d = dialect;
+        }
+    }
+
+    fn release(&self) -> &'static Dialect {
+        self.0.read().map_or(&OVN_23_03, |d| *d)
     }
 
     /// Whether a reply body gets a final newline (23.03's OVS 3.1 does it).
-    pub fn set_newline(&self, newline: bool) {
-        self.0.store(newline, std::sync::atomic::Ordering::Relaxed);
-    }
-
     fn newline(&self) -> bool {
-        self.0.load(std::sync::atomic::Ordering::Relaxed)
+        self.release().appctl_reply_newline
     }
 }
 
@@ -292,12 +300,16 @@ async fn serve_connection(
 
 async fn answer(shared: &Shared, request: &super::protocol::Request) -> Result<String, String> {
     let args = request.string_params();
-    let handler = shared
-        .registry
-        .check(&request.method, request.params.len(), args.is_some())?;
+    let release = shared.replies.release().release;
+    let handler = shared.registry.check(
+        &request.method,
+        request.params.len(),
+        args.is_some(),
+        release,
+    )?;
     let args = args.unwrap_or_default();
     match handler {
-        Handler::ListCommands => Ok(shared.registry.list_commands()),
+        Handler::ListCommands => Ok(shared.registry.list_commands(release)),
         Handler::Version => Ok(shared.version.clone()),
         Handler::Vlog => match &shared.vlog {
             Some(vlog) => vlog

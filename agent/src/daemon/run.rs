@@ -347,7 +347,7 @@ pub async fn run(
         }
         service_manager.after_turn(&engine);
         if let Some(r) = &cfg.appctl_replies {
-            r.set_newline(engine.layout().dialect.appctl_reply_newline);
+            r.set_release(engine.layout().dialect);
         }
         // debug/pause: nothing but the control socket until debug/resume (updates still
         // reach the replicas, and are processed on resume).

@@ -48,6 +48,11 @@ pub struct Dialect {
     /// library the release's ovn-controller is built with does (3.1 for 23.03; 3.5, 25.03's,
     /// does not).
     pub appctl_reply_newline: bool,
+    /// `inc-engine/show-stats` of the release: engine nodes its ovn-controller no longer
+    /// has (25.03 folded `flow_output` into its inputs), and the name of the third
+    /// statistic (`abort` in 23.03, `cancel` since).
+    pub engine_nodes_gone: &'static [&'static str],
+    pub engine_third_stat: &'static str,
 }
 
 /// `dns_lookup` answers of a release.
@@ -156,6 +161,8 @@ pub static OVN_23_03: Dialect = Dialect {
     },
     internal_version: "23.03.1-20.27.0-70.6",
     appctl_reply_newline: true,
+    engine_nodes_gone: &[],
+    engine_third_stat: "abort",
 };
 
 /// OVN 25.03 (Debian 13).
@@ -206,6 +213,8 @@ pub static OVN_25_03: Dialect = Dialect {
     // Debian 13's 25.03.0.
     internal_version: "25.03.0-20.41.0-77.6",
     appctl_reply_newline: false,
+    engine_nodes_gone: &["flow_output"],
+    engine_third_stat: "cancel",
 };
 
 /// OVN 26.03 (Debian sid).
@@ -256,6 +265,8 @@ pub static OVN_26_03: Dialect = Dialect {
     // Debian sid's 26.03.1.
     internal_version: "26.03.1-21.8.0-82.14",
     appctl_reply_newline: false,
+    engine_nodes_gone: &["flow_output"],
+    engine_third_stat: "cancel",
 };
 
 impl Dialect {

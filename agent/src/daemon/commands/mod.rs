@@ -54,6 +54,14 @@ pub const COMMANDS: &[(&str, &str, usize, usize)] = &[
     ("tunnel/pkt-mark", "", 0, 0),
 ];
 
+/// Commands later releases no longer have, and the release each is gone from: OVS 3.5's
+/// library (25.03's) has no `tnl/egress_port_range`, 26.03 dropped
+/// `debug/ignore-startup-delay`.
+pub const RETIRED: &[(&str, &str)] = &[
+    ("tnl/egress_port_range", "25.03"),
+    ("debug/ignore-startup-delay", "26.03"),
+];
+
 /// What the main loop keeps for the control socket besides the engine.
 #[derive(Debug, Default)]
 pub struct Control {

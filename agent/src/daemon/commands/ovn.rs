@@ -113,22 +113,27 @@ fn delay_nb_cfg_report(engine: &mut Engine, arg: &str) -> Result<String, String>
 fn show_stats(engine: &Engine, args: &[String]) -> String {
     let node = args.first().map(String::as_str);
     let stat = args.get(1).map(String::as_str);
+    let release = engine.layout().dialect;
+    let third = release.engine_third_stat;
     let mut out = String::new();
     for (name, n) in engine.stats.nodes.all() {
-        if node.is_some_and(|want| want != name) {
+        if node.is_some_and(|want| want != name) || release.engine_nodes_gone.contains(&name) {
             continue;
         }
         match stat {
             None => {
                 let _ = write!(
                     out,
-                    "Node: {name}\n- recompute: {:>12}\n- compute:   {:>12}\n- abort:     {:>12}\n",
-                    n.recompute, n.compute, n.abort
+                    "Node: {name}\n- recompute: {:>12}\n- compute:   {:>12}\n- {:<11}{:>12}\n",
+                    n.recompute,
+                    n.compute,
+                    format!("{third}:"),
+                    n.abort
                 );
             }
             Some("recompute") => out.push_str(&n.recompute.to_string()),
             Some("compute") => out.push_str(&n.compute.to_string()),
-            Some("abort") => out.push_str(&n.abort.to_string()),
+            Some(s) if s == third => out.push_str(&n.abort.to_string()),
             Some(other) => {
                 let _ = write!(out, "Invalid stat type : {other}");
             }
