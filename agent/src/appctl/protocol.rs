@@ -77,6 +77,23 @@ fn body_text(body: &str, newline: bool) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// Encodes a successful reply to request `id` whose result is a JSON document (under
+/// `set-options --format json`).
+pub fn encode_json_reply(id: &Value, result: &Value) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct JsonSuccess<'a> {
+        id: &'a Value,
+        result: &'a Value,
+        error: Option<()>,
+    }
+    serde_json::to_vec(&JsonSuccess {
+        id,
+        result,
+        error: None,
+    })
+    .unwrap_or_default()
+}
+
 /// Encodes the reply to request `id`: `Ok` is a result, `Err` an error; `newline`: a body
 /// gets a final newline ([`body_text`]).
 pub fn encode_reply(id: &Value, outcome: &Result<String, String>, newline: bool) -> Vec<u8> {

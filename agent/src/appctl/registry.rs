@@ -15,6 +15,9 @@ pub enum Handler {
     Version,
     /// A `vlog/*` command, answered by the server from the logging state.
     Vlog,
+    /// `set-options [--format text|json]` (OVS 3.3's library on): the connection's output
+    /// format, answered by the server.
+    SetOptions,
     /// Everything else: sent to the main loop as an [`super::AppctlRequest`].
     Forward,
 }
@@ -29,6 +32,8 @@ struct Entry {
     /// The release (`YY.MM`) from which the command is gone (a later library or
     /// ovn-controller dropped it); `None`: every release has it.
     until: Option<&'static str>,
+    /// The first release that has it.
+    since: &'static str,
 }
 
 /// A command name registered twice.
@@ -56,6 +61,14 @@ impl CommandRegistry {
         };
         registry.insert("list-commands", Some(""), 0, 0, Handler::ListCommands);
         registry.insert("version", Some(""), 0, 0, Handler::Version);
+        registry.insert(
+            "set-options",
+            Some("[--format text|json]"),
+            1,
+            2,
+            Handler::SetOptions,
+        );
+        registry.introduce("set-options", "25.03");
         registry
     }
 
@@ -89,8 +102,17 @@ impl CommandRegistry {
                 max_args,
                 handler,
                 until: None,
+                since: "23.03",
             },
         );
+    }
+
+    /// Marks `name` as new in release `release` (`YY.MM`): earlier releases' servers
+    /// neither list nor answer it.
+    pub fn introduce(&mut self, name: &str, release: &'static str) {
+        if let Some(e) = self.commands.get_mut(name) {
+            e.since = release;
+        }
     }
 
     /// Marks `name` as gone from release `release` on (`YY.MM`): that release's server
@@ -104,7 +126,7 @@ impl CommandRegistry {
     fn entry(&self, name: &str, release: &str) -> Option<&Entry> {
         self.commands
             .get(name)
-            .filter(|e| e.until.is_none_or(|u| release < u))
+            .filter(|e| e.since <= release && e.until.is_none_or(|u| release < u))
     }
 
     /// Registers a command the main loop answers. `usage` is what `list-commands` shows
@@ -145,6 +167,17 @@ impl CommandRegistry {
 
     pub fn contains(&self, name: &str) -> bool {
         self.commands.contains_key(name)
+    }
+
+    /// `list-commands` under `--format json`: each listed command's usage by name.
+    pub fn list_commands_json(&self, release: &str) -> serde_json::Value {
+        let mut out = serde_json::Map::new();
+        for (name, entry) in &self.commands {
+            if let (Some(_), Some(usage)) = (self.entry(name, release), &entry.usage) {
+                out.insert(name.clone(), serde_json::Value::from(usage.as_str()));
+            }
+        }
+        serde_json::Value::Object(out)
     }
 
     /// The `list-commands` reply of release `release`, byte for byte as OVS formats it.

@@ -5,7 +5,6 @@
 //! main loop as an [`AppctlRequest`] over a bounded channel, and a reply that does not come
 //! within the configured time becomes an error reply, so a client never hangs on us.
 
-use crate::lflow::dialect::{Dialect, OVN_23_03};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,8 +16,9 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
-use super::protocol::{decode_request, encode_reply};
+use super::protocol::{decode_request, encode_json_reply, encode_reply};
 use super::registry::{CommandRegistry, Handler};
+use crate::lflow::dialect::{Dialect, OVN_23_03};
 use crate::vlog::{RateLimit, Vlog};
 
 /// A command for the main loop. Send exactly one reply; dropping `reply` unanswered gives
@@ -245,6 +245,8 @@ async fn serve_connection(
 ) {
     let mut framer = Framer::with_limit(MAX_REQUEST_BYTES);
     let mut buffer = vec![0u8; 4096];
+    // `set-options --format json` on this connection.
+    let mut json_format = false;
     loop {
         loop {
             let frame = match framer.next_frame() {
@@ -268,23 +270,27 @@ async fn serve_connection(
                 serde_json::Value::from(request.params.clone()),
                 request.id
             );
-            let outcome = answer(&shared, &request).await;
+            let outcome = answer(&shared, &request, &mut json_format).await;
             tracing::debug!(
                 "replying with {}, id={}: \"{}\"",
                 if outcome.is_ok() { "success" } else { "error" },
                 request.id,
                 outcome.as_ref().unwrap_or_else(|e| e)
             );
-            if stream
-                .write_all(&encode_reply(
-                    &request.id,
-                    &outcome,
-                    shared.replies.newline(),
-                ))
-                .await
-                .is_err()
-                || *stopped.borrow()
-            {
+            let bytes = match &outcome {
+                Ok(text) if json_format => {
+                    let release = shared.replies.release().release;
+                    let result = if request.method == "list-commands" {
+                        shared.registry.list_commands_json(release)
+                    } else {
+                        // A plain-text reply in the provisional document OVS wraps it in.
+                        serde_json::json!({"reply-format": "plain", "reply": text})
+                    };
+                    encode_json_reply(&request.id, &result)
+                }
+                _ => encode_reply(&request.id, &outcome, shared.replies.newline()),
+            };
+            if stream.write_all(&bytes).await.is_err() || *stopped.borrow() {
                 return;
             }
         }
@@ -298,7 +304,11 @@ async fn serve_connection(
     }
 }
 
-async fn answer(shared: &Shared, request: &super::protocol::Request) -> Result<String, String> {
+async fn answer(
+    shared: &Shared,
+    request: &super::protocol::Request,
+    json_format: &mut bool,
+) -> Result<String, String> {
     let args = request.string_params();
     let release = shared.replies.release().release;
     let handler = shared.registry.check(
@@ -311,6 +321,7 @@ async fn answer(shared: &Shared, request: &super::protocol::Request) -> Result<S
     match handler {
         Handler::ListCommands => Ok(shared.registry.list_commands(release)),
         Handler::Version => Ok(shared.version.clone()),
+        Handler::SetOptions => set_options(&args, json_format),
         Handler::Vlog => match &shared.vlog {
             Some(vlog) => vlog
                 .run_command(&request.method, &args)
@@ -345,4 +356,57 @@ async fn forward(shared: &Shared, command: &str, args: Vec<String>) -> Result<St
         Ok(Err(_)) => Err(format!("\"{command}\" command was dropped without a reply")),
         Ok(Ok(outcome)) => outcome,
     }
+}
+
+/// `set-options [--format text|json]`, as OVS's library parses it (`--format X`,
+/// `--format=X`, `-f X`); a new format applies from the next reply on.
+fn set_options(args: &[String], json_format: &mut bool) -> Result<String, String> {
+    let mut format = None;
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        let value = if let Some(v) = a.strip_prefix("--format=") {
+            v.to_owned()
+        } else if a == "--format" || a == "-f" {
+            i += 1;
+            args.get(i)
+                .cloned()
+                .ok_or_else(|| format!("option '{a}' requires an argument"))?
+        } else {
+            return Err(format!("unrecognized option '{a}'"));
+        };
+        match value.as_str() {
+            "text" => format = Some(false),
+            "json" => format = Some(true),
+            other => return Err(format!("option format has invalid value {other}")),
+        }
+        i += 1;
+    }
+    if let Some(f) = format {
+        *json_format = f;
+    }
+    Ok(String::new())
+}
+
+#[cfg(test)]
+#[test]
+fn set_options_takes_ovs_forms() {
+    let args = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    let mut json = false;
+    assert_eq!(
+        set_options(&args(&["--format", "json"]), &mut json),
+        Ok(String::new())
+    );
+    assert!(json);
+    assert_eq!(
+        set_options(&args(&["--format=text"]), &mut json),
+        Ok(String::new())
+    );
+    assert!(!json);
+    assert_eq!(
+        set_options(&args(&["--format", "yaml"]), &mut json),
+        Err("option format has invalid value yaml".into())
+    );
+    assert!(set_options(&args(&["--bogus"]), &mut json).is_err());
+    assert!(!json);
 }
