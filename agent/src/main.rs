@@ -132,6 +132,9 @@ async fn serve(
     for (name, release) in agent::daemon::commands::RETIRED {
         commands.retire(name, release);
     }
+    for (name, release) in agent::daemon::commands::INTRODUCED {
+        commands.introduce(name, release);
+    }
     let (requests_tx, requests) = tokio::sync::mpsc::channel(16);
     let server = AppctlServer::bind(
         ServerConfig {

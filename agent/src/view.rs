@@ -209,6 +209,19 @@ pub struct ViewParts {
 }
 
 impl ViewParts {
+    /// The names of the ports related to this chassis (ovn-controller's related lports),
+    /// sorted.
+    pub fn related_port_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self
+            .ports
+            .related_names
+            .iter()
+            .map(String::as_str)
+            .collect();
+        names.sort_unstable();
+        names
+    }
+
     /// Brings the parts up to date with `sb` and `facts`; `changed` names the Southbound
     /// tables changed since the last refresh.
     ///

@@ -484,6 +484,11 @@ impl Engine {
     }
 
     /// The layout in use.
+    /// The ports related to this chassis, sorted (`debug/dump-related-ports`).
+    pub fn related_port_names(&self) -> Vec<&str> {
+        self.view_parts.related_port_names()
+    }
+
     pub fn layout(&self) -> crate::lflow::layout::TableLayout {
         self.cfg
             .as_ref()

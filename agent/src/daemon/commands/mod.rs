@@ -23,6 +23,8 @@ pub const COMMANDS: &[(&str, &str, usize, usize)] = &[
     ("debug/dump-lflow-conj-ids", "", 0, 0),
     ("debug/dump-local-bindings", "", 0, 0),
     ("debug/dump-local-template-vars", "", 0, 0),
+    ("debug/dump-peer-ports", "", 0, 0),
+    ("debug/dump-related-ports", "", 0, 0),
     ("debug/ignore-startup-delay", "", 0, 0),
     ("debug/pause", "", 0, 0),
     ("debug/resume", "", 0, 0),
@@ -60,6 +62,12 @@ pub const COMMANDS: &[(&str, &str, usize, usize)] = &[
 pub const RETIRED: &[(&str, &str)] = &[
     ("tnl/egress_port_range", "25.03"),
     ("debug/ignore-startup-delay", "26.03"),
+];
+
+/// Commands later releases added, and the release each appears in.
+pub const INTRODUCED: &[(&str, &str)] = &[
+    ("debug/dump-peer-ports", "25.03"),
+    ("debug/dump-related-ports", "25.03"),
 ];
 
 /// What the main loop keeps for the control socket besides the engine.

@@ -51,6 +51,14 @@ pub(super) fn handle(
         "debug/dump-local-bindings" => reply(Ok(dump_local_bindings(engine))),
         "debug/dump-lflow-conj-ids" => reply(Ok(dump_conj_ids(engine))),
         "debug/dump-local-template-vars" => reply(Ok(dump_template_vars(engine))),
+        "debug/dump-related-ports" => {
+            let mut s = String::new();
+            for name in engine.related_port_names() {
+                let _ = writeln!(s, "{name}");
+            }
+            reply(Ok(s))
+        }
+        "debug/dump-peer-ports" => reply(Ok(dump_peer_ports(engine))),
         // The start-up grace period during which unwanted patch ports are kept.
         "debug/ignore-startup-delay" => {
             engine.ignore_startup_delay = true;
@@ -324,6 +332,36 @@ fn memory_show(engine: &Engine) -> String {
 }
 
 /// `debug/dump-local-bindings` in ovn-controller's shape.
+/// `debug/dump-peer-ports`: each local datapath's patch ports whose peers are local too,
+/// datapaths in key order (ovn-controller's follow its hash order).
+fn dump_peer_ports(engine: &Engine) -> String {
+    let replica = &engine.inputs.sb.replica;
+    let pbs = replica.table::<PortBinding>();
+    let dps = replica.table::<sbclient::ovn_sb::DatapathBinding>();
+    let name_of = |u: &sbclient::Uuid| {
+        pbs.and_then(|t| t.get(u))
+            .map_or_else(String::new, |p| p.logical_port.clone())
+    };
+    let mut local: Vec<_> = engine.runtime.local_datapaths.iter().collect();
+    local.sort_by_key(|(_, ld)| ld.key);
+    let mut out = String::new();
+    for (uuid, ld) in local {
+        let dp_name = dps
+            .and_then(|t| t.get(uuid))
+            .and_then(|d| d.external_ids.get("name"))
+            .map_or("unknown", String::as_str);
+        for (here, peer) in &ld.peers {
+            let _ = writeln!(
+                out,
+                "dp {dp_name} : local = {}, remote = {}",
+                name_of(here),
+                name_of(peer)
+            );
+        }
+    }
+    out
+}
+
 fn dump_local_bindings(engine: &Engine) -> String {
     let mut out = String::from("Local bindings:\n");
     let Some(pbs) = engine.inputs.sb.replica.table::<PortBinding>() else {
