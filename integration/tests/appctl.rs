@@ -186,6 +186,8 @@ const COMMANDS: &[(&[&str], Compare)] = &[
     // 25.03 on.
     (&["debug/dump-peer-ports"], Compare::SameLines),
     (&["debug/dump-related-ports"], Compare::SameLines),
+    // 26.03 on.
+    (&["debug/dump-local-datapaths"], Compare::SameLines),
     (&["debug/ignore-startup-delay"], Compare::Same),
     (&["debug/delay-nb-cfg-report", "x"], Compare::Same),
     (&["debug/delay-nb-cfg-report", "0"], Compare::Same),

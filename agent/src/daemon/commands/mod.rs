@@ -21,6 +21,7 @@ pub const COMMANDS: &[(&str, &str, usize, usize)] = &[
     ("ct-zone-list", "", 0, 0),
     ("debug/delay-nb-cfg-report", "SECONDS", 1, 1),
     ("debug/dump-lflow-conj-ids", "", 0, 0),
+    ("debug/dump-local-datapaths", "", 0, 0),
     ("debug/dump-local-bindings", "", 0, 0),
     ("debug/dump-local-template-vars", "", 0, 0),
     ("debug/dump-peer-ports", "", 0, 0),
@@ -68,6 +69,7 @@ pub const RETIRED: &[(&str, &str)] = &[
 pub const INTRODUCED: &[(&str, &str)] = &[
     ("debug/dump-peer-ports", "25.03"),
     ("debug/dump-related-ports", "25.03"),
+    ("debug/dump-local-datapaths", "26.03"),
 ];
 
 /// What the main loop keeps for the control socket besides the engine.

@@ -59,6 +59,7 @@ pub(super) fn handle(
             reply(Ok(s))
         }
         "debug/dump-peer-ports" => reply(Ok(dump_peer_ports(engine))),
+        "debug/dump-local-datapaths" => reply(Ok(dump_local_datapaths(engine))),
         // The start-up grace period during which unwanted patch ports are kept.
         "debug/ignore-startup-delay" => {
             engine.ignore_startup_delay = true;
@@ -332,6 +333,29 @@ fn memory_show(engine: &Engine) -> String {
 }
 
 /// `debug/dump-local-bindings` in ovn-controller's shape.
+/// `debug/dump-local-datapaths`: each local datapath's name and kind, in key order
+/// (ovn-controller's follow its hash order; a datapath without a name prints as C's
+/// printf prints a null string).
+fn dump_local_datapaths(engine: &Engine) -> String {
+    let dps = engine
+        .inputs
+        .sb
+        .replica
+        .table::<sbclient::ovn_sb::DatapathBinding>();
+    let mut local: Vec<_> = engine.runtime.local_datapaths.iter().collect();
+    local.sort_by_key(|(_, ld)| ld.key);
+    let mut out = String::from("Local datapaths:\n");
+    for (uuid, ld) in local {
+        let name = dps
+            .and_then(|t| t.get(uuid))
+            .and_then(|d| d.external_ids.get("name"))
+            .map_or("(null)", String::as_str);
+        let kind = if ld.is_switch { "switch" } else { "router" };
+        let _ = writeln!(out, "Datapath: {name}, type: {kind}");
+    }
+    out
+}
+
 /// `debug/dump-peer-ports`: each local datapath's patch ports whose peers are local too,
 /// datapaths in key order (ovn-controller's follow its hash order).
 fn dump_peer_ports(engine: &Engine) -> String {
