@@ -52,7 +52,12 @@ pub struct Installed {
 
 /// Dumps `hv1`'s flows (normalized under `layout`) and groups.
 pub fn installed(lab: &Lab, layout: TableLayout) -> Result<Installed> {
-    let chassis = lab.chassis(UNDER_TEST)?;
+    installed_on(lab, UNDER_TEST, layout)
+}
+
+/// Dumps chassis `name`'s flows (normalized under `layout`) and groups.
+pub fn installed_on(lab: &Lab, name: &str, layout: TableLayout) -> Result<Installed> {
+    let chassis = lab.chassis(name)?;
     let raw_flows = chassis.ofctl(&["--no-stats", "dump-flows", "br-int"])?;
     let mut groups: Vec<String> = chassis
         .ofctl(&["dump-groups", "br-int"])?

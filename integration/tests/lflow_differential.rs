@@ -15,10 +15,48 @@ use std::process::Command;
 
 use integration::differential::{compare, lflow_cookies};
 use integration::flows::{normalize_dump, TableLayout};
-use integration::oracle::{installed, start_scenario, UNDER_TEST};
+use integration::oracle::{installed, installed_on, start_scenario, Installed, UNDER_TEST};
 use integration::reference::SCENARIOS;
+use integration::scale::k8s::{node_name, run_node_controller};
+use integration::scale::{build_k8s, K8sSpec};
 use integration::stack::Stack;
-use integration::Controller;
+use integration::{Controller, Lab};
+
+/// `ovn-agent compile` of the lab's Southbound for `chassis`, reusing the oracle's group ids
+/// (allocation-order artifacts), normalized under `layout`.
+fn agent_compiled(
+    agent: &std::path::Path,
+    lab: &Lab,
+    chassis: &str,
+    agent_layout: &str,
+    layout: TableLayout,
+    oracle: &Installed,
+    what: &str,
+) -> Vec<integration::flows::NormalizedFlow> {
+    let groups_file = lab.dir().join("oracle-groups.txt");
+    std::fs::write(&groups_file, oracle.groups.join("\n")).unwrap();
+    let out = Command::new(agent)
+        .args([
+            "compile",
+            "--table-layout",
+            agent_layout,
+            "--as-installed",
+            "--chassis",
+            chassis,
+        ])
+        .arg("--sb")
+        .arg(lab.central().sb_remote())
+        .arg("--groups")
+        .arg(&groups_file)
+        .output()
+        .expect("run ovn-agent compile");
+    assert!(
+        out.status.success(),
+        "{what}: ovn-agent compile failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    normalize_dump(&String::from_utf8_lossy(&out.stdout), layout)
+}
 
 /// The table number of a flow as the comparison prints it (`table=80,`), for the fixed
 /// tables (64 and up) the lookups are in.
@@ -47,31 +85,15 @@ fn ovn_agent_compiles_what_ovn_controller_installs() {
     for scenario in SCENARIOS {
         let lab = start_scenario(scenario, &Controller::OvnController).expect("scenario starts");
         let oracle = installed(&lab, layout).expect("dump hv1");
-        // Group ids are allocation-order artifacts: let ovn-agent reuse the oracle's ids.
-        let groups_file = lab.dir().join("oracle-groups.txt");
-        std::fs::write(&groups_file, oracle.groups.join("\n")).unwrap();
-        let out = Command::new(&agent)
-            .args([
-                "compile",
-                "--table-layout",
-                agent_layout,
-                "--as-installed",
-                "--chassis",
-                UNDER_TEST,
-            ])
-            .arg("--sb")
-            .arg(lab.central().sb_remote())
-            .arg("--groups")
-            .arg(&groups_file)
-            .output()
-            .expect("run ovn-agent compile");
-        assert!(
-            out.status.success(),
-            "{}: ovn-agent compile failed: {}",
+        let ours = agent_compiled(
+            &agent,
+            &lab,
+            UNDER_TEST,
+            agent_layout,
+            layout,
+            &oracle,
             scenario.name,
-            String::from_utf8_lossy(&out.stderr)
         );
-        let ours = normalize_dump(&String::from_utf8_lossy(&out.stdout), layout);
         let uuids = lab
             .central()
             .sbctl(&["--bare", "--columns=_uuid", "list", "Logical_Flow"])
@@ -98,5 +120,62 @@ fn ovn_agent_compiles_what_ovn_controller_installs() {
     assert!(
         report.contains("intended difference port-security-nd-ttl: 4 flows"),
         "{report}"
+    );
+}
+
+/// An ovn-kubernetes shaped cluster (the generator of `ovn-bench --k8s`, small): node0 runs
+/// the stack's ovn-controller; ovn-agent compiles the same Southbound for node0 and every
+/// logical flow must give the same flows (load balancers on datapath groups, per-node
+/// gateway routers, network-policy ACLs on port groups and address sets).
+#[test]
+fn ovn_agent_compiles_what_ovn_controller_installs_on_a_k8s_cluster() {
+    const SPEC: K8sSpec = K8sSpec {
+        nodes: 4,
+        pods_per_node: 5,
+        services: 12,
+        namespaces: 3,
+        policies_per_namespace: 2,
+        hairpin_snat_ip: false,
+    };
+    let Controller::OvnAgent(agent) = Controller::ovn_agent().expect("ovn-agent is built") else {
+        unreachable!("ovn_agent() selects the agent")
+    };
+    let stack = Stack::current();
+    let agent_layout = stack
+        .agent_layout()
+        .unwrap_or_else(|| panic!("ovn-agent has no table layout for stack {}", stack.name));
+    let layout = TableLayout::of_agent_layout(agent_layout).expect("a known layout");
+    let physical_tables = agent::lflow::layout::TableLayout::by_name(agent_layout)
+        .expect("a layout ovn-agent knows")
+        .physical_only_tables();
+    let mut lab = Lab::start().expect("start the lab");
+    build_k8s(lab.central(), SPEC).expect("build the cluster");
+    run_node_controller(&mut lab, &SPEC, 0, &Controller::OvnController).expect("node0 syncs");
+    let node = node_name(0);
+    let oracle = installed_on(&lab, &node, layout).expect("dump node0");
+    let ours = agent_compiled(&agent, &lab, &node, agent_layout, layout, &oracle, "k8s");
+    let uuids = lab
+        .central()
+        .sbctl(&["--bare", "--columns=_uuid", "list", "Logical_Flow"])
+        .unwrap();
+    let result = compare(&oracle.flows, &ours, &lflow_cookies(&uuids));
+    println!(
+        "k8s ({} flows installed by ovn-controller): {result}",
+        oracle.flows.len()
+    );
+    assert!(
+        result.identical > 100,
+        "a cluster's worth of logical flows: {result}"
+    );
+    assert!(result.different.is_empty(), "{result}");
+    let stray: Vec<&String> = result
+        .lookup_missing
+        .iter()
+        .chain(&result.lookup_extra)
+        .filter(|f| fixed_table(f).is_none_or(|t| !physical_tables.contains(&t)))
+        .collect();
+    assert!(
+        stray.is_empty(),
+        "lookup flows differ: {stray:#?}\n{result}"
     );
 }
