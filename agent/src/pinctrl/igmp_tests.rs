@@ -7,6 +7,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use proptest::prelude::*;
 
 use super::*;
+use crate::pinctrl::csum::{fold, sum16};
 use crate::pinctrl::igmp_query::{igmp_query, mld_query};
 use crate::pinctrl::packet;
 use openflow::oxm::FieldId;

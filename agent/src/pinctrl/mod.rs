@@ -30,6 +30,7 @@ pub mod events;
 pub mod garp;
 pub mod handlers;
 pub mod igmp;
+mod igmp_parse;
 pub mod igmp_query;
 pub mod inject;
 pub mod metadata;
