@@ -318,3 +318,36 @@ fn is_conjunction(f: &crate::lflow::flows::OfFlow) -> bool {
         .iter()
         .any(|a| matches!(a, openflow::action::Action::Conjunction { .. }))
 }
+
+/// The physical flows of every owner, or (`some`: port bindings, multicast groups) of the
+/// chassis-wide owners and those.
+fn physical_owners(
+    sb: &Replica,
+    rt: &Runtime,
+    layout: &crate::lflow::layout::TableLayout,
+    some: Option<(&[Uuid], &[Uuid])>,
+) -> Vec<(Owner, Compiled)> {
+    let p = match some {
+        None => crate::physical::all(sb, rt, layout),
+        Some((pbs, mcs)) => crate::physical::some(sb, rt, layout, pbs, mcs),
+    };
+    for e in &p.errors {
+        if e.problem.is_transient() {
+            tracing::debug!(target: "physical", "{e}");
+        } else {
+            crate::vlog_rl!(WARN, &crate::vlog::limits::BAD_ROW, target: "physical", "{e}");
+        }
+    }
+    p.per_owner
+        .into_iter()
+        .map(|(o, flows)| {
+            (
+                o,
+                Compiled {
+                    flows,
+                    ..Compiled::default()
+                },
+            )
+        })
+        .collect()
+}

@@ -507,3 +507,99 @@ impl Engine {
         }
     }
 }
+
+/// Adds a group to a put's bundle (replacing the switch's group of that id when `replace`:
+/// delete, then add).
+fn push_group_add(
+    bundle: &mut BundleBuilder,
+    entries: &mut Vec<Option<u32>>,
+    id: u32,
+    g: &Group,
+    replace: bool,
+) {
+    if replace {
+        let _ = bundle.push_message(&Message::GroupMod(GroupMod {
+            command: OFPGC_DELETE,
+            command_bucket_id: 0xffff_ffff,
+            group: Group {
+                group_id: id,
+                ..Group::default()
+            },
+        }));
+        entries.push(None);
+    }
+    let mut g = g.clone();
+    g.group_id = id;
+    match bundle.push_message(&Message::GroupMod(GroupMod {
+        command: OFPGC_ADD,
+        command_bucket_id: 0xffff_ffff,
+        group: g,
+    })) {
+        Ok(_) => entries.push(None),
+        Err(e) => {
+            crate::vlog_rl!(WARN, &crate::vlog::limits::REFUSED_FLOW, target: "ofctrl", "group {id} not encodable: {e}");
+        }
+    }
+}
+
+/// The meter mod that adds meter `id` (with statistics, as ovn-controller asks).
+fn meter_add_mod(id: u32, m: &MeterMod) -> MeterMod {
+    MeterMod {
+        command: openflow::wire::meter_mod::OFPMC_ADD,
+        meter_id: id,
+        flags: m.flags | OFPMF_STATS,
+        bands: m.bands.clone(),
+    }
+}
+
+/// The meter mod that makes the switch's meter `id` (`installed`: as last sent or dumped)
+/// what `wanted` says: an add, a modify when its flags or bands differ, none when it is
+/// already so or has no bands to install (a `Meter` row not there yet).
+fn meter_to_send(installed: Option<&MeterMod>, id: u32, wanted: &MeterMod) -> Option<MeterMod> {
+    if wanted.bands.is_empty() {
+        return None;
+    }
+    let add = meter_add_mod(id, wanted);
+    match installed {
+        None => Some(add),
+        Some(i) if i.flags == add.flags && i.bands == add.bands => None,
+        Some(_) => Some(MeterMod {
+            command: openflow::wire::meter_mod::OFPMC_MODIFY,
+            ..add
+        }),
+    }
+}
+
+#[cfg(test)]
+mod meter_tests {
+    use super::meter_to_send;
+    use openflow::wire::meter_mod::{OFPMC_ADD, OFPMC_MODIFY, OFPMF_PKTPS, OFPMF_STATS};
+    use openflow::wire::{MeterBand, MeterMod};
+
+    fn meter(rate: u32) -> MeterMod {
+        MeterMod {
+            flags: OFPMF_PKTPS,
+            bands: vec![MeterBand {
+                band_type: 1,
+                rate,
+                burst_size: 0,
+                extra: [0; 4],
+            }],
+            ..MeterMod::default()
+        }
+    }
+
+    #[test]
+    fn a_meter_is_added_then_modified_when_its_bands_change_and_left_when_equal() {
+        let added = meter_to_send(None, 7, &meter(100)).expect("an add");
+        assert_eq!((added.command, added.meter_id), (OFPMC_ADD, 7));
+        assert_eq!(added.flags, OFPMF_PKTPS | OFPMF_STATS);
+        // As sent, or as the switch reports it: nothing to send.
+        assert_eq!(meter_to_send(Some(&added), 7, &meter(100)), None);
+        let modified = meter_to_send(Some(&added), 7, &meter(400)).expect("a modify");
+        assert_eq!((modified.command, modified.meter_id), (OFPMC_MODIFY, 7));
+        assert_eq!(modified.bands[0].rate, 400);
+        // A name with no Meter row yet has no bands: nothing is installed.
+        assert_eq!(meter_to_send(None, 7, &MeterMod::default()), None);
+    }
+}

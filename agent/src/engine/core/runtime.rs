@@ -224,3 +224,18 @@ impl Engine {
         out
     }
 }
+
+/// Whether two runtimes are the same, their conntrack zones left out (compared apart).
+fn same_runtime_but_zones(a: &Runtime, b: &Runtime) -> bool {
+    a.chassis == b.chassis
+        && a.bound == b.bound
+        && a.localports == b.localports
+        && a.local_datapaths == b.local_datapaths
+        && a.patch_ofports == b.patch_ofports
+        && a.tunnels == b.tunnels
+        && a.active_ha == b.active_ha
+        && a.ha_members == b.ha_members
+        && a.geneve_field == b.geneve_field
+        && a.mark_field == b.mark_field
+        && a.pkt_mark_peers == b.pkt_mark_peers
+}
