@@ -3,6 +3,7 @@
 
 pub mod args;
 pub mod commands;
+mod db_events;
 pub mod notify;
 pub mod os_error;
 pub mod pidfile;
