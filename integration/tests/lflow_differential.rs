@@ -58,6 +58,36 @@ fn agent_compiled(
     normalize_dump(&String::from_utf8_lossy(&out.stdout), layout)
 }
 
+/// What a comparison on this run's stack needs: the agent, its layout for the stack's
+/// release (ovn-agent's name and the harness's), and the tables its physical stage fills.
+struct Run {
+    agent: std::path::PathBuf,
+    agent_layout: &'static str,
+    layout: TableLayout,
+    physical_tables: &'static [u8],
+}
+
+impl Run {
+    fn on_this_stack() -> Self {
+        let Controller::OvnAgent(agent) = Controller::ovn_agent().expect("ovn-agent is built")
+        else {
+            unreachable!("ovn_agent() selects the agent")
+        };
+        let stack = Stack::current();
+        let agent_layout = stack
+            .agent_layout()
+            .unwrap_or_else(|| panic!("ovn-agent has no table layout for stack {}", stack.name));
+        Self {
+            agent,
+            agent_layout,
+            layout: TableLayout::of_agent_layout(agent_layout).expect("a known layout"),
+            physical_tables: agent::lflow::layout::TableLayout::by_name(agent_layout)
+                .expect("a layout ovn-agent knows")
+                .physical_only_tables(),
+        }
+    }
+}
+
 /// The table number of a flow as the comparison prints it (`table=80,`), for the fixed
 /// tables (64 and up) the lookups are in.
 fn fixed_table(flow: &str) -> Option<u8> {
@@ -67,17 +97,13 @@ fn fixed_table(flow: &str) -> Option<u8> {
 
 #[test]
 fn ovn_agent_compiles_what_ovn_controller_installs() {
-    let Controller::OvnAgent(agent) = Controller::ovn_agent().expect("ovn-agent is built") else {
-        unreachable!("ovn_agent() selects the agent")
-    };
+    let Run {
+        agent,
+        agent_layout,
+        layout,
+        physical_tables,
+    } = Run::on_this_stack();
     let stack = Stack::current();
-    let agent_layout = stack
-        .agent_layout()
-        .unwrap_or_else(|| panic!("ovn-agent has no table layout for stack {}", stack.name));
-    let layout = TableLayout::of_agent_layout(agent_layout).expect("a known layout");
-    let physical_tables = agent::lflow::layout::TableLayout::by_name(agent_layout)
-        .expect("a layout ovn-agent knows")
-        .physical_only_tables();
     let built_by_compile =
         |flow: &String| fixed_table(flow).is_none_or(|t| !physical_tables.contains(&t));
     let mut report = String::new();
@@ -137,17 +163,12 @@ fn ovn_agent_compiles_what_ovn_controller_installs_on_a_k8s_cluster() {
         policies_per_namespace: 2,
         hairpin_snat_ip: false,
     };
-    let Controller::OvnAgent(agent) = Controller::ovn_agent().expect("ovn-agent is built") else {
-        unreachable!("ovn_agent() selects the agent")
-    };
-    let stack = Stack::current();
-    let agent_layout = stack
-        .agent_layout()
-        .unwrap_or_else(|| panic!("ovn-agent has no table layout for stack {}", stack.name));
-    let layout = TableLayout::of_agent_layout(agent_layout).expect("a known layout");
-    let physical_tables = agent::lflow::layout::TableLayout::by_name(agent_layout)
-        .expect("a layout ovn-agent knows")
-        .physical_only_tables();
+    let Run {
+        agent,
+        agent_layout,
+        layout,
+        physical_tables,
+    } = Run::on_this_stack();
     let mut lab = Lab::start().expect("start the lab");
     build_k8s(lab.central(), SPEC).expect("build the cluster");
     run_node_controller(&mut lab, &SPEC, 0, &Controller::OvnController).expect("node0 syncs");
