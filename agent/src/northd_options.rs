@@ -5,6 +5,12 @@ pub fn lb_hairpin_use_ct_mark(replica: &sbclient::Replica) -> bool {
     northd_option(replica, "lb_hairpin_use_ct_mark", true)
 }
 
+/// SB_Global's `options:register_consolidation` (northd 24.09 on): the load balancers'
+/// original destination and affinity backend are in the consolidated registers.
+pub fn register_consolidation(replica: &sbclient::Replica) -> bool {
+    northd_option(replica, "register_consolidation", false)
+}
+
 /// A boolean of SB_Global's options, as ovn-controller reads it (`default` when absent; a
 /// value other than true/false is `default`'s opposite only for the word itself).
 pub fn northd_option(replica: &sbclient::Replica, key: &str, default: bool) -> bool {
@@ -37,7 +43,7 @@ pub fn northd_internal_version(replica: &sbclient::Replica) -> Option<&str> {
 pub fn northd_flow_options(replica: &sbclient::Replica) -> (bool, bool) {
     (
         lb_hairpin_use_ct_mark(replica),
-        northd_option(replica, "register_consolidation", false),
+        register_consolidation(replica),
     )
 }
 

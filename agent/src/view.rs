@@ -622,7 +622,7 @@ impl ChassisView for SbView<'_> {
             .map_or(start, |mut c| c.acquire(*lflow, *dp, n, start))
     }
     fn register_consolidation(&self) -> bool {
-        crate::northd_options::northd_option(self.replica, "register_consolidation", false)
+        crate::northd_options::register_consolidation(self.replica)
     }
     fn held_conj_ids(&self, lflow: &Uuid, dp: &Uuid) -> Option<u32> {
         self.ids.conj.lock().ok()?.held(*lflow, *dp)

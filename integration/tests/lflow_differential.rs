@@ -86,6 +86,11 @@ impl Run {
                 .physical_only_tables(),
         }
     }
+
+    /// Whether a lookup flow is one `compile` builds (not the physical stage's).
+    fn built_by_compile(&self, flow: &str) -> bool {
+        fixed_table(flow).is_none_or(|t| !self.physical_tables.contains(&t))
+    }
 }
 
 /// The table number of a flow as the comparison prints it (`table=80,`), for the fixed
@@ -97,22 +102,16 @@ fn fixed_table(flow: &str) -> Option<u8> {
 
 #[test]
 fn ovn_agent_compiles_what_ovn_controller_installs() {
-    let Run {
-        agent,
-        agent_layout,
-        layout,
-        physical_tables,
-    } = Run::on_this_stack();
+    let run = Run::on_this_stack();
+    let (agent, agent_layout, layout) = (&run.agent, run.agent_layout, run.layout);
     let stack = Stack::current();
-    let built_by_compile =
-        |flow: &String| fixed_table(flow).is_none_or(|t| !physical_tables.contains(&t));
     let mut report = String::new();
     let mut failed = Vec::new();
     for scenario in SCENARIOS {
         let lab = start_scenario(scenario, &Controller::OvnController).expect("scenario starts");
         let oracle = installed(&lab, layout).expect("dump hv1");
         let ours = agent_compiled(
-            &agent,
+            agent,
             &lab,
             UNDER_TEST,
             agent_layout,
@@ -131,7 +130,7 @@ fn ovn_agent_compiles_what_ovn_controller_installs() {
                 .lookup_missing
                 .iter()
                 .chain(&result.lookup_extra)
-                .any(built_by_compile);
+                .any(|f| run.built_by_compile(f));
         if !holds {
             failed.push(scenario.name);
         }
@@ -163,18 +162,14 @@ fn ovn_agent_compiles_what_ovn_controller_installs_on_a_k8s_cluster() {
         policies_per_namespace: 2,
         hairpin_snat_ip: false,
     };
-    let Run {
-        agent,
-        agent_layout,
-        layout,
-        physical_tables,
-    } = Run::on_this_stack();
+    let run = Run::on_this_stack();
+    let (agent, agent_layout, layout) = (&run.agent, run.agent_layout, run.layout);
     let mut lab = Lab::start().expect("start the lab");
     build_k8s(lab.central(), SPEC).expect("build the cluster");
     run_node_controller(&mut lab, &SPEC, 0, &Controller::OvnController).expect("node0 syncs");
     let node = node_name(0);
     let oracle = installed_on(&lab, &node, layout).expect("dump node0");
-    let ours = agent_compiled(&agent, &lab, &node, agent_layout, layout, &oracle, "k8s");
+    let ours = agent_compiled(agent, &lab, &node, agent_layout, layout, &oracle, "k8s");
     let uuids = lab
         .central()
         .sbctl(&["--bare", "--columns=_uuid", "list", "Logical_Flow"])
@@ -193,7 +188,7 @@ fn ovn_agent_compiles_what_ovn_controller_installs_on_a_k8s_cluster() {
         .lookup_missing
         .iter()
         .chain(&result.lookup_extra)
-        .filter(|f| fixed_table(f).is_none_or(|t| !physical_tables.contains(&t)))
+        .filter(|f| run.built_by_compile(f))
         .collect();
     assert!(
         stray.is_empty(),

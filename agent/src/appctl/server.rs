@@ -83,7 +83,11 @@ impl ReplyForms {
         Self(Arc::new(std::sync::RwLock::new(&OVN_23_03)))
     }
 
+    /// Called every turn of the main loop: writes only when the release changed.
     pub fn set_release(&self, dialect: &'static Dialect) {
+        if std::ptr::eq(self.release(), dialect) {
+            return;
+        }
         if let Ok(mut d) = self.0.write() {
             *d = dialect;
         }

@@ -217,7 +217,7 @@ pub static OVN_25_03: Dialect = Dialect {
     engine_third_stat: "cancel",
 };
 
-/// OVN 26.03 (Debian sid).
+/// OVN 26.03 (Debian sid): what differs from 25.03.
 pub static OVN_26_03: Dialect = Dialect {
     release: "26.03",
     redefined: &[
@@ -226,10 +226,6 @@ pub static OVN_26_03: Dialect = Dialect {
         ("mldv2", "mldv2@25.03"),
         ("ip6.mcast_rsvd", "ip6.mcast_rsvd@26.03"),
     ],
-    paused_nested_opcodes: &[0, 9],
-    nd_lookup_xxreg: 1,
-    nested_prereqs: &[(0, "ip"), (9, "ip")],
-    lb_aff_learn_cookie: true,
     ne_as_prefixes: true,
     port_sec_nd_strict: true,
     ct_orig_in_result_reg: true,
@@ -237,17 +233,12 @@ pub static OVN_26_03: Dialect = Dialect {
         // get_fdb's default; 25.03's; the conntrack state save, the original-protocol
         // load, the remote FDB.
         tables: &[71, 80, 81, 82, 83, 84, 85, 86, 87, 88],
-        encap_id_in_reg13: true,
-        nat_zones_by_name: true,
         mc_group_reg6: false,
-        override_local_only_bit: Some(18),
-        rx_from_tunnel_bit: Some(16),
-        chassis_mac_vlan_in_port: true,
-        nested_hairpin_parent_cookie: true,
         tunnel_ofport_in_reg5: true,
         mc_zone_with_delivery: true,
         mc_ramp_flows: true,
         lookup_defaults: true,
+        ..OVN_25_03.physical
     },
     // Not yet: fdb-timestamp, ovn-sample-with-registers, ct-label-flush.
     chassis_features: &[
@@ -258,15 +249,13 @@ pub static OVN_26_03: Dialect = Dialect {
         "ct-state-save",
     ],
     dns: DnsForms {
-        answer_with_additional: true,
-        rows_without_dns_id: true,
         shuffle_addresses: true,
+        ..OVN_25_03.dns
     },
     // Debian sid's 26.03.1.
     internal_version: "26.03.1-21.8.0-82.14",
-    appctl_reply_newline: false,
-    engine_nodes_gone: &["flow_output"],
-    engine_third_stat: "cancel",
+    // The rest as 25.03.
+    ..OVN_25_03
 };
 
 impl Dialect {
