@@ -4,15 +4,19 @@
 pub mod args;
 pub mod commands;
 mod db_events;
+mod main_loop;
 pub mod notify;
 pub mod os_error;
 pub mod pidfile;
+mod pinctrl_link;
 pub mod process;
 pub mod program;
 pub mod refused;
 pub mod run;
 pub mod signals;
 pub mod ssl;
+mod tasks;
+mod turn;
 
 pub use args::{parse_invocation, DaemonArgs, DaemonConfig, Invocation, SslOptions};
 pub use pidfile::{Pidfile, PidfileError};

@@ -66,7 +66,7 @@ impl<'a> Progress<'a> {
             }),
             sb_remote: cfg.map(|c| c.remote.as_str()),
             sb_connected: engine.sb_connected,
-            switch_connected: engine.of_session.is_some(),
+            switch_connected: engine.install.of_session.is_some(),
             first_table_installed: engine.initial_sync_done,
             flows: engine.flows.len(),
         }

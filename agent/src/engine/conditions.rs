@@ -136,6 +136,28 @@ pub fn conditions(i: &Interest<'_>) -> BTreeMap<&'static str, Condition> {
     out
 }
 
+/// The monitor conditions the engine asked for, and the sequence numbers that tell
+/// whether the server applies them yet.
+pub struct MonitorConditions {
+    pub(in crate::engine) requested: BTreeMap<&'static str, Condition>,
+    pub(in crate::engine) requested_seq: u64,
+    pub(in crate::engine) acked_seq: u64,
+    /// Condition changes handed to the daemon whose sequence numbers have not come back yet
+    /// (until they do, `requested_seq` does not show them).
+    pub(in crate::engine) unnumbered: usize,
+}
+
+impl MonitorConditions {
+    pub(crate) fn new() -> Self {
+        Self {
+            requested: BTreeMap::new(),
+            requested_seq: 0,
+            acked_seq: 0,
+            unnumbered: 0,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,9 +21,12 @@ use sbclient::vswitch::{Bridge, Interface, Port};
 use sbclient::{Condition, Replica, Transaction, Uuid};
 
 use super::binding::{self, LocalIfaces, Me};
-use super::conditions::{conditions, Interest};
+use super::conditions::{conditions, Interest, MonitorConditions};
 use super::config::{ChassisConfig, ConfigError};
 use super::deps::affected_lflows;
+use flows::PhysicalChanges;
+use install::SwitchState;
+use sb_writes::SbWriteState;
 mod flows;
 mod input_changes;
 mod install;
@@ -272,25 +275,10 @@ pub struct Engine {
     /// Port_Bindings skipped as unusable, with why.
     pub bad_bindings: BTreeMap<Uuid, String>,
     pub stats: EngineStats,
-    pub(super) last_claim: HashMap<Uuid, Instant>,
     pub zones: Zones,
     pub(super) zones_restored: bool,
     /// Local interfaces by iface-id (from the last run).
     pub ifaces: LocalIfaces,
-    // OpenFlow.
-    pub of_session: Option<SessionId>,
-    /// Flows the switch has in a form the table cannot hold (deleted at the next put).
-    pub(super) foreign: Vec<ForeignFlow>,
-    pub(super) installed_groups: BTreeMap<u32, crate::view::GroupKey>,
-    /// The switch's meters as last sent (or dumped): a Southbound `Meter` change modifies
-    /// them in place.
-    pub(super) installed_meters: BTreeMap<u32, MeterMod>,
-    pub(super) put_seq: u64,
-    pub(super) in_flight: Option<InFlight>,
-    /// The logical flows of a full compile still to compile, each batch as the put in
-    /// flight needs more flows to send (the switch installs one part while the next is
-    /// compiled).
-    pub(super) streamed: Option<StreamedCompile>,
     /// Counts changes to the replicas and runtime recomputations: what is derived from
     /// them outside the engine (pinctrl's announcements) is derived again only when it moved.
     pub(super) input_generation: u64,
@@ -299,10 +287,6 @@ pub struct Engine {
     /// every port of every local datapath on each run was the largest cost of a run).
     pub(super) local_dps_stale: bool,
     pub(super) local_dps_key: Option<LocalDatapathsKey>,
-    /// The group and meter id versions at which the switch had every wanted group and
-    /// meter and nothing else (cleared whenever what the switch has may have moved).
-    pub(super) ids_in_step: Option<(u64, u64)>,
-    pub(super) acked_seq: u64,
     pub initial_sync_done: bool,
     pub(super) sb_connected_at: Option<Instant>,
     /// When the engine started, and `debug/ignore-startup-delay` (see
@@ -312,25 +296,12 @@ pub struct Engine {
     /// The local OVS was compared during the start-up grace period: compare it again
     /// once that is over (unwanted patch ports go then).
     pub(super) compare_after_startup: bool,
-    /// Bound VIF ports (PB uuid) waiting for the put that carries their flows.
-    pub(super) waiting_install: HashMap<Uuid, u64>,
-    /// Bound ports whose flows are in.
-    pub installed_ports: BTreeSet<Uuid>,
-    pub nb_cfg_acked: Option<(i64, i64)>,
-    /// `debug/delay-nb-cfg-report`: how long an installed nb_cfg waits before it is
-    /// reported, and the one waiting (with when it is due).
-    pub nb_cfg_delay: std::time::Duration,
-    pub(super) nb_cfg_due: Option<(i64, Instant)>,
     /// The configuration [`Engine::run_bindings`] got through with: [`Engine::run_flows`]
     /// has work, with it.
     pub(super) flows_due: Option<ChassisConfig>,
     /// The binding plan the first half made; the second half derives the rest of the
     /// runtime from it (local datapaths, tunnels, zones, conditions), after the claims left.
     pub(super) runtime_due_plan: Option<(binding::BindingPlan, BTreeSet<String>)>,
-    /// Ports claimed by the Southbound transaction in flight, and ports whose `up` went in
-    /// an [`Actions::sb_up_txn`] still in flight.
-    pub(super) claims_in_flight: HashSet<Uuid>,
-    pub(super) up_in_flight: HashSet<Uuid>,
     /// ovn-northd's internal version differed from ours at the last run (with
     /// `ovn-match-northd-version`).
     pub(super) version_mismatch: bool,
@@ -338,13 +309,6 @@ pub struct Engine {
     pub(super) northd_flow_options: (bool, bool),
     /// BFD timers of SB_Global that were left out (reported once each).
     pub(super) bfd_problems: Vec<super::bfd::BadParameter>,
-    // Conditions.
-    pub(super) cond_requested: BTreeMap<&'static str, Condition>,
-    pub(super) cond_requested_seq: u64,
-    pub(super) cond_acked_seq: u64,
-    /// Condition changes handed to the daemon whose sequence numbers have not come back yet
-    /// (until they do, `cond_requested_seq` does not show them).
-    pub(super) cond_unnumbered: usize,
     // What needs doing.
     pub(super) need_full: Option<String>,
     pub(super) dirty_lflows: BTreeSet<Uuid>,
@@ -382,17 +346,14 @@ pub struct Engine {
     pub(super) view_stale: BTreeSet<&'static str>,
     /// The Port_Binding and Multicast_Group rows changed since the view was refreshed.
     pub(super) view_touched: TouchedRows,
-    /// Since the physical and port-security flows were last computed: the Port_Bindings
-    /// changed (uuids, and the names and datapaths they had), the datapaths whose
-    /// multicast groups changed, and whether something chassis-wide did (then all again).
-    pub(super) phys_pbs: BTreeSet<Uuid>,
-    pub(super) phys_names: BTreeSet<String>,
-    pub(super) phys_dps: BTreeSet<Uuid>,
-    /// Multicast groups changed (deleted ones too: their flows must go).
-    pub(super) phys_mcs: BTreeSet<Uuid>,
-    pub(super) phys_all: bool,
-    /// The runtime they were computed with.
-    pub(super) phys_runtime: Option<Runtime>,
+    /// The monitor conditions asked of the Southbound and how far the server has them.
+    pub(super) conditions: MonitorConditions,
+    /// What the switch has and what is on its way to it (the install stage's state).
+    pub install: SwitchState,
+    /// What changed since the physical and port-security flows were last computed.
+    pub(super) physical_changes: PhysicalChanges,
+    /// Claims and `up` writes in flight, ports going up, `nb_cfg` (the Southbound writes' state).
+    pub sb_writes: SbWriteState,
 }
 
 impl Engine {
@@ -401,6 +362,10 @@ impl Engine {
         sbclient::vswitch::register_all(&mut ovs);
         Self {
             opts,
+            sb_writes: SbWriteState::new(),
+            physical_changes: PhysicalChanges::new(),
+            install: SwitchState::new(),
+            conditions: MonitorConditions::new(),
             cfg: None,
             // Until the first OVS update there is no Open_vSwitch row.
             cfg_error: Some(ConfigError::NoRow),
@@ -420,43 +385,22 @@ impl Engine {
             failures: BTreeMap::new(),
             bad_bindings: BTreeMap::new(),
             stats: EngineStats::default(),
-            last_claim: HashMap::new(),
             zones: Zones::default(),
             zones_restored: false,
             ifaces: LocalIfaces::default(),
-            of_session: None,
-            foreign: Vec::new(),
-            installed_groups: BTreeMap::new(),
-            installed_meters: BTreeMap::new(),
-            put_seq: 0,
-            in_flight: None,
-            streamed: None,
             input_generation: 0,
             local_dps_stale: true,
             local_dps_key: None,
-            ids_in_step: None,
-            acked_seq: 0,
             initial_sync_done: false,
             sb_connected_at: None,
             started_at: Instant::now(),
             ignore_startup_delay: false,
             compare_after_startup: false,
-            waiting_install: HashMap::new(),
-            installed_ports: BTreeSet::new(),
-            nb_cfg_acked: None,
-            nb_cfg_delay: std::time::Duration::ZERO,
-            nb_cfg_due: None,
             flows_due: None,
             runtime_due_plan: None,
-            claims_in_flight: HashSet::new(),
-            up_in_flight: HashSet::new(),
             version_mismatch: false,
             northd_flow_options: (true, false),
             bfd_problems: Vec::new(),
-            cond_requested: BTreeMap::new(),
-            cond_requested_seq: 0,
-            cond_acked_seq: 0,
-            cond_unnumbered: 0,
             need_full: Some("start".into()),
             dirty_lflows: BTreeSet::new(),
             set_changes: Vec::new(),
@@ -474,12 +418,6 @@ impl Engine {
             view_parts: ViewParts::default(),
             view_stale: BTreeSet::new(),
             view_touched: TouchedRows::default(),
-            phys_pbs: BTreeSet::new(),
-            phys_names: BTreeSet::new(),
-            phys_dps: BTreeSet::new(),
-            phys_mcs: BTreeSet::new(),
-            phys_all: true,
-            phys_runtime: None,
         }
     }
 
@@ -513,10 +451,10 @@ impl Engine {
         self.runtime_due_plan = None;
         // With no transaction in flight, claims sent have shown (or failed) in the replica.
         if !self.sb_busy {
-            self.claims_in_flight.clear();
+            self.sb_writes.claims_in_flight.clear();
         }
         if !self.sb_up_busy {
-            self.up_in_flight.clear();
+            self.sb_writes.up_in_flight.clear();
         }
         self.stats.runs += 1;
         self.stats.last_phases = RunPhases::default();
@@ -577,10 +515,10 @@ impl Engine {
             self.ovs_sync_dirty = true;
         }
         // nb_cfg and ports whose flows are in.
-        if let Some((n, due)) = self.nb_cfg_due {
+        if let Some((n, due)) = self.sb_writes.nb_cfg_due {
             if now >= due {
-                self.nb_cfg_acked = Some((n, super::now_ms()));
-                self.nb_cfg_due = None;
+                self.sb_writes.nb_cfg_acked = Some((n, super::now_ms()));
+                self.sb_writes.nb_cfg_due = None;
             }
         }
         if !self.sb_busy {
@@ -623,7 +561,7 @@ impl Engine {
         }
         let keys = BridgeKeys {
             ct_zones: &self.zones.by_name,
-            nb_cfg: self.nb_cfg_acked,
+            nb_cfg: self.sb_writes.nb_cfg_acked,
             keep_unwanted_patches: started_recently,
         };
         let mut ovs_txn = Transaction::new(sbclient::vswitch::DATABASE);
@@ -658,7 +596,7 @@ impl Engine {
         // The switch.
         let t = std::time::Instant::now();
         actions.put = self.build_put(now, actions.conditions.is_empty());
-        if actions.put.is_none() && self.streamed.is_some() {
+        if actions.put.is_none() && self.install.streamed.is_some() {
             // No put to carry the compile's flows: they go in at once.
             self.finish_streamed_compile();
             actions.put = self.build_put(now, actions.conditions.is_empty());
@@ -730,9 +668,9 @@ impl Engine {
     /// last condition change asked for and acknowledged.
     pub fn requested_conditions(&self) -> (&BTreeMap<&'static str, Condition>, u64, u64) {
         (
-            &self.cond_requested,
-            self.cond_requested_seq,
-            self.cond_acked_seq,
+            &self.conditions.requested,
+            self.conditions.requested_seq,
+            self.conditions.acked_seq,
         )
     }
 

@@ -127,7 +127,7 @@ fn a_port_whose_flows_are_in_goes_up_behind_its_claim_in_flight() {
     e.sb_busy = true;
     let actions = e.run_bindings(now);
     assert!(actions.sb_up_txn.is_none(), "no up before the flows are in");
-    e.installed_ports.insert(binding);
+    e.sb_writes.installed_ports.insert(binding);
     let mut actions = e.run_bindings(now);
     assert!(
         actions.sb_txn.is_none(),

@@ -148,7 +148,7 @@ impl Observer {
             .set(i64::from(engine.sb_connected));
         m.agent
             .openflow_connected
-            .set(i64::from(engine.of_session.is_some()));
+            .set(i64::from(engine.install.of_session.is_some()));
         let rejected = engine
             .failures
             .keys()

@@ -110,7 +110,7 @@ fn delay_nb_cfg_report(engine: &mut Engine, arg: &str) -> Result<String, String>
     let seconds: u32 = arg
         .parse()
         .map_err(|_| "unsigned integer required".to_owned())?;
-    engine.nb_cfg_delay = Duration::from_secs(u64::from(seconds));
+    engine.sb_writes.nb_cfg_delay = Duration::from_secs(u64::from(seconds));
     Ok(if seconds == 0 {
         "no delay for nb_cfg report.".to_owned()
     } else {

@@ -112,9 +112,9 @@ impl Engine {
             // With a switch to send to and no put in flight, the put this run makes carries
             // the logical flows as they are compiled (the switch installs while we compile);
             // otherwise they are compiled at the end of this function, batch by batch alike.
-            stream_lflows = self.of_session.is_some() && self.in_flight.is_none();
+            stream_lflows = self.install.of_session.is_some() && self.install.in_flight.is_none();
             keep.extend(lflows.iter().map(|(u, _)| Owner::Lflow(**u)));
-            self.streamed = Some(StreamedCompile {
+            self.install.streamed = Some(StreamedCompile {
                 lflows: lflows.iter().map(|(u, _)| **u).collect(),
                 next: 0,
                 layout,
@@ -350,4 +350,32 @@ fn physical_owners(
             )
         })
         .collect()
+}
+
+/// Since the physical and port-security flows were last computed: the Port_Bindings
+/// changed (uuids, and the names and datapaths they had), the datapaths whose multicast
+/// groups changed, and whether something chassis-wide did (then all again).
+pub struct PhysicalChanges {
+    /// Port_Bindings changed (uuids), and the names and datapaths they had.
+    pub(in crate::engine) pbs: BTreeSet<Uuid>,
+    pub(in crate::engine) names: BTreeSet<String>,
+    pub(in crate::engine) dps: BTreeSet<Uuid>,
+    /// Multicast groups changed (deleted ones too: their flows must go).
+    pub(in crate::engine) mcs: BTreeSet<Uuid>,
+    pub(in crate::engine) all: bool,
+    /// The runtime they were computed with.
+    pub(in crate::engine) runtime: Option<Runtime>,
+}
+
+impl PhysicalChanges {
+    pub(crate) fn new() -> Self {
+        Self {
+            pbs: BTreeSet::new(),
+            names: BTreeSet::new(),
+            dps: BTreeSet::new(),
+            mcs: BTreeSet::new(),
+            all: true,
+            runtime: None,
+        }
+    }
 }

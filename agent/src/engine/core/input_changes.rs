@@ -60,10 +60,10 @@ impl Engine {
         self.sb_connected = true;
         self.sb_connected_at = Some(now);
         // Conditions start over on a new connection.
-        self.cond_requested.clear();
-        self.cond_requested_seq = 0;
-        self.cond_acked_seq = 0;
-        self.cond_unnumbered = 0;
+        self.conditions.requested.clear();
+        self.conditions.requested_seq = 0;
+        self.conditions.acked_seq = 0;
+        self.conditions.unnumbered = 0;
         if !resumed || !self.initial_sync_done {
             self.need_full = Some("southbound reconnected".into());
         }
@@ -76,20 +76,20 @@ impl Engine {
 
     /// The SB server applied conditions up to `seq`.
     pub fn conditions_acked(&mut self, seq: u64) {
-        self.cond_acked_seq = self.cond_acked_seq.max(seq);
+        self.conditions.acked_seq = self.conditions.acked_seq.max(seq);
     }
 
     /// Our condition requests got these sequence numbers.
     pub fn conditions_requested(&mut self, seq: u64) {
-        self.cond_requested_seq = self.cond_requested_seq.max(seq);
-        self.cond_unnumbered = self.cond_unnumbered.saturating_sub(1);
+        self.conditions.requested_seq = self.conditions.requested_seq.max(seq);
+        self.conditions.unnumbered = self.conditions.unnumbered.saturating_sub(1);
     }
 
     /// The condition change for `table` never reached the client: not waited for any more,
     /// and requested again by the next run.
     pub fn condition_failed(&mut self, table: &str) {
-        self.cond_unnumbered = self.cond_unnumbered.saturating_sub(1);
-        self.cond_requested.remove(table);
+        self.conditions.unnumbered = self.conditions.unnumbered.saturating_sub(1);
+        self.conditions.requested.remove(table);
         self.stats.condition_failures += 1;
         self.runtime_inputs_dirty = true;
     }
@@ -97,7 +97,7 @@ impl Engine {
     /// A condition change was requested and not yet acknowledged by the server, or not yet
     /// even numbered: the replica may still lack rows of datapaths that became local.
     pub(super) fn conditions_pending(&self) -> bool {
-        self.cond_unnumbered > 0 || self.cond_acked_seq < self.cond_requested_seq
+        self.conditions.unnumbered > 0 || self.conditions.acked_seq < self.conditions.requested_seq
     }
 
     /// The SB replica changed: note what needs recomputing, then forget the change sets.
@@ -224,7 +224,7 @@ impl Engine {
                     }
                     self.deps_dirty = true;
                     self.lb_dirty = true;
-                    self.phys_all = true;
+                    self.physical_changes.all = true;
                 }
                 "MAC_Binding" | "Static_MAC_Binding" | "FDB" => self.others_dirty = true,
                 // pinctrl's `dns_lookup` reads the rows as they are; no flow uses them.
@@ -338,13 +338,13 @@ impl Engine {
                     return;
                 };
                 let c = t.changes();
-                self.phys_pbs.extend(c.inserted.iter().copied());
+                self.physical_changes.pbs.extend(c.inserted.iter().copied());
                 for (u, old) in c.modified.iter().chain(c.deleted.iter()) {
-                    self.phys_pbs.insert(*u);
-                    self.phys_names.insert(old.logical_port.clone());
-                    self.phys_dps.insert(old.datapath);
+                    self.physical_changes.pbs.insert(*u);
+                    self.physical_changes.names.insert(old.logical_port.clone());
+                    self.physical_changes.dps.insert(old.datapath);
                     if let Some(peer) = old.options.get("peer") {
-                        self.phys_names.insert(peer.clone());
+                        self.physical_changes.names.insert(peer.clone());
                     }
                 }
             }
@@ -353,7 +353,7 @@ impl Engine {
                     return;
                 };
                 let c = t.changes();
-                self.phys_mcs.extend(
+                self.physical_changes.mcs.extend(
                     c.inserted
                         .iter()
                         .chain(c.modified.keys())
@@ -371,9 +371,11 @@ impl Engine {
                     .values()
                     .chain(c.deleted.values())
                     .map(|m| m.datapath);
-                self.phys_dps.extend(now.chain(before).collect::<Vec<_>>());
+                self.physical_changes
+                    .dps
+                    .extend(now.chain(before).collect::<Vec<_>>());
             }
-            _ => self.phys_all = true,
+            _ => self.physical_changes.all = true,
         }
     }
 
@@ -385,10 +387,10 @@ impl Engine {
     /// `None`: compute all of them.
     pub(super) fn physical_scope(&self) -> Option<(Vec<Uuid>, Vec<Uuid>)> {
         const MAX_DATAPATHS: usize = 64;
-        if self.phys_all {
+        if self.physical_changes.all {
             return None;
         }
-        let (old, new) = (self.phys_runtime.as_ref()?, &self.runtime);
+        let (old, new) = (self.physical_changes.runtime.as_ref()?, &self.runtime);
         let same_globals = old.chassis == new.chassis
             && old.chassis_name == new.chassis_name
             && old.local_datapaths == new.local_datapaths
@@ -415,8 +417,13 @@ impl Engine {
             pbs.find_one("logical_port", &Atom::String(n.to_owned()))
                 .map(|(u, _)| *u)
         };
-        let mut touched = self.phys_pbs.clone();
-        touched.extend(self.phys_names.iter().filter_map(|n| by_name(n)));
+        let mut touched = self.physical_changes.pbs.clone();
+        touched.extend(
+            self.physical_changes
+                .names
+                .iter()
+                .filter_map(|n| by_name(n)),
+        );
         for (u, k) in &old.bound {
             if new.bound.get(u) != Some(k) {
                 touched.insert(*u);
@@ -450,8 +457,8 @@ impl Engine {
             }
             touched.extend(by_name(name));
         }
-        let mut names: BTreeSet<String> = self.phys_names.clone();
-        let mut dps = self.phys_dps.clone();
+        let mut names: BTreeSet<String> = self.physical_changes.names.clone();
+        let mut dps = self.physical_changes.dps.clone();
         for u in &touched {
             if let Some(pb) = pbs.get(u) {
                 names.insert(pb.logical_port.clone());
@@ -487,7 +494,7 @@ impl Engine {
                     .map(|(u, _)| *u),
             );
         }
-        let mut mcs: BTreeSet<Uuid> = self.phys_mcs.clone();
+        let mut mcs: BTreeSet<Uuid> = self.physical_changes.mcs.clone();
         if let Some(t) = self.inputs.sb.replica.table::<MulticastGroup>() {
             mcs.extend(
                 t.iter()
@@ -500,12 +507,12 @@ impl Engine {
 
     /// The physical and port-security flows are computed from the current state.
     pub(super) fn physical_done(&mut self) {
-        self.phys_pbs.clear();
-        self.phys_names.clear();
-        self.phys_dps.clear();
-        self.phys_mcs.clear();
-        self.phys_all = false;
-        self.phys_runtime = Some(self.runtime.clone());
+        self.physical_changes.pbs.clear();
+        self.physical_changes.names.clear();
+        self.physical_changes.dps.clear();
+        self.physical_changes.mcs.clear();
+        self.physical_changes.all = false;
+        self.physical_changes.runtime = Some(self.runtime.clone());
     }
 
     /// Whether the only change to SB_Global is its `nb_cfg` (every Northbound change).

@@ -13,9 +13,9 @@ impl Engine {
         dump: Dump,
     ) {
         self.finish_streamed_compile();
-        self.ids_in_step = None;
-        self.of_session = Some(session);
-        self.in_flight = None;
+        self.install.ids_in_step = None;
+        self.install.of_session = Some(session);
+        self.install.in_flight = None;
         if self.runtime.geneve_field != fields.ovn || self.runtime.mark_field != fields.pkt_mark {
             self.runtime.geneve_field = fields.ovn;
             self.runtime.mark_field = fields.pkt_mark;
@@ -27,19 +27,19 @@ impl Engine {
         if !foreign.is_empty() {
             tracing::info!(target: "ofctrl", "{} flows of unknown form will be replaced", foreign.len());
         }
-        self.foreign = foreign;
+        self.install.foreign = foreign;
         // The switch's groups keep their ids (a restart then changes no flow that uses one).
         if let Ok(mut t) = self.ids.groups.lock() {
             for g in &dump.groups {
                 t.seed(crate::view::group_key_of(g), g.group_id, g.clone());
             }
         }
-        self.installed_groups = dump
+        self.install.installed_groups = dump
             .groups
             .iter()
             .map(|g| (g.group_id, crate::view::group_key_of(g)))
             .collect();
-        self.installed_meters = dump
+        self.install.installed_meters = dump
             .meters
             .iter()
             .map(|m| {
@@ -53,16 +53,21 @@ impl Engine {
             })
             .collect();
         if let Ok(mut t) = self.ids.meters.lock() {
-            t.prefer(self.installed_meters.iter().map(|(id, m)| (*id, m.clone())));
+            t.prefer(
+                self.install
+                    .installed_meters
+                    .iter()
+                    .map(|(id, m)| (*id, m.clone())),
+            );
         }
         // Zones were flushed before; the switch's conntrack survives a reconnect.
     }
 
     pub fn of_disconnected(&mut self) {
         self.finish_streamed_compile();
-        self.ids_in_step = None;
-        self.of_session = None;
-        self.in_flight = None;
+        self.install.ids_in_step = None;
+        self.install.of_session = None;
+        self.install.in_flight = None;
     }
 
     /// Whether the first put may go: the chassis is known and no condition change is
@@ -78,8 +83,8 @@ impl Engine {
     }
 
     pub(super) fn build_put(&mut self, now: Instant, conditions_stable: bool) -> Option<Put> {
-        let session = self.of_session?;
-        if self.in_flight.is_some() {
+        let session = self.install.of_session?;
+        if self.install.in_flight.is_some() {
             return None;
         }
         if !self.initial_sync_done && !self.initial_view_settled(now, conditions_stable) {
@@ -97,7 +102,8 @@ impl Engine {
         // A configuration installed but waiting out `debug/delay-nb-cfg-report` needs no
         // put of its own.
         let nb_cfg_pending = sb_nb_cfg.is_some_and(|n| {
-            self.nb_cfg_acked.map(|a| a.0) != Some(n) && self.nb_cfg_due.map(|d| d.0) != Some(n)
+            self.sb_writes.nb_cfg_acked.map(|a| a.0) != Some(n)
+                && self.sb_writes.nb_cfg_due.map(|d| d.0) != Some(n)
         });
         // Only what differs from the switch is cloned (this runs on every engine run), and
         // nothing is compared while neither the ids nor the switch moved since a put found
@@ -106,21 +112,23 @@ impl Engine {
             self.ids.groups.lock().map_or(u64::MAX, |t| t.version()),
             self.ids.meters.lock().map_or(u64::MAX, |t| t.version()),
         );
-        let ids_in_step = self.ids_in_step == Some(versions) && self.streamed.is_none();
+        let ids_in_step =
+            self.install.ids_in_step == Some(versions) && self.install.streamed.is_none();
         let mut groups_add: Vec<(u32, crate::view::GroupKey, Group)> = Vec::new();
         let mut groups_wanted: HashSet<u32> = HashSet::new();
         if let (false, Ok(t)) = (ids_in_step, self.ids.groups.lock()) {
             for (id, k, g) in t.iter() {
                 groups_wanted.insert(id);
-                if self.installed_groups.get(&id) != Some(k) {
+                if self.install.installed_groups.get(&id) != Some(k) {
                     groups_add.push((id, k.clone(), g.clone()));
                 }
             }
         }
         // While a compile is streamed, what it will want is not known yet: unwanted groups
         // and meters go in the next put.
-        let streamed = self.streamed.is_some();
+        let streamed = self.install.streamed.is_some();
         let groups_del: Vec<u32> = self
+            .install
             .installed_groups
             .keys()
             .filter(|id| !ids_in_step && !streamed && !groups_wanted.contains(id))
@@ -131,18 +139,19 @@ impl Engine {
         if let (false, Ok(t)) = (ids_in_step, self.ids.meters.lock()) {
             for (id, _, m) in t.iter() {
                 meters_wanted.insert(id);
-                if let Some(sent) = meter_to_send(self.installed_meters.get(&id), id, m) {
+                if let Some(sent) = meter_to_send(self.install.installed_meters.get(&id), id, m) {
                     meters_add.push((id, sent));
                 }
             }
         }
         let meters_del: Vec<u32> = self
+            .install
             .installed_meters
             .keys()
             .filter(|id| !ids_in_step && !streamed && !meters_wanted.contains(id))
             .copied()
             .collect();
-        self.ids_in_step = (groups_add.is_empty()
+        self.install.ids_in_step = (groups_add.is_empty()
             && groups_del.is_empty()
             && meters_add.is_empty()
             && meters_del.is_empty()
@@ -155,21 +164,21 @@ impl Engine {
             || !meters_add.is_empty()
             || !meters_del.is_empty()
             || !flush.is_empty()
-            || !self.foreign.is_empty()
+            || !self.install.foreign.is_empty()
             || !self.initial_sync_done
             || nb_cfg_pending
             || streamed
-            || !self.waiting_install.is_empty();
+            || !self.sb_writes.waiting_install.is_empty();
         if !work {
             return None;
         }
         let mut bundle = BundleBuilder::new(BUNDLE_FLAGS);
         let mut entries: Vec<Option<u32>> = Vec::new();
         for (id, _, g) in &groups_add {
-            let replace = self.installed_groups.contains_key(id);
+            let replace = self.install.installed_groups.contains_key(id);
             push_group_add(&mut bundle, &mut entries, *id, g, replace);
         }
-        for f in std::mem::take(&mut self.foreign) {
+        for f in std::mem::take(&mut self.install.foreign) {
             let fm = openflow::wire::FlowMod {
                 table_id: f.table,
                 priority: f.priority,
@@ -181,14 +190,14 @@ impl Engine {
                 entries.push(None);
             }
         }
-        self.put_seq += 1;
-        let seq = self.put_seq;
+        self.install.put_seq += 1;
+        let seq = self.install.put_seq;
         self.stats.puts += 1;
         crate::coverage::OFCTRL_PUT.inc();
         self.zones.to_flush.clear();
         let mut batch = FlowBatch::default();
         self.flows.take_more(&mut batch, streamed);
-        self.in_flight = Some(InFlight {
+        self.install.in_flight = Some(InFlight {
             seq,
             batch,
             nb_cfg: sb_nb_cfg,
@@ -229,7 +238,7 @@ impl Engine {
     /// it until the last part before the next [`Engine::run`]: the parts are computed from
     /// the flow table as it was when the put was made.
     pub fn next_put_part(&mut self) -> Option<BundlePart> {
-        if self.in_flight.as_ref().is_none_or(|f| f.encoded) {
+        if self.install.in_flight.as_ref().is_none_or(|f| f.encoded) {
             return None;
         }
         let mut bundle = BundleBuilder::new(BUNDLE_FLAGS);
@@ -256,7 +265,7 @@ impl Engine {
             if !self.encode_flow_mods(bundle, &mut room) {
                 return false;
             }
-            if self.streamed.is_none() {
+            if self.install.streamed.is_none() {
                 break;
             }
             self.compile_streamed_batch();
@@ -267,7 +276,7 @@ impl Engine {
             groups_deleted,
             encoded,
             ..
-        }) = self.in_flight.as_mut()
+        }) = self.install.in_flight.as_mut()
         else {
             return true;
         };
@@ -302,7 +311,7 @@ impl Engine {
             entries,
             next_op,
             ..
-        }) = self.in_flight.as_mut()
+        }) = self.install.in_flight.as_mut()
         else {
             return true;
         };
@@ -342,7 +351,7 @@ impl Engine {
 
     /// Compiles the next batch of a streamed compile into the flow table.
     pub(super) fn compile_streamed_batch(&mut self) {
-        let Some(mut sc) = self.streamed.take() else {
+        let Some(mut sc) = self.install.streamed.take() else {
             return;
         };
         let started = Instant::now();
@@ -377,7 +386,7 @@ impl Engine {
         sc.spent += started.elapsed();
         self.stats.last_phases.compile += started.elapsed();
         if sc.next < sc.lflows.len() {
-            self.streamed = Some(sc);
+            self.install.streamed = Some(sc);
         } else {
             tracing::debug!(target: "main", "streamed compile: {} logical flows compiled in {} us", sc.lflows.len(), sc.spent.as_micros());
         }
@@ -385,7 +394,7 @@ impl Engine {
 
     /// Compiles what is left of a streamed compile at once (its put will not carry it).
     pub(super) fn finish_streamed_compile(&mut self) {
-        while self.streamed.is_some() {
+        while self.install.streamed.is_some() {
             self.compile_streamed_batch();
         }
     }
@@ -398,15 +407,16 @@ impl Engine {
         bundle: &mut BundleBuilder,
         meters: &mut Vec<MeterMod>,
     ) {
-        let Some(f) = self.in_flight.as_mut() else {
+        let Some(f) = self.install.in_flight.as_mut() else {
             return;
         };
         // Until the compile is complete only new flows go (see `FlowTable::take_more`).
-        self.flows.take_more(&mut f.batch, self.streamed.is_some());
+        self.flows
+            .take_more(&mut f.batch, self.install.streamed.is_some());
         let added: HashSet<u32> = f.groups_added.iter().map(|(id, _)| *id).collect();
         if let Ok(t) = self.ids.groups.lock() {
             for (id, k, g) in t.iter() {
-                let installed = self.installed_groups.get(&id);
+                let installed = self.install.installed_groups.get(&id);
                 if added.contains(&id) || installed == Some(k) {
                     continue;
                 }
@@ -419,7 +429,7 @@ impl Engine {
                 if f.meters_added.iter().any(|(sent, _)| *sent == id) {
                     continue;
                 }
-                if let Some(sent) = meter_to_send(self.installed_meters.get(&id), id, m) {
+                if let Some(sent) = meter_to_send(self.install.installed_meters.get(&id), id, m) {
                     meters.push(sent.clone());
                     f.meters_added.push((id, sent));
                 }
@@ -430,8 +440,8 @@ impl Engine {
     /// A put finished.
     pub fn put_done(&mut self, seq: u64, result: Result<(), PutError>) {
         self.finish_streamed_compile();
-        self.ids_in_step = None;
-        let Some(f) = self.in_flight.take() else {
+        self.install.ids_in_step = None;
+        let Some(f) = self.install.in_flight.take() else {
             return;
         };
         if f.seq != seq {
@@ -442,37 +452,39 @@ impl Engine {
                 tracing::debug!(target: "ofctrl", "put {seq} in: {} flow-table entries, {} groups added, {} deleted, {} meters added, {} deleted", f.batch.len(), f.groups_added.len(), f.groups_deleted.len(), f.meters_added.len(), f.meters_deleted.len());
                 self.flows.commit_batch(f.batch);
                 for (id, k) in f.groups_added {
-                    self.installed_groups.insert(id, k);
+                    self.install.installed_groups.insert(id, k);
                 }
                 for id in f.groups_deleted {
-                    self.installed_groups.remove(&id);
+                    self.install.installed_groups.remove(&id);
                 }
-                self.installed_meters.extend(f.meters_added);
+                self.install.installed_meters.extend(f.meters_added);
                 for id in f.meters_deleted {
-                    self.installed_meters.remove(&id);
+                    self.install.installed_meters.remove(&id);
                 }
-                self.acked_seq = seq;
+                self.install.acked_seq = seq;
                 // Zones unused since the start can go once the first put is in.
                 self.runtime_inputs_dirty |= !self.initial_sync_done;
                 self.initial_sync_done = true;
                 let done: Vec<Uuid> = self
+                    .sb_writes
                     .waiting_install
                     .iter()
                     .filter(|(_, s)| **s <= seq)
                     .map(|(u, _)| *u)
                     .collect();
                 for u in done {
-                    self.waiting_install.remove(&u);
-                    self.installed_ports.insert(u);
+                    self.sb_writes.waiting_install.remove(&u);
+                    self.sb_writes.installed_ports.insert(u);
                 }
                 if let Some(n) = f.nb_cfg {
                     // Exact only when no condition change was in flight (the flows then
                     // reflect every row the configuration needs).
                     if !self.conditions_pending() {
-                        if self.nb_cfg_delay.is_zero() {
-                            self.nb_cfg_acked = Some((n, super::super::now_ms()));
-                        } else if self.nb_cfg_due.is_none_or(|d| d.0 != n) {
-                            self.nb_cfg_due = Some((n, Instant::now() + self.nb_cfg_delay));
+                        if self.sb_writes.nb_cfg_delay.is_zero() {
+                            self.sb_writes.nb_cfg_acked = Some((n, super::super::now_ms()));
+                        } else if self.sb_writes.nb_cfg_due.is_none_or(|d| d.0 != n) {
+                            self.sb_writes.nb_cfg_due =
+                                Some((n, Instant::now() + self.sb_writes.nb_cfg_delay));
                         }
                     }
                 }
@@ -567,6 +579,44 @@ fn meter_to_send(installed: Option<&MeterMod>, id: u32, wanted: &MeterMod) -> Op
             command: openflow::wire::meter_mod::OFPMC_MODIFY,
             ..add
         }),
+    }
+}
+
+/// The install stage's state: the OpenFlow session, what the switch has beside the flow
+/// table (groups, meters, flows the table cannot hold) and the put in flight.
+pub struct SwitchState {
+    pub of_session: Option<SessionId>,
+    /// Flows the switch has in a form the table cannot hold (deleted at the next put).
+    pub(in crate::engine) foreign: Vec<ForeignFlow>,
+    pub(in crate::engine) installed_groups: BTreeMap<u32, crate::view::GroupKey>,
+    /// The switch's meters as last sent (or dumped): a Southbound `Meter` change modifies
+    /// them in place.
+    pub(in crate::engine) installed_meters: BTreeMap<u32, MeterMod>,
+    pub(in crate::engine) put_seq: u64,
+    pub(in crate::engine) in_flight: Option<InFlight>,
+    /// The logical flows of a full compile still to compile, each batch as the put in
+    /// flight needs more flows to send (the switch installs one part while the next is
+    /// compiled).
+    pub(in crate::engine) streamed: Option<StreamedCompile>,
+    /// The group and meter id versions at which the switch had every wanted group and
+    /// meter and nothing else (cleared whenever what the switch has may have moved).
+    pub(in crate::engine) ids_in_step: Option<(u64, u64)>,
+    pub(in crate::engine) acked_seq: u64,
+}
+
+impl SwitchState {
+    pub(crate) fn new() -> Self {
+        Self {
+            of_session: None,
+            foreign: Vec::new(),
+            installed_groups: BTreeMap::new(),
+            installed_meters: BTreeMap::new(),
+            put_seq: 0,
+            in_flight: None,
+            streamed: None,
+            ids_in_step: None,
+            acked_seq: 0,
+        }
     }
 }
 

@@ -41,7 +41,7 @@ impl Engine {
             &self.inputs.sb.replica,
             &self.ifaces,
             &me,
-            &self.last_claim,
+            &self.sb_writes.last_claim,
             now,
         );
         for n in &plan.notes {
@@ -166,12 +166,12 @@ impl Engine {
             monitor_all: cfg.monitor_all,
         });
         for (t, c) in wanted {
-            if self.cond_requested.get(t) != Some(&c) {
-                self.cond_requested.insert(t, c.clone());
+            if self.conditions.requested.get(t) != Some(&c) {
+                self.conditions.requested.insert(t, c.clone());
                 actions.conditions.push((t, c));
             }
         }
-        self.cond_unnumbered += actions.conditions.len();
+        self.conditions.unnumbered += actions.conditions.len();
     }
 
     /// Whether the Port_Binding named `iface_id` is already seen through its local
@@ -212,7 +212,7 @@ impl Engine {
         let Some(pbs) = self.inputs.sb.replica.table::<PortBinding>() else {
             return out;
         };
-        for u in &self.installed_ports {
+        for u in &self.sb_writes.installed_ports {
             if let (Some(pb), Some(BindingKind::Vif { .. })) =
                 (pbs.get(u), self.runtime.bound.get(u))
             {

@@ -27,7 +27,7 @@ impl Engine {
                     tracing::info!(target: "binding", "{}: Claiming {mac}", name_of(u));
                 }
                 crate::coverage::BINDING_CLAIM.inc();
-                self.last_claim.insert(*u, now);
+                self.sb_writes.last_claim.insert(*u, now);
             }
             let mut cols = Columns::new()
                 .set("chassis", Datum::Set(vec![Atom::Uuid(me)]))
@@ -39,7 +39,7 @@ impl Engine {
                 cols = cols.set("up", Datum::Set(vec![Atom::Boolean(false)]));
             }
             txn.update("Port_Binding", &by_uuid(*u), cols);
-            self.claims_in_flight.insert(*u);
+            self.sb_writes.claims_in_flight.insert(*u);
             // Gateway-type claims have no interface to install: up at once.
             if matches!(plan.bound.get(u), Some(BindingKind::Claimed))
                 && pb.is_some_and(|p| p.up.is_some())
@@ -50,7 +50,7 @@ impl Engine {
                     Columns::new().set("up", Datum::Set(vec![Atom::Boolean(true)])),
                 );
             }
-            self.installed_ports.remove(u);
+            self.sb_writes.installed_ports.remove(u);
             wrote = true;
         }
         for (u, encap) in &plan.claim_additional {
@@ -91,8 +91,8 @@ impl Engine {
                 }
             }
             txn.update("Port_Binding", &by_uuid(*u), cols);
-            self.installed_ports.remove(u);
-            self.waiting_install.remove(u);
+            self.sb_writes.installed_ports.remove(u);
+            self.sb_writes.waiting_install.remove(u);
             wrote = true;
         }
         for u in &plan.release_additional {
@@ -108,15 +108,18 @@ impl Engine {
             wrote = true;
         }
         // Ports bound here whose flows are not known to be in wait for the next put.
-        let next = self.put_seq + 1;
+        let next = self.install.put_seq + 1;
         for u in plan.bound.keys() {
-            if !self.installed_ports.contains(u) {
-                self.waiting_install.entry(*u).or_insert(next);
+            if !self.sb_writes.installed_ports.contains(u) {
+                self.sb_writes.waiting_install.entry(*u).or_insert(next);
             }
         }
-        self.waiting_install
+        self.sb_writes
+            .waiting_install
             .retain(|u, _| plan.bound.contains_key(u));
-        self.installed_ports.retain(|u| plan.bound.contains_key(u));
+        self.sb_writes
+            .installed_ports
+            .retain(|u| plan.bound.contains_key(u));
         wrote
     }
 
@@ -126,11 +129,11 @@ impl Engine {
             return false;
         };
         let mut wrote = false;
-        for u in &self.installed_ports {
+        for u in &self.sb_writes.installed_ports {
             let Some(pb) = pbs.get(u) else { continue };
             if pb.up == Some(false)
                 && pb.chassis == self.runtime.chassis
-                && !self.up_in_flight.contains(u)
+                && !self.sb_writes.up_in_flight.contains(u)
             {
                 tracing::info!(target: "binding", "Setting lport {} up in Southbound", pb.logical_port);
                 txn.update(
@@ -141,7 +144,7 @@ impl Engine {
                 wrote = true;
             }
         }
-        if let (Some(cfg), Some((nb, ts))) = (&self.cfg, self.nb_cfg_acked) {
+        if let (Some(cfg), Some((nb, ts))) = (&self.cfg, self.sb_writes.nb_cfg_acked) {
             wrote |= super::super::chassis::ack_nb_cfg(
                 &self.inputs.sb.replica,
                 &cfg.system_id,
@@ -166,12 +169,16 @@ impl Engine {
         };
         let mut wrote = false;
         for u in self
+            .sb_writes
             .installed_ports
             .iter()
-            .filter(|u| self.claims_in_flight.contains(u))
+            .filter(|u| self.sb_writes.claims_in_flight.contains(u))
         {
             let Some(pb) = pbs.get(u) else { continue };
-            if pb.up != Some(false) || pb.chassis == Some(me) || self.up_in_flight.contains(u) {
+            if pb.up != Some(false)
+                || pb.chassis == Some(me)
+                || self.sb_writes.up_in_flight.contains(u)
+            {
                 continue;
             }
             tracing::info!(target: "binding", "Setting lport {} up in Southbound", pb.logical_port);
@@ -189,9 +196,43 @@ impl Engine {
                 &by_uuid(*u),
                 Columns::new().set("up", Datum::Set(vec![Atom::Boolean(true)])),
             );
-            self.up_in_flight.insert(*u);
+            self.sb_writes.up_in_flight.insert(*u);
             wrote = true;
         }
         wrote
+    }
+}
+
+/// The Southbound writes' state: claims and `up` writes in flight, the ports waiting for
+/// their flows before they go up, and the `nb_cfg` this chassis reports.
+pub struct SbWriteState {
+    pub(in crate::engine) last_claim: HashMap<Uuid, Instant>,
+    /// Bound VIF ports (PB uuid) waiting for the put that carries their flows.
+    pub(in crate::engine) waiting_install: HashMap<Uuid, u64>,
+    /// Bound ports whose flows are in.
+    pub installed_ports: BTreeSet<Uuid>,
+    pub nb_cfg_acked: Option<(i64, i64)>,
+    /// `debug/delay-nb-cfg-report`: how long an installed nb_cfg waits before it is
+    /// reported, and the one waiting (with when it is due).
+    pub nb_cfg_delay: std::time::Duration,
+    pub(in crate::engine) nb_cfg_due: Option<(i64, Instant)>,
+    /// Ports claimed by the Southbound transaction in flight, and ports whose `up` went in
+    /// an [`Actions::sb_up_txn`] still in flight.
+    pub(in crate::engine) claims_in_flight: HashSet<Uuid>,
+    pub(in crate::engine) up_in_flight: HashSet<Uuid>,
+}
+
+impl SbWriteState {
+    pub(crate) fn new() -> Self {
+        Self {
+            last_claim: HashMap::new(),
+            waiting_install: HashMap::new(),
+            installed_ports: BTreeSet::new(),
+            nb_cfg_acked: None,
+            nb_cfg_delay: std::time::Duration::ZERO,
+            nb_cfg_due: None,
+            claims_in_flight: HashSet::new(),
+            up_in_flight: HashSet::new(),
+        }
     }
 }
