@@ -225,11 +225,17 @@ impl MainLoop {
                 self.sb_busy = false;
                 tracing::debug!(target: "main", "southbound transaction done");
                 self.pinctrl.igmp_dirty = true;
+                if r.is_err() {
+                    self.engine.stats.nodes.sb_writes.abort += 1;
+                }
                 self.refused.on_result(&r, refused::inputs(&self.engine));
             }
             Some(Done::SbUpTxn(r)) => {
                 self.drain_sb();
                 self.sb_up_busy = false;
+                if r.is_err() {
+                    self.engine.stats.nodes.sb_writes.abort += 1;
+                }
                 // It fails when its claim did (the wait): the port goes up the usual way
                 // once the claim is made again.
                 match &r {
@@ -246,6 +252,7 @@ impl MainLoop {
                 }
                 self.ovs_busy = false;
                 if let Err(e) = r {
+                    self.engine.stats.nodes.ovs_writes.abort += 1;
                     tracing::info!(target: "main", "OVS transaction: {e}");
                 }
             }

@@ -73,7 +73,8 @@ impl PinctrlLink {
     /// After an engine run: the announcements, pinctrl's Southbound writes (when no other
     /// Southbound transaction is in flight: `sb_busy`), and the task's snapshot. `due`: no
     /// input is queued (the snapshot and plans are rebuilt from whole tables: while more
-    /// input waits, the engine answers it first).
+    /// input waits, the engine answers it first). Returns whether a Southbound transaction
+    /// was sent.
     pub(super) fn after_run(
         &mut self,
         engine: &Engine,
@@ -81,7 +82,7 @@ impl PinctrlLink {
         sb: Option<&Sb>,
         sb_busy: &mut bool,
         done: &mpsc::UnboundedSender<Done>,
-    ) {
+    ) -> bool {
         // Gratuitous ARPs follow bindings, interfaces and HA activity: planned every run
         // (local ports and local switches only).
         if due
@@ -99,8 +100,9 @@ impl PinctrlLink {
             self.view_dirty |= changed;
             self.writes.extend(learn);
         }
-        self.send_writes(engine, sb, sb_busy, done);
+        let sent = self.send_writes(engine, sb, sb_busy, done);
         self.refresh_view(engine, due);
+        sent
     }
 
     /// MAC bindings and IGMP groups go in their own transaction, when the engine's is done.
@@ -110,11 +112,11 @@ impl PinctrlLink {
         sb: Option<&Sb>,
         sb_busy: &mut bool,
         done: &mpsc::UnboundedSender<Done>,
-    ) {
+    ) -> bool {
         self.igmp_dirty |= self.view_dirty;
         let igmp_due = self.igmp_dirty && self.igmp_wanted.is_some() && engine.sb_connected;
         let (true, false, Some(s)) = (!self.writes.is_empty() || igmp_due, *sb_busy, sb) else {
-            return;
+            return false;
         };
         let writes = std::mem::take(&mut self.writes);
         let mut txn = crate::pinctrl::sb_write::txn(
@@ -144,7 +146,9 @@ impl PinctrlLink {
             *sb_busy = true;
             crate::coverage::SB_TXN.inc();
             spawn_txn(s.client.clone(), txn, done.clone(), Done::PinTxn);
+            return true;
         }
+        false
     }
 
     /// The task's snapshot, rebuilt when something it holds moved.

@@ -150,13 +150,16 @@ pub async fn run(
         // pinctrl's snapshot and plans wait while more input is queued: the engine answers
         // that input first (a port waiting to go up waits for nothing else).
         let pin_due = !m.input_queued();
-        m.pinctrl.after_run(
+        let pin_sent = m.pinctrl.after_run(
             &m.engine,
             pin_due,
             m.sb.as_ref(),
             &mut m.sb_busy,
             &m.done_tx,
         );
+        if pin_sent {
+            m.engine.stats.nodes.sb_writes.compute += 1;
+        }
         if let Some(metrics) = m.metrics.as_mut() {
             metrics.after_run(&m.engine, put_sent, now, &m.control.stopwatches);
         }

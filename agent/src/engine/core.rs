@@ -174,25 +174,40 @@ pub struct NodeCounts {
     pub abort: u64,
 }
 
-/// The agent's stages under the names of ovn-controller's engine nodes that do that work:
-/// `runtime_data` (bindings, local datapaths), `logical_flow_output`,
-/// `physical_flow_output` and `flow_output` (everything that reaches the switch).
+/// The agent's stages as engine nodes: under the names of ovn-controller's nodes that do
+/// the same work (`runtime_data`: bindings, local datapaths; `logical_flow_output`,
+/// `physical_flow_output`; `flow_output`: everything that reaches the switch), and the
+/// stages ovn-controller keeps outside its engine under the agent's own names: `inputs`
+/// (changes applied to the replicas; Southbound connections that start from scratch as
+/// recomputes), `install` (puts to the switch;
+/// those after a (re)connection, which compare with the switch's dump, as recomputes;
+/// failed puts as aborts), `sb_writes` and `ovs_writes` (transactions sent; those that
+/// failed as aborts).
 #[derive(Clone, Debug, Default)]
 pub struct NodeStats {
+    pub inputs: NodeCounts,
     pub runtime_data: NodeCounts,
     pub logical_flow_output: NodeCounts,
     pub physical_flow_output: NodeCounts,
     pub flow_output: NodeCounts,
+    pub install: NodeCounts,
+    pub sb_writes: NodeCounts,
+    pub ovs_writes: NodeCounts,
 }
 
 impl NodeStats {
-    /// `(name, counts)` in the order ovn-controller lists its nodes (inputs first).
-    pub fn all(&self) -> [(&'static str, NodeCounts); 4] {
+    /// `(name, counts)` in the order data flows (ovn-controller lists its nodes in that
+    /// order too: inputs first).
+    pub fn all(&self) -> [(&'static str, NodeCounts); 8] {
         [
+            ("inputs", self.inputs),
             ("runtime_data", self.runtime_data),
             ("physical_flow_output", self.physical_flow_output),
             ("logical_flow_output", self.logical_flow_output),
             ("flow_output", self.flow_output),
+            ("install", self.install),
+            ("sb_writes", self.sb_writes),
+            ("ovs_writes", self.ovs_writes),
         ]
     }
 }
@@ -480,6 +495,7 @@ impl Engine {
                 let mut txn = Transaction::new(sbclient::vswitch::DATABASE);
                 ovs_config::create_bridge(&self.inputs.ovs, &cfg, &mut txn);
                 actions.ovs_txn = Some(txn);
+                self.stats.nodes.ovs_writes.compute += 1;
             }
             return actions;
         }
@@ -527,10 +543,12 @@ impl Engine {
             let mut up_txn = Transaction::new(ovn_sb::DATABASE);
             if self.write_port_up_behind_claims(&mut up_txn) {
                 actions.sb_up_txn = Some(up_txn);
+                self.stats.nodes.sb_writes.compute += 1;
             }
         }
         if sb_dirty && !sb_txn.is_empty() && !self.sb_busy {
             actions.sb_txn = Some(sb_txn);
+            self.stats.nodes.sb_writes.compute += 1;
         }
         self.flows_due = Some(cfg);
         actions
@@ -592,6 +610,7 @@ impl Engine {
             ) || self.sync_bfd(&cfg, chassis_uuid, &mut ovs_txn));
         if ovs_dirty {
             actions.ovs_txn = Some(ovs_txn);
+            self.stats.nodes.ovs_writes.compute += 1;
         }
         // The switch.
         let t = std::time::Instant::now();
@@ -602,6 +621,9 @@ impl Engine {
             actions.put = self.build_put(now, actions.conditions.is_empty());
         }
         self.stats.last_phases.put = t.elapsed();
+        if actions.put.is_some() {
+            self.stats.nodes.install.compute += 1;
+        }
     }
 
     // ---- flows -----------------------------------------------------------------------

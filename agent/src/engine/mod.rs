@@ -16,6 +16,8 @@ pub mod zones;
 
 #[cfg(test)]
 mod run_split_tests;
+#[cfg(test)]
+mod stage_nodes_tests;
 
 /// Milliseconds since the Unix epoch (timestamps OVN writes).
 pub fn now_ms() -> i64 {

@@ -34,7 +34,7 @@ fn map(pairs: &[(&str, &str)]) -> Value {
 
 /// A chassis `hv1` with br-int and one VIF (iface-id `lp1`, ofport 1), and a Southbound
 /// database where `hv1` is registered and `lp1` is unbound.
-fn engine_with_unbound_vif() -> Engine {
+pub(super) fn engine_with_unbound_vif() -> Engine {
     let mut e = Engine::new(EngineOptions::default());
     apply(
         &mut e.inputs.ovs,

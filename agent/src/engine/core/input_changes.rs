@@ -67,6 +67,9 @@ impl Engine {
         if !resumed || !self.initial_sync_done {
             self.need_full = Some("southbound reconnected".into());
         }
+        if !resumed {
+            self.stats.nodes.inputs.recompute += 1;
+        }
         self.runtime_inputs_dirty = true;
     }
 
@@ -103,6 +106,7 @@ impl Engine {
     /// The SB replica changed: note what needs recomputing, then forget the change sets.
     pub fn sb_changed(&mut self) {
         self.input_generation += 1;
+        self.stats.nodes.inputs.compute += 1;
         let changed = self.inputs.sb.replica.changed_tables();
         self.view_stale.extend(changed.iter().copied());
         self.note_view_rows(&changed);
@@ -531,6 +535,7 @@ impl Engine {
     /// `ct-zone-*` writes, a new interface nobody has bound yet) recomputes nothing.
     pub fn ovs_changed(&mut self) {
         self.input_generation += 1;
+        self.stats.nodes.inputs.compute += 1;
         self.inputs.ovs.clear_changes();
         self.runtime_inputs_dirty = true;
         self.ovs_sync_dirty = true;

@@ -15,6 +15,8 @@ impl Engine {
         self.finish_streamed_compile();
         self.install.ids_in_step = None;
         self.install.of_session = Some(session);
+        // What the switch has is compared anew.
+        self.stats.nodes.install.recompute += 1;
         self.install.in_flight = None;
         if self.runtime.geneve_field != fields.ovn || self.runtime.mark_field != fields.pkt_mark {
             self.runtime.geneve_field = fields.ovn;
@@ -491,6 +493,7 @@ impl Engine {
             }
             Err(PutError::Rejected(rejected)) => {
                 self.stats.put_failures += 1;
+                self.stats.nodes.install.abort += 1;
                 self.flows.fail_batch(f.batch);
                 // Nothing of the bundle was applied. Drop the owners of the refused flows
                 // (counted, logged) and try the rest again.
@@ -513,6 +516,7 @@ impl Engine {
             }
             Err(PutError::Connection(e)) => {
                 self.stats.put_failures += 1;
+                self.stats.nodes.install.abort += 1;
                 self.flows.fail_batch(f.batch);
                 tracing::info!(target: "ofctrl", "put {seq} lost with the connection: {e}");
             }
