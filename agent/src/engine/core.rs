@@ -24,12 +24,15 @@ use super::binding::{self, LocalIfaces, Me};
 use super::conditions::{conditions, Interest, MonitorConditions};
 use super::config::{ChassisConfig, ConfigError};
 use super::deps::affected_lflows;
-use flows::PhysicalChanges;
+use flows::{LflowChanges, PhysicalChanges, ViewState};
 use install::SwitchState;
+use ovs_writes::OvsSync;
+use runtime::RuntimeWork;
 use sb_writes::SbWriteState;
 mod flows;
 mod input_changes;
 mod install;
+mod ovs_writes;
 mod runtime;
 mod sb_writes;
 
@@ -50,10 +53,6 @@ use crate::ofctrl::{FlowBatch, FlowTable, ForeignFlow};
 use crate::runtime::{BindingKind, Runtime};
 use crate::southbound::Southbound;
 use crate::view::{Ids, LocalFacts, SbView, TouchedRows, ViewParts};
-
-/// What the local OVS configuration is compared with besides the replicas: interfaces
-/// whose flows are in, conntrack zones, and the installed nb_cfg.
-type OvsSyncInputs = (BTreeSet<Uuid>, BTreeMap<String, u16>, Option<(i64, i64)>);
 
 /// `OFPBF_ATOMIC | OFPBF_ORDERED`.
 const BUNDLE_FLAGS: u16 = 0x3;
@@ -291,32 +290,20 @@ pub struct Engine {
     pub bad_bindings: BTreeMap<Uuid, String>,
     pub stats: EngineStats,
     pub zones: Zones,
-    pub(super) zones_restored: bool,
     /// Local interfaces by iface-id (from the last run).
     pub ifaces: LocalIfaces,
     /// Counts changes to the replicas and runtime recomputations: what is derived from
     /// them outside the engine (pinctrl's announcements) is derived again only when it moved.
     pub(super) input_generation: u64,
-    /// The local datapaths depend on Port_Binding and Datapath_Binding rows and on the
-    /// inputs in `local_dps_key`: with neither changed, the last ones are kept (walking
-    /// every port of every local datapath on each run was the largest cost of a run).
-    pub(super) local_dps_stale: bool,
-    pub(super) local_dps_key: Option<LocalDatapathsKey>,
     pub initial_sync_done: bool,
     pub(super) sb_connected_at: Option<Instant>,
     /// When the engine started, and `debug/ignore-startup-delay` (see
     /// [`Engine::started_recently`]).
     pub(super) started_at: Instant,
     pub ignore_startup_delay: bool,
-    /// The local OVS was compared during the start-up grace period: compare it again
-    /// once that is over (unwanted patch ports go then).
-    pub(super) compare_after_startup: bool,
     /// The configuration [`Engine::run_bindings`] got through with: [`Engine::run_flows`]
     /// has work, with it.
     pub(super) flows_due: Option<ChassisConfig>,
-    /// The binding plan the first half made; the second half derives the rest of the
-    /// runtime from it (local datapaths, tunnels, zones, conditions), after the claims left.
-    pub(super) runtime_due_plan: Option<(binding::BindingPlan, BTreeSet<String>)>,
     /// ovn-northd's internal version differed from ours at the last run (with
     /// `ovn-match-northd-version`).
     pub(super) version_mismatch: bool,
@@ -324,43 +311,11 @@ pub struct Engine {
     pub(super) northd_flow_options: (bool, bool),
     /// BFD timers of SB_Global that were left out (reported once each).
     pub(super) bfd_problems: Vec<super::bfd::BadParameter>,
-    // What needs doing.
-    pub(super) need_full: Option<String>,
-    pub(super) dirty_lflows: BTreeSet<Uuid>,
-    /// Lflows naming an address set that changed by a few addresses: their flows are
-    /// changed in place when the next run can (else the lflow is compiled again).
-    pub(super) set_changes: Vec<(Uuid, std::sync::Arc<crate::compile::SetChange>)>,
     /// What each lflow names (ports, address sets, port groups) and where it sits.
     pub(super) lflow_index: LflowIndex,
-    pub(super) deleted_lflows: BTreeSet<Uuid>,
-    /// A change the engine cannot yet attribute (first run, reconnect): recompute all.
-    pub(super) runtime_changed: bool,
-    /// Ports, multicast groups or local state changed: recompile the logical flows that
-    /// depend on what changed ([`crate::view::ViewChanges`]), and every other and physical owner.
-    pub(super) deps_dirty: bool,
-    /// Rows of the non-lflow logical owners changed (MAC bindings, FDB, load balancers).
-    pub(super) others_dirty: bool,
-    /// What load-balancer hairpin flows depend on changed (load balancers, datapath groups,
-    /// datapaths, which datapaths are local).
-    pub(super) lb_dirty: bool,
-    /// What the runtime is computed from (OVS, the Southbound tables that feed bindings,
-    /// local datapaths, tunnels and zones) changed since it was last computed.
-    pub(super) runtime_inputs_dirty: bool,
-    /// When a throttled claim comes due (the runtime is computed again then).
-    pub(super) runtime_due: Option<Instant>,
-    /// The local OVS configuration needs comparing with what it should be.
-    pub(super) ovs_sync_dirty: bool,
-    /// What the last OVS comparison was made with (installed interfaces, zones, nb_cfg).
-    pub(super) ovs_sync_inputs: Option<OvsSyncInputs>,
     /// `sb_busy` and `ovs_busy` at the last run: a transaction that finished (failed ones
     /// too) means planning again.
     pub(super) busy_before: (bool, bool),
-    /// The view's parts, kept between runs, and the Southbound tables changed since they
-    /// were refreshed.
-    pub(super) view_parts: ViewParts,
-    pub(super) view_stale: BTreeSet<&'static str>,
-    /// The Port_Binding and Multicast_Group rows changed since the view was refreshed.
-    pub(super) view_touched: TouchedRows,
     /// The monitor conditions asked of the Southbound and how far the server has them.
     pub(super) conditions: MonitorConditions,
     /// What the switch has and what is on its way to it (the install stage's state).
@@ -369,6 +324,14 @@ pub struct Engine {
     pub(super) physical_changes: PhysicalChanges,
     /// Claims and `up` writes in flight, ports going up, `nb_cfg` (the Southbound writes' state).
     pub sb_writes: SbWriteState,
+    /// Whether the local OVS needs comparing with what it should be (the OVS writes stage).
+    pub(super) ovs_sync: OvsSync,
+    /// What the flows stage has to compute again (logical flows, owners, a full recompute).
+    pub(super) lflow_changes: LflowChanges,
+    /// When the runtime (bindings, local datapaths, tunnels, zones) is computed again.
+    pub(super) runtime_work: RuntimeWork,
+    /// The flows stage's view of the Southbound, kept between runs.
+    pub(super) view: ViewState,
 }
 
 impl Engine {
@@ -377,7 +340,11 @@ impl Engine {
         sbclient::vswitch::register_all(&mut ovs);
         Self {
             opts,
+            view: ViewState::new(),
+            runtime_work: RuntimeWork::new(),
+            lflow_changes: LflowChanges::new(),
             sb_writes: SbWriteState::new(),
+            ovs_sync: OvsSync::new(),
             physical_changes: PhysicalChanges::new(),
             install: SwitchState::new(),
             conditions: MonitorConditions::new(),
@@ -401,45 +368,25 @@ impl Engine {
             bad_bindings: BTreeMap::new(),
             stats: EngineStats::default(),
             zones: Zones::default(),
-            zones_restored: false,
             ifaces: LocalIfaces::default(),
             input_generation: 0,
-            local_dps_stale: true,
-            local_dps_key: None,
             initial_sync_done: false,
             sb_connected_at: None,
             started_at: Instant::now(),
             ignore_startup_delay: false,
-            compare_after_startup: false,
             flows_due: None,
-            runtime_due_plan: None,
             version_mismatch: false,
             northd_flow_options: (true, false),
             bfd_problems: Vec::new(),
-            need_full: Some("start".into()),
-            dirty_lflows: BTreeSet::new(),
-            set_changes: Vec::new(),
             lflow_index: LflowIndex::default(),
-            deleted_lflows: BTreeSet::new(),
-            runtime_changed: true,
-            deps_dirty: false,
-            others_dirty: false,
-            lb_dirty: false,
-            runtime_inputs_dirty: true,
-            runtime_due: None,
-            ovs_sync_dirty: true,
-            ovs_sync_inputs: None,
             busy_before: (false, false),
-            view_parts: ViewParts::default(),
-            view_stale: BTreeSet::new(),
-            view_touched: TouchedRows::default(),
         }
     }
 
     /// The layout in use.
     /// The ports related to this chassis, sorted (`debug/dump-related-ports`).
     pub fn related_port_names(&self) -> Vec<&str> {
-        self.view_parts.related_port_names()
+        self.view.parts.related_port_names()
     }
 
     pub fn layout(&self) -> crate::lflow::layout::TableLayout {
@@ -463,7 +410,7 @@ impl Engine {
     /// are made, so that the port can go up as soon as they are in.
     pub fn run_bindings(&mut self, now: Instant) -> Actions {
         self.flows_due = None;
-        self.runtime_due_plan = None;
+        self.runtime_work.due_plan = None;
         // With no transaction in flight, claims sent have shown (or failed) in the replica.
         if !self.sb_busy {
             self.sb_writes.claims_in_flight.clear();
@@ -477,8 +424,8 @@ impl Engine {
         self.finish_streamed_compile();
         let (sb_was_busy, ovs_was_busy) = self.busy_before;
         self.busy_before = (self.sb_busy, self.ovs_busy);
-        self.runtime_inputs_dirty |= sb_was_busy && !self.sb_busy;
-        self.ovs_sync_dirty |= ovs_was_busy && !self.ovs_busy;
+        self.runtime_work.inputs_dirty |= sb_was_busy && !self.sb_busy;
+        self.ovs_sync.dirty |= ovs_was_busy && !self.ovs_busy;
         let mut actions = Actions::default();
         let Some(cfg) = self.cfg.clone() else {
             return actions;
@@ -511,24 +458,24 @@ impl Engine {
             super::chassis::find_chassis(&self.inputs.sb.replica, &cfg.system_id).map(|(u, _)| *u);
         if self.runtime.chassis != chassis_uuid {
             self.runtime.chassis = chassis_uuid;
-            self.runtime_changed = true;
+            self.runtime_work.changed = true;
         }
         self.runtime.chassis_name.clone_from(&cfg.system_id);
         // Bindings, local datapaths, tunnels, zones and conditions: only when what they are
         // computed from changed (most runs follow a flow change, a put or a reply).
-        let runtime_due = self.runtime_due.is_some_and(|t| now >= t);
-        if self.runtime_inputs_dirty
+        let runtime_due = self.runtime_work.due.is_some_and(|t| now >= t);
+        if self.runtime_work.inputs_dirty
             || runtime_due
-            || self.runtime_changed
-            || self.need_full.is_some()
+            || self.runtime_work.changed
+            || self.lflow_changes.need_full.is_some()
         {
             let t = std::time::Instant::now();
             self.input_generation += 1;
             let (dirty, plan) = self.update_bindings(&cfg, chassis_uuid, now, &mut sb_txn);
             sb_dirty |= dirty;
-            self.runtime_due_plan = Some(plan);
+            self.runtime_work.due_plan = Some(plan);
             self.stats.last_phases.runtime = t.elapsed();
-            self.ovs_sync_dirty = true;
+            self.ovs_sync.dirty = true;
         }
         // nb_cfg and ports whose flows are in.
         if let Some((n, due)) = self.sb_writes.nb_cfg_due {
@@ -561,7 +508,7 @@ impl Engine {
             return;
         };
         let chassis_uuid = self.runtime.chassis;
-        if let Some((plan, active_tunnels)) = self.runtime_due_plan.take() {
+        if let Some((plan, active_tunnels)) = self.runtime_work.due_plan.take() {
             let t = std::time::Instant::now();
             self.finish_runtime(&cfg, chassis_uuid, &plan, active_tunnels, actions);
             self.stats.last_phases.runtime += t.elapsed();
@@ -572,46 +519,7 @@ impl Engine {
             self.recompute_flows(&cfg);
         }
         // Local OVS.
-        let installed_ifaces: BTreeSet<Uuid> = self.installed_iface_uuids();
-        let started_recently = self.started_recently(Instant::now());
-        if !started_recently && std::mem::take(&mut self.compare_after_startup) {
-            self.ovs_sync_dirty = true;
-        }
-        let keys = BridgeKeys {
-            ct_zones: &self.zones.by_name,
-            nb_cfg: self.sb_writes.nb_cfg_acked,
-            keep_unwanted_patches: started_recently,
-        };
-        let mut ovs_txn = Transaction::new(sbclient::vswitch::DATABASE);
-        // BFD only once the rest is in (the tunnels it configures must exist). The inputs
-        // are compared in place and copied only when they changed (this runs every run).
-        let inputs_changed = self.ovs_sync_inputs.as_ref().is_none_or(|(i, z, n)| {
-            *i != installed_ifaces || z != keys.ct_zones || *n != keys.nb_cfg
-        });
-        self.ovs_sync_dirty |= inputs_changed;
-        let compare = !self.ovs_busy && self.ovs_sync_dirty;
-        if compare {
-            self.ovs_sync_dirty = false;
-            self.compare_after_startup |= started_recently;
-            if inputs_changed {
-                self.ovs_sync_inputs =
-                    Some((installed_ifaces.clone(), keys.ct_zones.clone(), keys.nb_cfg));
-            }
-        }
-        let ovs_dirty = compare
-            && (ovs_config::sync(
-                &self.inputs.ovs,
-                &self.inputs.sb.replica,
-                &cfg,
-                &self.runtime,
-                &installed_ifaces,
-                &keys,
-                &mut ovs_txn,
-            ) || self.sync_bfd(&cfg, chassis_uuid, &mut ovs_txn));
-        if ovs_dirty {
-            actions.ovs_txn = Some(ovs_txn);
-            self.stats.nodes.ovs_writes.compute += 1;
-        }
+        self.sync_local_ovs(&cfg, chassis_uuid, actions);
         // The switch.
         let t = std::time::Instant::now();
         actions.put = self.build_put(now, actions.conditions.is_empty());
@@ -676,7 +584,7 @@ impl Engine {
         let ours = cfg.layout.dialect.internal_version;
         if northd == Some(ours) {
             if std::mem::take(&mut self.version_mismatch) {
-                self.need_full = Some("ovn-northd's version matches again".into());
+                self.lflow_changes.need_full = Some("ovn-northd's version matches again".into());
             }
             return true;
         }
@@ -698,7 +606,7 @@ impl Engine {
 
     /// `recompute`: everything is compiled again on the next run.
     pub fn force_recompute(&mut self, why: &str) {
-        self.need_full = Some(why.to_owned());
+        self.lflow_changes.need_full = Some(why.to_owned());
     }
 
     /// A short status line for `connection-status`-like commands.

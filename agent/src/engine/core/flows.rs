@@ -6,21 +6,22 @@ use super::*;
 
 impl Engine {
     pub(super) fn recompute_flows(&mut self, cfg: &ChassisConfig) {
-        let mut full = self.need_full.take().or_else(|| {
-            self.runtime_changed
+        let mut full = self.lflow_changes.need_full.take().or_else(|| {
+            self.runtime_work
+                .changed
                 .then(|| "local state changed".to_owned())
         });
-        self.runtime_changed = false;
-        let deps_dirty = std::mem::take(&mut self.deps_dirty);
-        let others_dirty = std::mem::take(&mut self.others_dirty) || deps_dirty;
-        let mut lb_dirty = std::mem::take(&mut self.lb_dirty);
+        self.runtime_work.changed = false;
+        let deps_dirty = std::mem::take(&mut self.lflow_changes.deps_dirty);
+        let others_dirty = std::mem::take(&mut self.lflow_changes.others_dirty) || deps_dirty;
+        let mut lb_dirty = std::mem::take(&mut self.lflow_changes.lb_dirty);
         // Most runs (a transaction reply, a put confirmed, an OVS echo) change no flow: no
         // view to build then.
         if full.is_none()
             && !others_dirty
-            && self.dirty_lflows.is_empty()
-            && self.deleted_lflows.is_empty()
-            && self.set_changes.is_empty()
+            && self.lflow_changes.dirty_lflows.is_empty()
+            && self.lflow_changes.deleted_lflows.is_empty()
+            && self.lflow_changes.set_changes.is_empty()
         {
             return;
         }
@@ -35,20 +36,20 @@ impl Engine {
         };
         if full.is_some() {
             // A full recompute rebuilds every part (the rows may have been replaced).
-            self.view_parts = ViewParts::default();
+            self.view.parts = ViewParts::default();
         }
         let view_started = std::time::Instant::now();
-        let stale = std::mem::take(&mut self.view_stale);
-        let touched = std::mem::take(&mut self.view_touched);
-        self.view_parts.refresh(
+        let stale = std::mem::take(&mut self.view.stale);
+        let touched = std::mem::take(&mut self.view.touched);
+        self.view.parts.refresh(
             &self.inputs.sb,
             &cfg.system_id,
             &facts,
             &stale,
             Some(&touched),
         );
-        let changed = self.view_parts.take_changes();
-        let view = SbView::from_parts(&self.inputs.sb, &self.ids, &self.view_parts);
+        let changed = self.view.parts.take_changes();
+        let view = SbView::from_parts(&self.inputs.sb, &self.ids, &self.view.parts);
         if full.is_none() && changed.rebuilt {
             full = Some("first view".to_owned());
         } else if full.is_none() && !changed.is_empty() {
@@ -56,7 +57,7 @@ impl Engine {
             lb_dirty |= !changed.datapaths.is_empty();
             self.stats.dependency_runs += 1;
             self.stats.dependency_lflows += lflows.len() as u64;
-            self.dirty_lflows.extend(lflows);
+            self.lflow_changes.dirty_lflows.extend(lflows);
         }
         self.stats.last_phases.view = view_started.elapsed();
         let compile_started = std::time::Instant::now();
@@ -102,9 +103,9 @@ impl Engine {
         if let Some(reason) = full {
             self.stats.full_recomputes += 1;
             *self.stats.recompute_reasons.entry(reason).or_default() += 1;
-            self.dirty_lflows.clear();
-            self.deleted_lflows.clear();
-            self.set_changes.clear();
+            self.lflow_changes.dirty_lflows.clear();
+            self.lflow_changes.deleted_lflows.clear();
+            self.lflow_changes.set_changes.clear();
             // The logical flows in batches, each put in the table as soon as it is compiled:
             // the compiled form of the whole table never exists at once beside the table.
             let mut keep: HashSet<Owner, FxBuild> = HashSet::default();
@@ -141,9 +142,11 @@ impl Engine {
                     .filter(|o| !keep.contains(o)),
             );
         } else {
-            for (u, change) in std::mem::take(&mut self.set_changes) {
+            for (u, change) in std::mem::take(&mut self.lflow_changes.set_changes) {
                 let owner = Owner::Lflow(u);
-                if self.dirty_lflows.contains(&u) || self.deleted_lflows.contains(&u) {
+                if self.lflow_changes.dirty_lflows.contains(&u)
+                    || self.lflow_changes.deleted_lflows.contains(&u)
+                {
                     continue;
                 }
                 let Some(lf) = self
@@ -161,10 +164,10 @@ impl Engine {
                     self.stats.set_deltas += 1;
                 } else {
                     self.stats.set_delta_fallbacks += 1;
-                    self.dirty_lflows.insert(u);
+                    self.lflow_changes.dirty_lflows.insert(u);
                 }
             }
-            let dirty = std::mem::take(&mut self.dirty_lflows);
+            let dirty = std::mem::take(&mut self.lflow_changes.dirty_lflows);
             let lflows: Vec<(&Uuid, &LogicalFlow)> = self
                 .inputs
                 .sb
@@ -194,7 +197,7 @@ impl Engine {
             self.stats.batched_lflow_runs += u64::from(batched);
             results = Vec::new();
             gone.extend(
-                std::mem::take(&mut self.deleted_lflows)
+                std::mem::take(&mut self.lflow_changes.deleted_lflows)
                     .into_iter()
                     .map(Owner::Lflow),
             );
@@ -376,6 +379,56 @@ impl PhysicalChanges {
             mcs: BTreeSet::new(),
             all: true,
             runtime: None,
+        }
+    }
+}
+
+/// The flows stage's pending work: what changed since the flows were last computed.
+pub struct LflowChanges {
+    pub(in crate::engine) need_full: Option<String>,
+    pub(in crate::engine) dirty_lflows: BTreeSet<Uuid>,
+    /// Lflows naming an address set that changed by a few addresses: their flows are
+    /// changed in place when the next run can (else the lflow is compiled again).
+    pub(in crate::engine) set_changes: Vec<(Uuid, std::sync::Arc<crate::compile::SetChange>)>,
+    pub(in crate::engine) deleted_lflows: BTreeSet<Uuid>,
+    /// Ports, multicast groups or local state changed: recompile the logical flows that
+    /// depend on what changed ([`crate::view::ViewChanges`]), and every other and physical owner.
+    pub(in crate::engine) deps_dirty: bool,
+    /// Rows of the non-lflow logical owners changed (MAC bindings, FDB, load balancers).
+    pub(in crate::engine) others_dirty: bool,
+    /// What load-balancer hairpin flows depend on changed (load balancers, datapath groups,
+    /// datapaths, which datapaths are local).
+    pub(in crate::engine) lb_dirty: bool,
+}
+impl LflowChanges {
+    pub(crate) fn new() -> Self {
+        Self {
+            need_full: Some("start".into()),
+            dirty_lflows: BTreeSet::new(),
+            set_changes: Vec::new(),
+            deleted_lflows: BTreeSet::new(),
+            deps_dirty: false,
+            others_dirty: false,
+            lb_dirty: false,
+        }
+    }
+}
+
+/// The view's parts, kept between runs, and what changed since they were refreshed.
+pub struct ViewState {
+    /// The view's parts, kept between runs, and the Southbound tables changed since they
+    /// were refreshed.
+    pub(in crate::engine) parts: ViewParts,
+    pub(in crate::engine) stale: BTreeSet<&'static str>,
+    /// The Port_Binding and Multicast_Group rows changed since the view was refreshed.
+    pub(in crate::engine) touched: TouchedRows,
+}
+impl ViewState {
+    pub(crate) fn new() -> Self {
+        Self {
+            parts: ViewParts::default(),
+            stale: BTreeSet::new(),
+            touched: TouchedRows::default(),
         }
     }
 }

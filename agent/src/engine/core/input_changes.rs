@@ -30,7 +30,7 @@ impl Engine {
         ) {
             Ok(c) => {
                 if self.cfg.as_ref().is_some_and(|old| old.layout != c.layout) {
-                    self.need_full = Some("table layout changed".into());
+                    self.lflow_changes.need_full = Some("table layout changed".into());
                 }
                 self.cfg = Some(c);
                 self.cfg_error = None;
@@ -56,7 +56,7 @@ impl Engine {
     /// follow, as updates like any other, and the flows follow them incrementally. Otherwise
     /// a snapshot follows and every flow is computed again (and compared with the switch).
     pub fn sb_connected(&mut self, now: Instant, resumed: bool) {
-        self.local_dps_stale = true;
+        self.runtime_work.local_dps_stale = true;
         self.sb_connected = true;
         self.sb_connected_at = Some(now);
         // Conditions start over on a new connection.
@@ -65,12 +65,12 @@ impl Engine {
         self.conditions.acked_seq = 0;
         self.conditions.unnumbered = 0;
         if !resumed || !self.initial_sync_done {
-            self.need_full = Some("southbound reconnected".into());
+            self.lflow_changes.need_full = Some("southbound reconnected".into());
         }
         if !resumed {
             self.stats.nodes.inputs.recompute += 1;
         }
-        self.runtime_inputs_dirty = true;
+        self.runtime_work.inputs_dirty = true;
     }
 
     pub fn sb_disconnected(&mut self) {
@@ -94,7 +94,7 @@ impl Engine {
         self.conditions.unnumbered = self.conditions.unnumbered.saturating_sub(1);
         self.conditions.requested.remove(table);
         self.stats.condition_failures += 1;
-        self.runtime_inputs_dirty = true;
+        self.runtime_work.inputs_dirty = true;
     }
 
     /// A condition change was requested and not yet acknowledged by the server, or not yet
@@ -108,7 +108,7 @@ impl Engine {
         self.input_generation += 1;
         self.stats.nodes.inputs.compute += 1;
         let changed = self.inputs.sb.replica.changed_tables();
-        self.view_stale.extend(changed.iter().copied());
+        self.view.stale.extend(changed.iter().copied());
         self.note_view_rows(&changed);
         // First, so that the lookups below see this change's lflows.
         if let Some(tab) = self.inputs.sb.replica.table::<LogicalFlow>() {
@@ -120,26 +120,30 @@ impl Engine {
             let feeds_runtime = match t {
                 "Port_Binding" => {
                     let only_up = self.only_up_changed();
-                    self.local_dps_stale |= !only_up;
+                    self.runtime_work.local_dps_stale |= !only_up;
                     !only_up
                 }
                 "Datapath_Binding" => {
-                    self.local_dps_stale = true;
+                    self.runtime_work.local_dps_stale = true;
                     true
                 }
                 "SB_Global" => !self.only_nb_cfg_changed(),
                 t => !NOT_RUNTIME_INPUTS.contains(&t),
             };
-            self.runtime_inputs_dirty |= feeds_runtime;
+            self.runtime_work.inputs_dirty |= feeds_runtime;
             match t {
                 "Logical_Flow" => {
                     if let Some(tab) = self.inputs.sb.replica.table::<LogicalFlow>() {
                         let c = tab.changes();
-                        self.dirty_lflows.extend(c.inserted.iter().copied());
-                        self.dirty_lflows.extend(c.modified.keys().copied());
+                        self.lflow_changes
+                            .dirty_lflows
+                            .extend(c.inserted.iter().copied());
+                        self.lflow_changes
+                            .dirty_lflows
+                            .extend(c.modified.keys().copied());
                         for u in c.deleted.keys() {
-                            self.dirty_lflows.remove(u);
-                            self.deleted_lflows.insert(*u);
+                            self.lflow_changes.dirty_lflows.remove(u);
+                            self.lflow_changes.deleted_lflows.insert(*u);
                         }
                     }
                 }
@@ -160,7 +164,9 @@ impl Engine {
                             "lb_hairpin_use_ct_mark changed"
                         };
                         self.northd_flow_options = options;
-                        self.need_full.get_or_insert_with(|| what.into());
+                        self.lflow_changes
+                            .need_full
+                            .get_or_insert_with(|| what.into());
                     }
                     // The `auto` layout follows northd's release (an upgraded northd).
                     if self.cfg.as_ref().is_some_and(|c| c.layout_auto) {
@@ -173,19 +179,19 @@ impl Engine {
                 "Port_Binding" if self.only_up_changed() => {}
                 "Port_Binding" | "Multicast_Group" | "Chassis" | "Encap" => {
                     self.note_physical_change(t);
-                    self.deps_dirty = true;
+                    self.lflow_changes.deps_dirty = true;
                 }
                 "Address_Set" => {
                     if let Some(tab) = self.inputs.sb.replica.table::<AddressSet>() {
                         let (in_place, names) = address_set_changes(tab);
                         for n in names {
                             let lflows = self.lflow_index.naming_address_set(&n);
-                            self.dirty_lflows.extend(lflows);
+                            self.lflow_changes.dirty_lflows.extend(lflows);
                         }
                         for change in in_place {
                             let change = std::sync::Arc::new(change);
                             for u in self.lflow_index.naming_address_set(&change.name) {
-                                self.set_changes.push((*u, change.clone()));
+                                self.lflow_changes.set_changes.push((*u, change.clone()));
                             }
                         }
                     }
@@ -195,7 +201,7 @@ impl Engine {
                         for n in changed_names(tab, |g| &g.name) {
                             for name in port_group_names(&n) {
                                 let lflows = self.lflow_index.naming_port_group(name);
-                                self.dirty_lflows.extend(lflows);
+                                self.lflow_changes.dirty_lflows.extend(lflows);
                             }
                         }
                     }
@@ -209,11 +215,11 @@ impl Engine {
                             &BTreeSet::new(),
                             &groups,
                         );
-                        self.dirty_lflows.extend(lflows);
+                        self.lflow_changes.dirty_lflows.extend(lflows);
                     }
                     // Load balancers name datapath groups too.
-                    self.others_dirty = true;
-                    self.lb_dirty = true;
+                    self.lflow_changes.others_dirty = true;
+                    self.lflow_changes.lb_dirty = true;
                 }
                 "Datapath_Binding" => {
                     if let Some(tab) = self.inputs.sb.replica.table::<DatapathBinding>() {
@@ -224,13 +230,15 @@ impl Engine {
                             &dps,
                             &BTreeSet::new(),
                         );
-                        self.dirty_lflows.extend(lflows);
+                        self.lflow_changes.dirty_lflows.extend(lflows);
                     }
-                    self.deps_dirty = true;
-                    self.lb_dirty = true;
+                    self.lflow_changes.deps_dirty = true;
+                    self.lflow_changes.lb_dirty = true;
                     self.physical_changes.all = true;
                 }
-                "MAC_Binding" | "Static_MAC_Binding" | "FDB" => self.others_dirty = true,
+                "MAC_Binding" | "Static_MAC_Binding" | "FDB" => {
+                    self.lflow_changes.others_dirty = true;
+                }
                 // pinctrl's `dns_lookup` reads the rows as they are; no flow uses them.
                 "DNS" => {}
                 // Flows name meters by id, which stays: the switch's meter is modified.
@@ -242,29 +250,30 @@ impl Engine {
                         DHCP_ACTIONS[1]
                     };
                     let lflows = self.lflow_index.using_action(action);
-                    self.dirty_lflows.extend(lflows);
+                    self.lflow_changes.dirty_lflows.extend(lflows);
                 }
                 "Chassis_Template_Var" => {
                     for name in self.changed_template_vars() {
                         let lflows = self.lflow_index.naming_template(&name);
-                        self.dirty_lflows.extend(lflows);
+                        self.lflow_changes.dirty_lflows.extend(lflows);
                     }
                     // Load balancers' VIPs and backends may be templates too.
-                    self.others_dirty = true;
-                    self.lb_dirty = true;
+                    self.lflow_changes.others_dirty = true;
+                    self.lflow_changes.lb_dirty = true;
                 }
                 // Which chassis is active comes out of the runtime; the tunnels to the
                 // gateways are physical flows.
                 "HA_Chassis_Group" | "HA_Chassis" => {
                     self.note_physical_change(t);
-                    self.deps_dirty = true;
+                    self.lflow_changes.deps_dirty = true;
                 }
                 "Load_Balancer" => {
-                    self.others_dirty = true;
-                    self.lb_dirty = true;
+                    self.lflow_changes.others_dirty = true;
+                    self.lflow_changes.lb_dirty = true;
                 }
                 other => {
-                    self.need_full
+                    self.lflow_changes
+                        .need_full
                         .get_or_insert_with(|| format!("{other} changed"));
                 }
             }
@@ -312,25 +321,25 @@ impl Engine {
         let replica = &self.inputs.sb.replica;
         if changed.contains(&"Port_Binding") {
             let rows = touched(replica.table::<PortBinding>());
-            self.view_touched.port_bindings.extend(rows);
+            self.view.touched.port_bindings.extend(rows);
         }
         if changed.contains(&"Multicast_Group") {
             let rows = touched(replica.table::<MulticastGroup>());
-            self.view_touched.multicast_groups.extend(rows);
+            self.view.touched.multicast_groups.extend(rows);
         }
         if let (true, Some(t)) = (
             changed.contains(&"Address_Set"),
             replica.table::<AddressSet>(),
         ) {
             let names = changed_names(t, |a| &a.name);
-            self.view_touched.address_sets.extend(names);
+            self.view.touched.address_sets.extend(names);
         }
         if let (true, Some(t)) = (
             changed.contains(&"Port_Group"),
             replica.table::<PortGroup>(),
         ) {
             let names = changed_names(t, |g| &g.name);
-            self.view_touched.port_groups.extend(names);
+            self.view.touched.port_groups.extend(names);
         }
     }
 
@@ -537,8 +546,8 @@ impl Engine {
         self.input_generation += 1;
         self.stats.nodes.inputs.compute += 1;
         self.inputs.ovs.clear_changes();
-        self.runtime_inputs_dirty = true;
-        self.ovs_sync_dirty = true;
+        self.runtime_work.inputs_dirty = true;
+        self.ovs_sync.dirty = true;
         self.refresh_config();
     }
 

@@ -21,8 +21,8 @@ impl Engine {
         if self.runtime.geneve_field != fields.ovn || self.runtime.mark_field != fields.pkt_mark {
             self.runtime.geneve_field = fields.ovn;
             self.runtime.mark_field = fields.pkt_mark;
-            self.runtime_changed = true;
-            self.runtime_inputs_dirty = true;
+            self.runtime_work.changed = true;
+            self.runtime_work.inputs_dirty = true;
         }
         self.flows.forget_installed();
         let foreign = self.flows.record_dump(dump.flows);
@@ -368,7 +368,7 @@ impl Engine {
             .iter()
             .filter_map(|u| Some((u, table?.get(u)?)))
             .collect();
-        let view = SbView::from_parts(&self.inputs.sb, &self.ids, &self.view_parts);
+        let view = SbView::from_parts(&self.inputs.sb, &self.ids, &self.view.parts);
         let cx = Context {
             view: &view,
             layout: &sc.layout,
@@ -465,7 +465,7 @@ impl Engine {
                 }
                 self.install.acked_seq = seq;
                 // Zones unused since the start can go once the first put is in.
-                self.runtime_inputs_dirty |= !self.initial_sync_done;
+                self.runtime_work.inputs_dirty |= !self.initial_sync_done;
                 self.initial_sync_done = true;
                 let done: Vec<Uuid> = self
                     .sb_writes

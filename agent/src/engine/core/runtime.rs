@@ -60,9 +60,9 @@ impl Engine {
             sb_dirty |= self.write_claims(&plan, chassis_uuid, sb_txn, now);
         }
         // A plan made while a transaction is in flight wrote no claim: plan again after it.
-        self.runtime_inputs_dirty = self.sb_busy;
+        self.runtime_work.inputs_dirty = self.sb_busy;
         // A throttled claim is due again later.
-        self.runtime_due = plan.throttled.iter().map(|(_, t)| *t).min();
+        self.runtime_work.due = plan.throttled.iter().map(|(_, t)| *t).min();
         (sb_dirty, (plan, active_tunnels))
     }
 
@@ -113,7 +113,9 @@ impl Engine {
             chassis: chassis_uuid,
             mapped_networks: cfg.bridge_mappings.keys().cloned().collect(),
         };
-        if !self.local_dps_stale && self.local_dps_key.as_ref() == Some(&key) {
+        if !self.runtime_work.local_dps_stale
+            && self.runtime_work.local_dps_key.as_ref() == Some(&key)
+        {
             rt.local_datapaths.clone_from(&self.runtime.local_datapaths);
         } else {
             rt.local_datapaths = super::super::local::local_datapaths(
@@ -123,8 +125,8 @@ impl Engine {
                 &|u| ha_members.contains(u),
                 &|net| cfg.bridge_mappings.contains_key(net),
             );
-            self.local_dps_stale = false;
-            self.local_dps_key = Some(key);
+            self.runtime_work.local_dps_stale = false;
+            self.runtime_work.local_dps_key = Some(key);
         }
         rt.tunnels = tunnels_of(&self.inputs.ovs, &cfg.bridge);
         rt.active_tunnels = active_tunnels;
@@ -144,9 +146,9 @@ impl Engine {
             self.zones.by_name.clone()
         };
         if rt.chassis != self.runtime.chassis || rt.geneve_field != self.runtime.geneve_field {
-            self.runtime_changed = true;
+            self.runtime_work.changed = true;
         } else if !zones_same || !same_runtime_but_zones(&rt, &self.runtime) {
-            self.deps_dirty = true;
+            self.lflow_changes.deps_dirty = true;
         }
         self.runtime = rt;
         // Conditions.
@@ -195,14 +197,14 @@ impl Engine {
     }
 
     pub(super) fn restore_zones(&mut self, cfg: &ChassisConfig) {
-        if self.zones_restored {
+        if self.runtime_work.zones_restored {
             return;
         }
         if let Some((_, br)) = binding::bridge(&self.inputs.ovs, &cfg.bridge) {
             self.zones.restore(br.external_ids.iter());
             // Zones read back were in use before: no flush for them.
             self.zones.to_flush.clear();
-            self.zones_restored = true;
+            self.runtime_work.zones_restored = true;
         }
     }
 
@@ -238,4 +240,38 @@ fn same_runtime_but_zones(a: &Runtime, b: &Runtime) -> bool {
         && a.geneve_field == b.geneve_field
         && a.mark_field == b.mark_field
         && a.pkt_mark_peers == b.pkt_mark_peers
+}
+
+/// The runtime stage's bookkeeping: what it is computed from changed, a claim comes due,
+/// the local datapaths are stale.
+pub struct RuntimeWork {
+    pub(in crate::engine) zones_restored: bool,
+    /// The local datapaths depend on Port_Binding and Datapath_Binding rows and on the
+    /// inputs in `local_dps_key`: with neither changed, the last ones are kept (walking
+    /// every port of every local datapath on each run was the largest cost of a run).
+    pub(in crate::engine) local_dps_stale: bool,
+    pub(in crate::engine) local_dps_key: Option<LocalDatapathsKey>,
+    /// The binding plan the first half made; the second half derives the rest of the
+    /// runtime from it (local datapaths, tunnels, zones, conditions), after the claims left.
+    pub(in crate::engine) due_plan: Option<(binding::BindingPlan, BTreeSet<String>)>,
+    /// When a throttled claim comes due (the runtime is computed again then).
+    pub(in crate::engine) due: Option<Instant>,
+    /// What the runtime is computed from (OVS, the Southbound tables that feed bindings,
+    /// local datapaths, tunnels and zones) changed since it was last computed.
+    pub(in crate::engine) inputs_dirty: bool,
+    /// A change the engine cannot yet attribute (first run, reconnect): recompute all.
+    pub(in crate::engine) changed: bool,
+}
+impl RuntimeWork {
+    pub(crate) fn new() -> Self {
+        Self {
+            zones_restored: false,
+            local_dps_stale: true,
+            local_dps_key: None,
+            due_plan: None,
+            due: None,
+            inputs_dirty: true,
+            changed: true,
+        }
+    }
 }
