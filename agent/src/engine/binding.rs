@@ -210,6 +210,9 @@ pub struct BindingPlan {
     pub release: Vec<Uuid>,
     /// Ports to remove ourselves from `additional_chassis`.
     pub release_additional: Vec<Uuid>,
+    /// Ports we are an additional chassis of, with our encaps to remove from
+    /// `additional_encap` (the interface no longer names an `encap-ip`).
+    pub release_additional_encap: Vec<(Uuid, Vec<Uuid>)>,
     /// Claims held back by the throttle (retry when it expires).
     pub throttled: Vec<(Uuid, Instant)>,
     /// HA groups (cr / external ports) in which this chassis is a member, active or not.
@@ -257,7 +260,8 @@ fn problem(pb: &PortBinding) -> Option<String> {
     }
 }
 
-/// The encap row of our chassis whose ip is `ip`.
+/// The encap row of our chassis whose ip is `ip`: of several (one per tunnel type), the
+/// preferred type's (geneve, then stt, then vxlan), as ovn-controller picks it.
 fn encap_for(sb: &Replica, me: &Me<'_>, ip: Option<&str>) -> Option<Uuid> {
     let ip = ip?;
     let ch = sb.table::<Chassis>()?.get(&me.uuid?)?;
@@ -265,8 +269,22 @@ fn encap_for(sb: &Replica, me: &Me<'_>, ip: Option<&str>) -> Option<Uuid> {
     ch.encaps
         .iter()
         .filter_map(|e| encaps.get(e).map(|r| (e, r)))
-        .find(|(_, e)| e.ip == ip)
-        .map(|(u, _)| *u)
+        .filter(|(_, e)| e.ip == ip)
+        .filter_map(|(u, e)| crate::runtime::EncapType::parse(&e.type_).map(|t| (t, *u)))
+        .min()
+        .map(|(_, u)| u)
+}
+
+/// Which of `encaps` belong to our chassis.
+fn encaps_of(sb: &Replica, me: &Me<'_>, encaps: &BTreeSet<Uuid>) -> Vec<Uuid> {
+    let Some(table) = sb.table::<Encap>() else {
+        return Vec::new();
+    };
+    encaps
+        .iter()
+        .filter(|e| table.get(e).is_some_and(|r| r.chassis_name == me.name))
+        .copied()
+        .collect()
 }
 
 /// Types whose rows matter to a plan only when an interface here names them or they are
@@ -396,13 +414,18 @@ pub fn plan(
                 };
                 match can_bind(pb, me, chassis_table) {
                     Bindable::No => {
+                        // ovn-controller's words: operators and OVN's tests look for them.
+                        let holder = pb
+                            .chassis
+                            .and_then(|c| chassis_table?.get(&c))
+                            .map_or("", |c| c.name.as_str());
                         out.notes.push(format!(
-                            "not claiming lport {}, chassis {} requested-chassis {}",
+                            "Not claiming lport {}, chassis {} requested-chassis {} pb->chassis {holder}",
                             pb.logical_port,
                             me.name,
                             pb.options
                                 .get("requested-chassis")
-                                .map_or("", String::as_str)
+                                .map_or("[]", String::as_str)
                         ));
                         if is_me(&pb.chassis) {
                             out.release.push(*uuid);
@@ -410,9 +433,27 @@ pub fn plan(
                         continue;
                     }
                     Bindable::Additional => {
-                        if me.uuid.is_some_and(|u| !pb.additional_chassis.contains(&u)) {
-                            out.claim_additional
-                                .push((*uuid, encap_for(sb, me, iface.encap_ip.as_deref())));
+                        let want = encap_for(sb, me, iface.encap_ip.as_deref());
+                        match me.uuid {
+                            Some(u) if !pb.additional_chassis.contains(&u) => {
+                                out.claim_additional.push((*uuid, want));
+                            }
+                            // Already an additional chassis: the encap follows the
+                            // interface's `encap-ip` (added when named, ours removed when
+                            // not), as ovn-controller's.
+                            Some(_) => match want {
+                                Some(e) if !pb.additional_encap.contains(&e) => {
+                                    out.claim_additional.push((*uuid, Some(e)));
+                                }
+                                Some(_) => {}
+                                None => {
+                                    let mine = encaps_of(sb, me, &pb.additional_encap);
+                                    if !mine.is_empty() {
+                                        out.release_additional_encap.push((*uuid, mine));
+                                    }
+                                }
+                            },
+                            None => {}
                         }
                     }
                     Bindable::Main => {
@@ -423,8 +464,13 @@ pub fn plan(
                             me,
                             last_claim,
                             now,
-                            encap_for(sb, me, iface.encap_ip.as_deref()),
+                            ClaimEncap::Interface(encap_for(sb, me, iface.encap_ip.as_deref())),
                         );
+                        // An additional chassis that becomes the main one leaves
+                        // `additional_chassis` (a migration completed).
+                        if me.uuid.is_some_and(|u| pb.additional_chassis.contains(&u)) {
+                            leave_additional(&mut out, sb, me, uuid, pb);
+                        }
                     }
                 }
                 parents.insert(pb.logical_port.as_str(), ofport);
@@ -451,7 +497,7 @@ pub fn plan(
                         .push(format!("{}: bad tag {tag}", pb.logical_port));
                     continue;
                 };
-                claim_main(&mut out, uuid, pb, me, last_claim, now, None);
+                claim_main(&mut out, uuid, pb, me, last_claim, now, ClaimEncap::Keep);
                 out.bound.insert(
                     *uuid,
                     BindingKind::Container {
@@ -511,7 +557,7 @@ pub fn plan(
             }
         };
         if wants {
-            claim_main(&mut out, uuid, pb, me, last_claim, now, None);
+            claim_main(&mut out, uuid, pb, me, last_claim, now, ClaimEncap::Keep);
             out.bound.insert(*uuid, BindingKind::Claimed);
         } else if is_me(&pb.chassis) {
             out.release.push(*uuid);
@@ -521,13 +567,40 @@ pub fn plan(
     if let Some(u) = me.uuid {
         for (uuid, pb) in candidates {
             if pb.additional_chassis.contains(&u) && !out.bound.contains_key(uuid) {
-                out.release_additional.push(*uuid);
+                leave_additional(&mut out, sb, me, uuid, pb);
             }
         }
     }
     out
 }
 
+/// Removes this chassis from `pb`'s `additional_chassis`, with its encaps from
+/// `additional_encap`.
+fn leave_additional(
+    out: &mut BindingPlan,
+    sb: &Replica,
+    me: &Me<'_>,
+    uuid: &Uuid,
+    pb: &PortBinding,
+) {
+    out.release_additional.push(*uuid);
+    let mine = encaps_of(sb, me, &pb.additional_encap);
+    if !mine.is_empty() {
+        out.release_additional_encap.push((*uuid, mine));
+    }
+}
+
+/// The encap a main claim records.
+#[derive(Clone, Copy)]
+enum ClaimEncap {
+    /// A VIF's: the encap its interface's `encap-ip` names, none without one (as
+    /// ovn-controller's, it follows the interface).
+    Interface(Option<Uuid>),
+    /// A port without an interface keeps what it has.
+    Keep,
+}
+
+/// Claims `pb` for this chassis as its main chassis, unless a recent claim throttles it.
 #[allow(clippy::too_many_arguments)]
 fn claim_main(
     out: &mut BindingPlan,
@@ -536,11 +609,15 @@ fn claim_main(
     me: &Me<'_>,
     last_claim: &HashMap<Uuid, Instant, impl std::hash::BuildHasher>,
     now: Instant,
-    encap: Option<Uuid>,
+    claim_encap: ClaimEncap,
 ) {
     let Some(my) = me.uuid else { return };
+    let encap = match claim_encap {
+        ClaimEncap::Interface(e) => e,
+        ClaimEncap::Keep => None,
+    };
     if pb.chassis == Some(my) {
-        if pb.encap != encap && encap.is_some() {
+        if matches!(claim_encap, ClaimEncap::Interface(e) if pb.encap != e) {
             out.claim.push((*uuid, encap));
         }
         return;
@@ -633,6 +710,42 @@ mod tests {
             active_tunnels: None,
         };
         plan(&sb.replica, &ifaces, &me, &HashMap::new(), Instant::now())
+    }
+
+    #[test]
+    fn a_bound_vif_loses_its_encap_with_its_interfaces_encap_ip() {
+        const DP: &str = "00000000-0000-4000-8000-0000000000d1";
+        const ENCAP: &str = "00000000-0000-4000-8000-0000000000e1";
+        let me = Uuid::from_u128(1);
+        let mut sb = crate::southbound::Southbound::default();
+        let text = format!(
+            r#"{{"caption":"Port_Binding table","headings":["_uuid","logical_port","datapath","tunnel_key","type","chassis","encap"],"data":[
+                 [["uuid","00000000-0000-4000-8000-0000000000a1"],"vm1",["uuid","{DP}"],1,"",["uuid","{me}"],["uuid","{ENCAP}"]]]}}"#
+        );
+        sb.load_json(&text).expect("loads");
+        let mut ifaces = LocalIfaces::default();
+        ifaces.by_iface_id.insert(
+            "vm1".into(),
+            LocalIface {
+                uuid: Uuid::from_u128(7),
+                name: "vm1".into(),
+                ofport: Some(1),
+                iface_id_ver: None,
+                encap_ip: None,
+                installed: true,
+            },
+        );
+        let me = Me {
+            name: "hv1",
+            hostname: "hv1",
+            uuid: Some(me),
+            active_tunnels: None,
+        };
+        let plan = plan(&sb.replica, &ifaces, &me, &HashMap::new(), Instant::now());
+        let vm1: Uuid = "00000000-0000-4000-8000-0000000000a1"
+            .parse()
+            .expect("uuid");
+        assert_eq!(plan.claim, [(vm1, None)], "the encap is cleared");
     }
 
     #[test]

@@ -383,8 +383,10 @@ fn put_route_info(ud: &mut Vec<u8>, spec: &str) -> Result<()> {
             1..=64 => 2,
             _ => 3,
         };
+        // The prefix's network: its host bits cleared, as ovn-controller sends it.
+        let network = u128::from(addr) & u128::MAX.checked_shl(128 - u32::from(plen)).unwrap_or(0);
         ud.extend_from_slice(&[24, units, plen, flags, 0xff, 0xff, 0xff, 0xff]);
-        ud.extend_from_slice(&addr.octets()[..(usize::from(units) - 1) * 8]);
+        ud.extend_from_slice(&network.to_be_bytes()[..(usize::from(units) - 1) * 8]);
     }
     Ok(())
 }
@@ -559,5 +561,23 @@ fn ip_bits(ip: IpAddr) -> u128 {
     match ip {
         IpAddr::V4(a) => u128::from(u32::from(a)),
         IpAddr::V6(a) => u128::from(a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::put_route_info;
+
+    /// The prefix goes out as its network (host bits cleared), in 8-byte units.
+    #[test]
+    fn route_info_carries_the_prefixs_network() {
+        let mut ud = Vec::new();
+        put_route_info(&mut ud, "HIGH-1001::11/48,LOW-1002::11/96").expect("encodes");
+        let hex = hex::encode(&ud);
+        // ovn-controller 23.03.1's bytes (OVN's "IPv6 ND Router Solicitation responder").
+        assert_eq!(
+            hex,
+            "18023008ffffffff100100000000000018036018ffffffff10020000000000000000000000000000"
+        );
     }
 }

@@ -19,6 +19,7 @@ use super::packet_in::{OFPP_CONTROLLER16, VLAN_CFI};
 pub fn handle(pi: &PacketIn2, cx: &Context) -> Result<Vec<Effect>, Skip> {
     let p = PacketIn::decode(pi)?;
     let h = packet::parse(p.packet)?;
+    tracing::debug!(target: "pinctrl", "{}", super::packet_in::received_line(&p, &h));
     match p.opcode {
         opcode::ARP => arp(&p, &h, *cx),
         opcode::LOG => {

@@ -153,6 +153,53 @@ impl<'a> PacketIn<'a> {
     }
 }
 
+/// ovn-controller's debug line for a packet-in it acts on ("pinctrl received  packet-in |
+/// opcode=ICMP4_ERROR| OF_Table_ID=..."), which operators and OVN's tests look for.
+pub fn received_line(p: &PacketIn<'_>, h: &super::packet::Headers) -> String {
+    use std::fmt::Write as _;
+    let mut line = format!(
+        "pinctrl received  packet-in | opcode={}",
+        opcode::name(p.opcode).to_ascii_uppercase()
+    );
+    for prop in &p.raw.props {
+        match prop {
+            PacketInProp::TableId(t) => {
+                let _ = write!(line, "| OF_Table_ID={t}");
+            }
+            PacketInProp::Cookie(c) => {
+                let _ = write!(line, "| OF_Cookie_ID={c:#x}");
+            }
+            _ => {}
+        }
+    }
+    let in_port = p.raw.metadata().and_then(|m| {
+        m.fields
+            .iter()
+            .find(|f| f.field.known() == Some(FieldId::IN_PORT_OXM))
+            .and_then(|f| <[u8; 4]>::try_from(f.value.as_slice()).ok())
+            .map(u32::from_be_bytes)
+    });
+    if let Some(port) = in_port.filter(|p| *p != 0) {
+        let _ = write!(line, "| in-port={port}");
+    }
+    let mac = |m: &[u8; 6]| {
+        m.iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<Vec<_>>()
+            .join(":")
+    };
+    let _ = write!(
+        line,
+        "| src-mac={}, dst-mac={}",
+        mac(&h.eth_src),
+        mac(&h.eth_dst)
+    );
+    if let super::packet::L3::Ipv4 { src, dst, .. } = h.l3 {
+        let _ = write!(line, "| src-ip={src}, dst-ip={dst}");
+    }
+    line
+}
+
 /// A packet-out of `data` that runs `actions` as if the packet came from the controller
 /// (`in_port=CONTROLLER`): every packet pinctrl generates goes out this way.
 pub fn from_controller(actions: Vec<Action>, data: Vec<u8>) -> PacketOut {

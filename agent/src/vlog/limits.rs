@@ -18,6 +18,9 @@ pub static MISSING_COLUMN: RateLimit = RateLimit::new(5, 20);
 pub static REFUSED_TXN: RateLimit = RateLimit::new(5, 20);
 /// Monitor-condition changes that could not be sent or that the server refused.
 pub static CONDITION: RateLimit = RateLimit::new(5, 20);
+/// Ports this chassis could bind but does not claim (`requested-chassis` names another
+/// chassis, `iface-id-ver` differs): as ovn-controller, 5 a minute.
+pub static BINDING_NOTE: RateLimit = RateLimit::new(5, 1);
 /// ovn-northd's internal version differs from ours (`ovn-match-northd-version`): once a
 /// second at most, as ovn-controller.
 pub static NORTHD_VERSION: RateLimit = RateLimit::new(60, 1);

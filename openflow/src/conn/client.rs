@@ -547,6 +547,41 @@ fn expect_bundle_reply(msgs: Vec<OfpMessage>, want: u16) -> Result<(), ConnError
     }
 }
 
+/// The first wait before reconnecting, doubled per failed attempt up to [`MAX_BACKOFF`]
+/// (OVS's rconn starts at one second; a switch restarting is found again sooner).
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+const MAX_BACKOFF: Duration = Duration::from_secs(8);
+
+/// Logs why the connection is down in OVS rconn's words (operators and OVN's tests look
+/// for them): a failed connect, the peer closing, or an error on the session.
+fn log_disconnect(name: &str, e: &ConnError, connecting: bool) {
+    match e {
+        ConnError::Io(io) if connecting => {
+            tracing::info!("{name}: connection failed ({})", strerror_words(io));
+        }
+        ConnError::Closed => tracing::info!("{name}: connection closed by peer"),
+        ConnError::Io(io) => {
+            tracing::warn!("{name}: connection dropped ({})", strerror_words(io));
+        }
+        other => tracing::warn!("{name}: connection dropped ({other})"),
+    }
+}
+
+/// An I/O error's text as `strerror` words ("No such file or directory", without Rust's
+/// "(os error 2)").
+fn strerror_words(io: &str) -> &str {
+    io.split(" (os error ").next().unwrap_or(io)
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Unix(p) => write!(f, "unix:{p}"),
+            Target::Tcp(a) => write!(f, "tcp:{a}"),
+        }
+    }
+}
+
 fn now() -> std::time::Instant {
     tokio::time::Instant::now().into_std()
 }
@@ -558,14 +593,18 @@ impl Connection {
     /// Run until every [`Handle`] is dropped (or, without reconnect, until the connection
     /// fails). While no session is up, every command fails at once as stale.
     pub async fn run(mut self) -> Result<(), ConnError> {
-        let mut backoff = Duration::from_millis(250);
+        let name = self.target.to_string();
+        let mut backoff = FIRST_BACKOFF;
+        // As OVS's rconn: once the backoff is at its longest, attempts are no longer logged.
+        let mut quiet = false;
         loop {
-            let res = match self.target.clone() {
+            let sessions_before = self.sessions;
+            let (res, connecting) = match self.target.clone() {
                 Target::Unix(p) => {
                     match self.refuse_while(tokio::net::UnixStream::connect(p)).await {
                         None => return Ok(()),
-                        Some(Ok(s)) => self.drive(s).await,
-                        Some(Err(e)) => Err(e.into()),
+                        Some(Ok(s)) => (self.drive(s).await, false),
+                        Some(Err(e)) => (Err(e.into()), true),
                     }
                 }
                 Target::Tcp(a) => {
@@ -573,18 +612,33 @@ impl Connection {
                         None => return Ok(()),
                         Some(Ok(s)) => {
                             let _ = s.set_nodelay(true);
-                            self.drive(s).await
+                            (self.drive(s).await, false)
                         }
-                        Some(Err(e)) => Err(e.into()),
+                        Some(Err(e)) => (Err(e.into()), true),
                     }
                 }
             };
             let _ = self.connected.send(None);
-            match res {
+            let e = match res {
                 Ok(()) => return Ok(()),
                 Err(e) if !self.cfg.reconnect => return Err(e),
-                Err(e) => {
-                    tracing::warn!("openflow connection: {e}; reconnecting in {backoff:?}");
+                Err(e) => e,
+            };
+            if self.sessions != sessions_before {
+                // A session was up: the next attempts start over.
+                backoff = FIRST_BACKOFF;
+                quiet = false;
+            }
+            if !quiet {
+                log_disconnect(&name, &e, connecting);
+                if backoff >= MAX_BACKOFF {
+                    tracing::info!("{name}: continuing to retry connections in the background but suppressing further logging");
+                    quiet = true;
+                } else if backoff >= Duration::from_secs(1) {
+                    tracing::info!(
+                        "{name}: waiting {} seconds before reconnect",
+                        backoff.as_secs()
+                    );
                 }
             }
             if self
@@ -594,7 +648,7 @@ impl Connection {
             {
                 return Ok(());
             }
-            backoff = (backoff * 2).min(Duration::from_secs(8));
+            backoff = (backoff * 2).min(MAX_BACKOFF);
         }
     }
 

@@ -44,9 +44,13 @@ impl Engine {
             &self.sb_writes.last_claim,
             now,
         );
+        // A refusal is logged when it is new (a plan is made on every runtime change).
         for n in &plan.notes {
-            tracing::debug!(target: "binding", "{n}");
+            if !self.runtime_work.notes.contains(n) {
+                crate::vlog_rl!(INFO, &crate::vlog::limits::BINDING_NOTE, target: "binding", "{n}");
+            }
         }
+        self.runtime_work.notes = plan.notes.iter().cloned().collect();
         // Unusable Port_Bindings: logged and counted once per problem, then skipped.
         let bad: BTreeMap<Uuid, String> = plan.problems.iter().cloned().collect();
         for (u, p) in &bad {
@@ -261,6 +265,8 @@ pub struct RuntimeWork {
     pub(in crate::engine) inputs_dirty: bool,
     /// A change the engine cannot yet attribute (first run, reconnect): recompute all.
     pub(in crate::engine) changed: bool,
+    /// The last plan's refusals (logged when new).
+    pub(in crate::engine) notes: BTreeSet<String>,
 }
 impl RuntimeWork {
     pub(crate) fn new() -> Self {
@@ -272,6 +278,7 @@ impl RuntimeWork {
             due: None,
             inputs_dirty: true,
             changed: true,
+            notes: BTreeSet::new(),
         }
     }
 }

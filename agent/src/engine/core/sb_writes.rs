@@ -95,6 +95,18 @@ impl Engine {
             self.sb_writes.waiting_install.remove(u);
             wrote = true;
         }
+        for (u, encaps) in &plan.release_additional_encap {
+            txn.mutate(
+                "Port_Binding",
+                &by_uuid(*u),
+                vec![(
+                    "additional_encap".into(),
+                    Mutator::Delete,
+                    Datum::Set(encaps.iter().map(|e| Atom::Uuid(*e)).collect()),
+                )],
+            );
+            wrote = true;
+        }
         for u in &plan.release_additional {
             txn.mutate(
                 "Port_Binding",
