@@ -546,12 +546,16 @@ pub fn plan(
                     .is_some_and(|c| c == me.name),
             },
             _ => {
-                // localnet, patch, vtep, remote: never claimed here.
-                if is_me(&pb.chassis) && !matches!(pb.type_.as_str(), "localnet" | "patch") {
-                    out.notes.push(format!(
-                        "{}: type {:?} is not bound by a chassis",
-                        pb.logical_port, pb.type_
-                    ));
+                // localnet, patch, vtep, remote: never claimed here. One we hold (a VIF
+                // whose type changed) is released, as ovn-controller releases it.
+                if is_me(&pb.chassis) {
+                    if !matches!(pb.type_.as_str(), "localnet" | "patch") {
+                        out.notes.push(format!(
+                            "{}: type {:?} is not bound by a chassis",
+                            pb.logical_port, pb.type_
+                        ));
+                    }
+                    out.release.push(*uuid);
                 }
                 continue;
             }
@@ -710,6 +714,35 @@ mod tests {
             active_tunnels: None,
         };
         plan(&sb.replica, &ifaces, &me, &HashMap::new(), Instant::now())
+    }
+
+    #[test]
+    fn a_port_held_here_whose_type_became_patch_is_released() {
+        const DP: &str = "00000000-0000-4000-8000-0000000000d1";
+        let me = Uuid::from_u128(1);
+        let mut sb = crate::southbound::Southbound::default();
+        let text = format!(
+            r#"{{"caption":"Port_Binding table","headings":["_uuid","logical_port","datapath","tunnel_key","type","chassis"],"data":[
+                 [["uuid","00000000-0000-4000-8000-0000000000a1"],"lsp1",["uuid","{DP}"],1,"patch",["uuid","{me}"]]]}}"#
+        );
+        sb.load_json(&text).expect("loads");
+        let me = Me {
+            name: "hv1",
+            hostname: "hv1",
+            uuid: Some(me),
+            active_tunnels: None,
+        };
+        let plan = plan(
+            &sb.replica,
+            &LocalIfaces::default(),
+            &me,
+            &HashMap::new(),
+            Instant::now(),
+        );
+        let lsp1: Uuid = "00000000-0000-4000-8000-0000000000a1"
+            .parse()
+            .expect("uuid");
+        assert_eq!(plan.release, [lsp1]);
     }
 
     #[test]

@@ -518,7 +518,10 @@ pub fn sync(
         let Some(port) = ports.get(p) else { continue };
         for iu in &port.interfaces {
             let Some(i) = ifaces.get(iu) else { continue };
-            if !i.external_ids.contains_key("iface-id") {
+            // An interface whose iface-id went keeps no ovn-installed either.
+            if !i.external_ids.contains_key("iface-id")
+                && !i.external_ids.contains_key("ovn-installed")
+            {
                 continue;
             }
             let want = installed.contains(iu);

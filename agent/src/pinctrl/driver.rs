@@ -219,6 +219,7 @@ impl Task {
                 msg = self.asyncs.recv() => {
                     let Some(msg) = msg else { return };
                     if let Message::PacketIn2(pi) = msg.body {
+                        tracing::debug!(target: "vconn", "{target}: received: {}", packet_in_text(msg.xid, &pi));
                         self.packet_in(&pi).await;
                     }
                 }
@@ -586,4 +587,33 @@ impl Task {
             self.send(&out).await;
         }
     }
+}
+
+/// A packet-in as `ovs-ofctl` prints it ("NXT_PACKET_IN2 (xid=0x0): table_id=10
+/// cookie=0x... total_len=60 reg14=0x1,metadata=0x2,in_port=1 (via action) data_len=60
+/// (unbuffered)"): the OpenFlow debug log's line, which operators and OVN's tests read.
+fn packet_in_text(xid: u32, pi: &openflow::wire::PacketIn2) -> String {
+    use openflow::wire::PacketInProp;
+    use std::fmt::Write as _;
+    let mut out = format!("NXT_PACKET_IN2 (xid={xid:#x}):");
+    let (mut table, mut cookie, mut total) = (0u8, 0u64, None);
+    for p in &pi.props {
+        match p {
+            PacketInProp::TableId(t) => table = *t,
+            PacketInProp::Cookie(c) => cookie = *c,
+            PacketInProp::FullLen(n) => total = Some(*n),
+            _ => {}
+        }
+    }
+    let data_len = pi.packet().map_or(0, <[u8]>::len);
+    if table != 0 {
+        let _ = write!(out, " table_id={table}");
+    }
+    let total = total.map_or(data_len, |n| n as usize);
+    let _ = write!(out, " cookie={cookie:#x} total_len={total}");
+    if let Some(m) = pi.metadata() {
+        let _ = write!(out, " {}", openflow::text::format_match(m, None));
+    }
+    let _ = write!(out, " (via action) data_len={data_len} (unbuffered)");
+    out
 }

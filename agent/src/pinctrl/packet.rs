@@ -7,7 +7,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use etherparse::{
     ArpEthIpv4Packet, ArpOperation, ArpPacket, EtherType, Ethernet2Header, Ethernet2HeaderSlice,
     Icmpv4Header, Icmpv4Type, Icmpv6Header, Icmpv6Type, IpNumber, Ipv4Header, Ipv4HeaderSlice,
-    Ipv6FlowLabel, Ipv6Header, Ipv6HeaderSlice, SingleVlanHeaderSlice, TcpHeader, TcpHeaderSlice,
+    Ipv6FlowLabel, Ipv6Header, SingleVlanHeaderSlice, TcpHeader, TcpHeaderSlice,
 };
 
 /// Why a packet could not be read or built.
@@ -128,14 +128,23 @@ pub fn parse(frame: &[u8]) -> Result<Headers, PacketError> {
             )
         }
         ETH_TYPE_IPV6 => {
-            let ip =
-                Ipv6HeaderSlice::from_slice(rest).map_err(|_| PacketError::Malformed("IPv6"))?;
+            // The fixed header read field by field: as OVS's flow extraction, the version
+            // nibble is not checked (OVN's tests send DHCPv6 requests with version 0, and
+            // the switch matched them as ipv6).
+            let ip = rest
+                .get(..Ipv6Header::LEN)
+                .ok_or(PacketError::Malformed("IPv6"))?;
+            let addr = |at: usize| {
+                let mut a = [0u8; 16];
+                a.copy_from_slice(&ip[at..at + 16]);
+                Ipv6Addr::from(a)
+            };
             (
                 L3::Ipv6 {
-                    src: Ipv6Addr::from(ip.source()),
-                    dst: Ipv6Addr::from(ip.destination()),
-                    next_header: ip.next_header().0,
-                    payload_len: ip.payload_length(),
+                    src: addr(8),
+                    dst: addr(24),
+                    next_header: ip[6],
+                    payload_len: u16::from_be_bytes([ip[4], ip[5]]),
                 },
                 Some(offset + Ipv6Header::LEN),
             )

@@ -626,3 +626,35 @@ fn log_writes_ipv6_and_arp_lines_as_ovn_controller() {
         assert!(line.contains(frag), "{line}");
     }
 }
+
+/// As OVS's flow extraction, an IPv6 header is read whatever its version nibble says (OVN's
+/// DHCPv6 tests send version 0, and the switch matched them as ipv6).
+#[test]
+fn an_ipv6_header_is_read_whatever_its_version() {
+    let frame = unhex(concat!(
+        "ffffffffffff",
+        "f00000000001",
+        "86dd",
+        "0000000000",
+        "2a",
+        "11",
+        "01",
+        "fe80000000000000f20000fffe000001",
+        "ff020000000000000000000000010002",
+        "02220223002affff",
+    ));
+    let h = super::packet::parse(&frame).expect("parses");
+    match h.l3 {
+        super::packet::L3::Ipv6 {
+            next_header,
+            payload_len,
+            dst,
+            ..
+        } => {
+            assert_eq!(next_header, 17);
+            assert_eq!(payload_len, 0x2a);
+            assert_eq!(dst, "ff02::1:2".parse::<std::net::Ipv6Addr>().unwrap());
+        }
+        other => panic!("not read as IPv6: {other:?}"),
+    }
+}
