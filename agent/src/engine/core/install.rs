@@ -15,6 +15,7 @@ impl Engine {
         self.finish_streamed_compile();
         self.install.ids_in_step = None;
         self.install.of_session = Some(session);
+        self.runtime_work.inputs_dirty = true;
         // What the switch has is compared anew.
         self.stats.nodes.install.recompute += 1;
         self.install.in_flight = None;
@@ -70,6 +71,8 @@ impl Engine {
         self.install.ids_in_step = None;
         self.install.of_session = None;
         self.install.in_flight = None;
+        // Which tunnels count as up depends on the connection.
+        self.runtime_work.inputs_dirty = true;
     }
 
     /// Whether the first put may go: the chassis is known and no condition change is

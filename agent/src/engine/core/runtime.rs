@@ -27,7 +27,14 @@ impl Engine {
             }
         }
         self.ifaces = ifaces;
-        let active_tunnels = super::super::bfd::active_tunnels(&self.inputs.ovs, &cfg.bridge);
+        // Without an OpenFlow connection ovs-vswitchd may be down and BFD's state in the
+        // Interface rows stale: no tunnel counts as up then (as ovn-controller), so a
+        // gateway whose switch is gone stops claiming.
+        let active_tunnels = if self.install.of_session.is_some() {
+            super::super::bfd::active_tunnels(&self.inputs.ovs, &cfg.bridge)
+        } else {
+            BTreeSet::new()
+        };
         if active_tunnels != self.runtime.active_tunnels {
             tracing::debug!(target: "bfd", "BFD up to {active_tunnels:?}");
         }
