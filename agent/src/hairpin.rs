@@ -59,6 +59,9 @@ pub struct HairpinLb {
     /// Northd's `register_consolidation` (24.09 on): the original IPv4 destination is in
     /// reg4 (else reg1).
     pub orig_dip_in_reg4: bool,
+    /// `options:hairpin_orig_tuple=true`: northd saves the original destination in
+    /// registers; without it the flows match conntrack's original tuple (`ct_nw_dst`, ...).
+    pub orig_tuple: bool,
 }
 
 fn ip_bits(ip: IpAddr) -> u128 {
@@ -69,9 +72,30 @@ fn ip_bits(ip: IpAddr) -> u128 {
 }
 
 /// The original-destination match: reg1 or reg4 (IPv4) or xxreg1 (IPv6), and reg2[0..15]
-/// for the port.
+/// for the port; without `hairpin_orig_tuple`, conntrack's original destination.
 fn orig_dst(m: &mut OfMatch, vip: &Endpoint, lb: &HairpinLb) {
     let proto = lb.proto;
+    if !lb.orig_tuple {
+        // Conntrack's original tuple, which needs ct_state +trk+dnat matched first.
+        const TRACKED_DNAT: u128 = 0x20 | 0x80;
+        m.add(FieldId::CT_STATE, TRACKED_DNAT, TRACKED_DNAT);
+        match vip.ip {
+            IpAddr::V4(_) => {
+                m.add(FieldId::ETH_TYPE, 0x800, 0xffff);
+                m.add(FieldId::CT_NW_DST, ip_bits(vip.ip), 0xffff_ffff);
+            }
+            IpAddr::V6(_) => {
+                m.add(FieldId::ETH_TYPE, 0x86dd, 0xffff);
+                m.add(FieldId::CT_IPV6_DST, ip_bits(vip.ip), u128::MAX);
+            }
+        }
+        if let Some(p) = vip.port {
+            m.add(FieldId::NW_PROTO, u128::from(proto), 0xff);
+            m.add(FieldId::CT_NW_PROTO, u128::from(proto), 0xff);
+            m.add(FieldId::CT_TP_DST, u128::from(p), 0xffff);
+        }
+        return;
+    }
     match vip.ip {
         IpAddr::V4(_) => {
             m.add(FieldId::ETH_TYPE, 0x800, 0xffff);
@@ -252,6 +276,7 @@ mod tests {
             local_dp_keys: vec![1],
             use_ct_mark,
             orig_dip_in_reg4: false,
+            orig_tuple: true,
         };
         let first = |use_ct_mark| {
             hairpin_flows(&lb(use_ct_mark), &TableLayout::OVN_23_03)[0]
@@ -278,6 +303,7 @@ mod tests {
             local_dp_keys: vec![1],
             use_ct_mark: true,
             orig_dip_in_reg4,
+            orig_tuple: true,
         };
         let matches = |reg4| -> Vec<String> {
             hairpin_flows(&lb(reg4), &TableLayout::OVN_25_03)
@@ -295,5 +321,32 @@ mod tests {
             "{:?}",
             matches(false)
         );
+    }
+
+    /// Without `hairpin_orig_tuple`, both tables match conntrack's original destination,
+    /// as ovn-controller 23.03.1 prints them (OVN's "Load Balancer LS hairpin OF flows").
+    #[test]
+    fn without_the_original_tuple_in_registers_conntrack_s_is_matched() {
+        let lb = HairpinLb {
+            cookie: 1,
+            proto: 17,
+            vips: vec![(
+                parse_endpoint("88.88.88.88:4040").unwrap(),
+                vec![parse_endpoint("42.42.42.1:2021").unwrap()],
+            )],
+            snat_v4: None,
+            snat_v6: None,
+            local_dp_keys: vec![1],
+            use_ct_mark: true,
+            orig_dip_in_reg4: false,
+            orig_tuple: false,
+        };
+        let flows = hairpin_flows(&lb, &TableLayout::OVN_23_03);
+        let texts: Vec<String> = flows.iter().map(|f| f.m.to_string()).collect();
+        assert_eq!(
+            texts[0],
+            "ct_state=+trk+dnat,ct_mark=0x2/0x2,ct_nw_dst=88.88.88.88,ct_nw_proto=17,ct_tp_dst=4040,udp,nw_src=42.42.42.1,nw_dst=42.42.42.1,tp_dst=2021"
+        );
+        assert!(texts.iter().all(|t| !t.contains("reg")), "{texts:?}");
     }
 }

@@ -169,6 +169,20 @@ impl Entry {
         }
     }
 
+    /// Whether `op` modifies a flow whose installed actions learn with `delete_learned`:
+    /// such a flow is deleted and added again instead, since only a delete makes the switch
+    /// drop the flows it learned (a load balancer's hairpin replies once its SNAT address
+    /// changed), as ovn-controller's put replaces it.
+    fn forgets_learned(&self, op: &FlowOp<'_>) -> bool {
+        use openflow::action::learn::NX_LEARN_F_DELETE_LEARNED;
+        op.command == FlowModCommand::ModifyStrict
+            && self.installed.as_ref().is_some_and(|i| {
+                i.actions.iter().any(
+                    |a| matches!(a, Action::Learn(l) if l.flags & NX_LEARN_F_DELETE_LEARNED != 0),
+                )
+            })
+    }
+
     /// The flow_mod that makes the switch match the desired flow, if any.
     fn op(&self, entry: u32) -> Option<FlowOp<'_>> {
         fn make<'e>(
@@ -681,8 +695,29 @@ impl FlowTable {
                 } else {
                     e.op(*id)?
                 };
-                Some((from + i + 1, op))
+                // A part that ends after the delete resumes at the same item (the delete
+                // again, a no-op in the same bundle, then the add).
+                let delete = e.forgets_learned(&op).then(|| {
+                    (
+                        from + i,
+                        FlowOp {
+                            command: FlowModCommand::DeleteStrict,
+                            actions: &[],
+                            ..op.clone()
+                        },
+                    )
+                });
+                let op = match delete {
+                    Some(_) => FlowOp {
+                        command: FlowModCommand::Add,
+                        ..op
+                    },
+                    None => op,
+                };
+                Some([delete, Some((from + i + 1, op))])
             })
+            .flatten()
+            .flatten()
     }
 
     /// Marks every pending entry as sent (the flow_mods from [`Self::pending`] went out in

@@ -303,3 +303,33 @@ fn per_table_counts_follow_the_effective_flows() {
     d.remove(lf(2));
     assert!(d.len_by_table().iter().all(|n| *n == 0));
 }
+
+/// A flow that learns with `delete_learned` is replaced by a delete and an add, not
+/// modified: only a delete makes the switch drop the flows it learned.
+#[test]
+fn a_learning_flow_is_replaced_not_modified() {
+    use crate::lflow::of::LearnBuilder;
+    let learn = |table| LearnBuilder::new(table).delete_learned().build();
+    let batch_ops = |d: &FlowTable, b: &FlowBatch| -> Vec<(usize, FlowModCommand)> {
+        d.batch_ops(b, 0)
+            .map(|(after, o)| (after, o.command))
+            .collect()
+    };
+    let mut d = FlowTable::new();
+    d.replace(lf(1), vec![flow(1, vec![learn(69)])]);
+    d.commit();
+    d.replace(lf(1), vec![flow(1, vec![learn(70)])]);
+    let b = d.take_batch();
+    assert_eq!(
+        batch_ops(&d, &b),
+        [(0, FlowModCommand::DeleteStrict), (1, FlowModCommand::Add)]
+    );
+    d.commit_batch(b);
+    // Other flows are still modified in place.
+    let mut d = FlowTable::new();
+    d.replace(lf(2), vec![flow(2, vec![resubmit(9)])]);
+    d.commit();
+    d.replace(lf(2), vec![flow(2, vec![resubmit(10)])]);
+    let b = d.take_batch();
+    assert_eq!(batch_ops(&d, &b), [(1, FlowModCommand::ModifyStrict)]);
+}
