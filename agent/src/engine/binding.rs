@@ -680,26 +680,18 @@ mod tests {
         p
     }
 
-    /// sw0-vir is claimed by this chassis with virtual parent `parent`; vm4 is bound
-    /// here (with an interface) and vm9 elsewhere.
-    fn virtual_plan(parent: &str) -> BindingPlan {
-        const DP: &str = "00000000-0000-4000-8000-0000000000d1";
-        let me = Uuid::from_u128(1);
+    /// The plan of chassis hv1 (uuid 1) with the Port_Binding rows of `table` (a table in
+    /// ovsdb-client's JSON form) and a VIF (ofport 1) for each of `vifs`.
+    fn plan_on_hv1(table: &str, vifs: &[&str]) -> BindingPlan {
         let mut sb = crate::southbound::Southbound::default();
-        let text = format!(
-            r#"{{"caption":"Port_Binding table","headings":["_uuid","logical_port","datapath","tunnel_key","type","chassis","virtual_parent"],"data":[
-                 [["uuid","00000000-0000-4000-8000-0000000000a1"],"vm4",["uuid","{DP}"],1,"",["uuid","{me}"],["set",[]]],
-                 [["uuid","00000000-0000-4000-8000-0000000000a2"],"vm9",["uuid","{DP}"],2,"",["uuid","00000000-0000-4000-8000-000000000009"],["set",[]]],
-                 [["uuid","00000000-0000-4000-8000-0000000000a3"],"sw0-vir",["uuid","{DP}"],3,"virtual",["uuid","{me}"],"{parent}"]]}}"#
-        );
-        sb.load_json(&text).expect("loads");
+        sb.load_json(table).expect("loads");
         let mut ifaces = LocalIfaces::default();
-        for name in ["vm4", "vm9"] {
+        for name in vifs {
             ifaces.by_iface_id.insert(
-                name.into(),
+                (*name).into(),
                 LocalIface {
                     uuid: Uuid::from_u128(7),
-                    name: name.into(),
+                    name: (*name).into(),
                     ofport: Some(1),
                     iface_id_ver: None,
                     encap_ip: None,
@@ -710,34 +702,37 @@ mod tests {
         let me = Me {
             name: "hv1",
             hostname: "hv1",
-            uuid: Some(me),
+            uuid: Some(Uuid::from_u128(1)),
             active_tunnels: None,
         };
         plan(&sb.replica, &ifaces, &me, &HashMap::new(), Instant::now())
     }
 
+    const DP: &str = "00000000-0000-4000-8000-0000000000d1";
+    const HV1: &str = "00000000-0000-0000-0000-000000000001";
+
+    /// sw0-vir is claimed by this chassis with virtual parent `parent`; vm4 is bound
+    /// here (with an interface) and vm9 elsewhere.
+    fn virtual_plan(parent: &str) -> BindingPlan {
+        plan_on_hv1(
+            &format!(
+                r#"{{"caption":"Port_Binding table","headings":["_uuid","logical_port","datapath","tunnel_key","type","chassis","virtual_parent"],"data":[
+                 [["uuid","00000000-0000-4000-8000-0000000000a1"],"vm4",["uuid","{DP}"],1,"",["uuid","{HV1}"],["set",[]]],
+                 [["uuid","00000000-0000-4000-8000-0000000000a2"],"vm9",["uuid","{DP}"],2,"",["uuid","00000000-0000-4000-8000-000000000009"],["set",[]]],
+                 [["uuid","00000000-0000-4000-8000-0000000000a3"],"sw0-vir",["uuid","{DP}"],3,"virtual",["uuid","{HV1}"],"{parent}"]]}}"#
+            ),
+            &["vm4", "vm9"],
+        )
+    }
+
     #[test]
     fn a_port_held_here_whose_type_became_patch_is_released() {
-        const DP: &str = "00000000-0000-4000-8000-0000000000d1";
-        let me = Uuid::from_u128(1);
-        let mut sb = crate::southbound::Southbound::default();
-        let text = format!(
-            r#"{{"caption":"Port_Binding table","headings":["_uuid","logical_port","datapath","tunnel_key","type","chassis"],"data":[
-                 [["uuid","00000000-0000-4000-8000-0000000000a1"],"lsp1",["uuid","{DP}"],1,"patch",["uuid","{me}"]]]}}"#
-        );
-        sb.load_json(&text).expect("loads");
-        let me = Me {
-            name: "hv1",
-            hostname: "hv1",
-            uuid: Some(me),
-            active_tunnels: None,
-        };
-        let plan = plan(
-            &sb.replica,
-            &LocalIfaces::default(),
-            &me,
-            &HashMap::new(),
-            Instant::now(),
+        let plan = plan_on_hv1(
+            &format!(
+                r#"{{"caption":"Port_Binding table","headings":["_uuid","logical_port","datapath","tunnel_key","type","chassis"],"data":[
+                 [["uuid","00000000-0000-4000-8000-0000000000a1"],"lsp1",["uuid","{DP}"],1,"patch",["uuid","{HV1}"]]]}}"#
+            ),
+            &[],
         );
         let lsp1: Uuid = "00000000-0000-4000-8000-0000000000a1"
             .parse()
@@ -747,34 +742,14 @@ mod tests {
 
     #[test]
     fn a_bound_vif_loses_its_encap_with_its_interfaces_encap_ip() {
-        const DP: &str = "00000000-0000-4000-8000-0000000000d1";
         const ENCAP: &str = "00000000-0000-4000-8000-0000000000e1";
-        let me = Uuid::from_u128(1);
-        let mut sb = crate::southbound::Southbound::default();
-        let text = format!(
-            r#"{{"caption":"Port_Binding table","headings":["_uuid","logical_port","datapath","tunnel_key","type","chassis","encap"],"data":[
-                 [["uuid","00000000-0000-4000-8000-0000000000a1"],"vm1",["uuid","{DP}"],1,"",["uuid","{me}"],["uuid","{ENCAP}"]]]}}"#
+        let plan = plan_on_hv1(
+            &format!(
+                r#"{{"caption":"Port_Binding table","headings":["_uuid","logical_port","datapath","tunnel_key","type","chassis","encap"],"data":[
+                 [["uuid","00000000-0000-4000-8000-0000000000a1"],"vm1",["uuid","{DP}"],1,"",["uuid","{HV1}"],["uuid","{ENCAP}"]]]}}"#
+            ),
+            &["vm1"],
         );
-        sb.load_json(&text).expect("loads");
-        let mut ifaces = LocalIfaces::default();
-        ifaces.by_iface_id.insert(
-            "vm1".into(),
-            LocalIface {
-                uuid: Uuid::from_u128(7),
-                name: "vm1".into(),
-                ofport: Some(1),
-                iface_id_ver: None,
-                encap_ip: None,
-                installed: true,
-            },
-        );
-        let me = Me {
-            name: "hv1",
-            hostname: "hv1",
-            uuid: Some(me),
-            active_tunnels: None,
-        };
-        let plan = plan(&sb.replica, &ifaces, &me, &HashMap::new(), Instant::now());
         let vm1: Uuid = "00000000-0000-4000-8000-0000000000a1"
             .parse()
             .expect("uuid");
