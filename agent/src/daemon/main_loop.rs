@@ -9,9 +9,9 @@ use tokio::sync::mpsc;
 
 use super::commands;
 use super::db_events::{drain_events, on_ovs_event, on_sb_event};
+use super::loop_config::{DaemonError, Exit, LoopConfig, Request, OVS_COLUMNS};
 use super::pinctrl_link::PinctrlLink;
 use super::refused::{self, Refusals};
-use super::run::{DaemonError, Exit, LoopConfig, Request, OVS_COLUMNS};
 use super::tasks::{start_cleanup, Done, Sb};
 use crate::engine::core::Engine;
 use crate::ofctrl::conn::{OfControl, OfEvent};

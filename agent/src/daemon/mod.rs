@@ -4,6 +4,7 @@
 pub mod args;
 pub mod commands;
 mod db_events;
+mod loop_config;
 mod main_loop;
 pub mod notify;
 pub mod os_error;
