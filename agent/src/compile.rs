@@ -445,10 +445,11 @@ pub fn lb_hairpin(uuid: &Uuid, lb: &LoadBalancer, cx: &Context<'_>) -> Compiled 
         local_dp_keys: local,
         use_ct_mark: lb_hairpin_use_ct_mark(cx.view.replica()),
         orig_dip_in_reg4: crate::northd_options::register_consolidation(cx.view.replica()),
-        orig_tuple: lb
-            .options
-            .get("hairpin_orig_tuple")
-            .is_some_and(|v| v == "true"),
+        orig_tuple: cx.layout.dialect.lb_orig_tuple_always
+            || lb
+                .options
+                .get("hairpin_orig_tuple")
+                .is_some_and(|v| v == "true"),
     };
     out.flows = crate::hairpin::hairpin_flows(&h, cx.layout);
     out

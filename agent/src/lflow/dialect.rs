@@ -34,6 +34,10 @@ pub struct Dialect {
     /// into the low bits of xxreg1, kept on the stack around the action unless it is the
     /// destination; else into reg1, xxreg1 and reg2 as they are.
     pub ct_orig_in_result_reg: bool,
+    /// Load-balancer hairpin flows always read the original destination from registers
+    /// (26.03 dropped `Load_Balancer` `options:hairpin_orig_tuple`; before, its absence
+    /// means conntrack's original tuple).
+    pub lb_orig_tuple_always: bool,
     /// How this release's physical stage differs from the base's.
     pub physical: PhysicalForms,
     /// `Chassis:other_config` features beyond the base's that this build implements for
@@ -139,6 +143,7 @@ pub static OVN_23_03: Dialect = Dialect {
     ne_as_prefixes: false,
     port_sec_nd_strict: false,
     ct_orig_in_result_reg: false,
+    lb_orig_tuple_always: false,
     physical: PhysicalForms {
         tables: &[],
         encap_id_in_reg13: false,
@@ -182,6 +187,7 @@ pub static OVN_25_03: Dialect = Dialect {
     ne_as_prefixes: false,
     port_sec_nd_strict: false,
     ct_orig_in_result_reg: false,
+    lb_orig_tuple_always: false,
     physical: PhysicalForms {
         // Conntrack zone lookup, the original-destination loads, the remote-chassis flood.
         tables: &[80, 81, 82, 83, 84],
@@ -229,6 +235,7 @@ pub static OVN_26_03: Dialect = Dialect {
     ne_as_prefixes: true,
     port_sec_nd_strict: true,
     ct_orig_in_result_reg: true,
+    lb_orig_tuple_always: true,
     physical: PhysicalForms {
         // get_fdb's default; 25.03's; the conntrack state save, the original-protocol
         // load, the remote FDB.
