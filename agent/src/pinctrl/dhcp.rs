@@ -17,7 +17,7 @@ use dhcproto::v4::borrowed::Message;
 use dhcproto::v4::OptionCode;
 
 use super::effect::Effect;
-use super::packet::{Headers, L3};
+use super::packet::{mac_text, Headers, L3};
 use super::packet_in::{PacketIn, Skip};
 use super::result_bit::{self, ResultBit};
 
@@ -98,13 +98,6 @@ pub fn put_dhcp_opts(p: &PacketIn<'_>, h: &Headers) -> Result<Vec<Effect>, Skip>
             ])
         }
     }
-}
-
-fn mac_text(m: &[u8]) -> String {
-    m.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
 }
 
 /// The request's options that matter: message type (53), requested address (50), iPXE.

@@ -537,6 +537,14 @@ pub fn hex(bytes: &[u8]) -> String {
     })
 }
 
+/// A MAC as text, `xx:xx:xx:xx:xx:xx`.
+pub fn mac_text(m: &[u8]) -> String {
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
 /// A MAC in `xx:xx:xx:xx:xx:xx` form.
 pub fn parse_mac(s: &str) -> Option<Mac> {
     let mut out = [0u8; 6];

@@ -182,12 +182,7 @@ pub fn received_line(p: &PacketIn<'_>, h: &super::packet::Headers) -> String {
     if let Some(port) = in_port.filter(|p| *p != 0) {
         let _ = write!(line, "| in-port={port}");
     }
-    let mac = |m: &[u8; 6]| {
-        m.iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<Vec<_>>()
-            .join(":")
-    };
+    let mac = |m: &[u8; 6]| super::packet::mac_text(m);
     let _ = write!(
         line,
         "| src-mac={}, dst-mac={}",

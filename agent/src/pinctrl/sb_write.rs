@@ -15,10 +15,7 @@ use crate::vlog::RateLimit;
 static UNKNOWN_PORT: RateLimit = RateLimit::new(5, 20);
 
 fn mac_text(m: [u8; 6]) -> String {
-    format!(
-        "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
-        m[0], m[1], m[2], m[3], m[4], m[5]
-    )
+    super::packet::mac_text(&m)
 }
 
 /// The transaction that writes `writes` (later entries win), or `None` when the database
