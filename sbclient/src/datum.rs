@@ -130,6 +130,11 @@ impl From<String> for Atom {
         Atom::String(v)
     }
 }
+impl From<&String> for Atom {
+    fn from(v: &String) -> Self {
+        Atom::String(v.clone())
+    }
+}
 impl From<Uuid> for Atom {
     fn from(v: Uuid) -> Self {
         Atom::Uuid(v)

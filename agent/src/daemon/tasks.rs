@@ -146,7 +146,7 @@ pub(super) fn start_cleanup(
     crate::engine::chassis::cleanup(&engine.inputs.sb.replica, &name, &mut sb_txn);
     let mut ovs_txn = Transaction::new(sbclient::vswitch::DATABASE);
     if let Some(c) = &engine.cfg {
-        crate::engine::ovs_config::remove_tunnels(&engine.inputs.ovs, c, &mut ovs_txn);
+        crate::engine::tunnels::remove_tunnels(&engine.inputs.ovs, c, &mut ovs_txn);
         crate::engine::ovs_config::remove_chassis_index(&engine.inputs.ovs, c, &mut ovs_txn);
     }
     tokio::spawn(async move {

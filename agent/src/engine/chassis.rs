@@ -77,14 +77,6 @@ fn wanted_encaps(cfg: &ChassisConfig) -> Vec<(String, String)> {
     v
 }
 
-fn map_datum(m: &BTreeMap<String, String>) -> Datum {
-    Datum::Map(
-        m.iter()
-            .map(|(k, v)| (Atom::from(k.as_str()), Atom::from(v.as_str())))
-            .collect(),
-    )
-}
-
 /// Our Chassis row.
 pub fn find_chassis<'a>(sb: &'a Replica, name: &str) -> Option<(&'a Uuid, &'a Chassis)> {
     sb.table::<Chassis>()?.iter().find(|(_, c)| c.name == name)
@@ -116,7 +108,7 @@ pub fn sync(
             .set("chassis_name", Atom::from(name))
             .set(
                 "options",
-                map_datum(&BTreeMap::from([("csum".to_owned(), csum.to_owned())])),
+                Datum::map(&BTreeMap::from([("csum".to_owned(), csum.to_owned())])),
             )
     };
     let mut changed = false;
@@ -135,7 +127,7 @@ pub fn sync(
                     .set("name", Atom::from(name))
                     .set("hostname", Atom::from(cfg.hostname.as_str()))
                     .set("encaps", Datum::Set(refs))
-                    .set("other_config", map_datum(other))
+                    .set("other_config", Datum::map(other))
                     .set(
                         "transport_zones",
                         Datum::Set(
@@ -197,7 +189,7 @@ pub fn sync(
                 merged.remove(super::config::TUNNEL_PKT_MARK);
             }
             if merged != before {
-                cols = cols.set("other_config", map_datum(&merged));
+                cols = cols.set("other_config", Datum::map(&merged));
                 txn.wait_unchanged(*uuid, ch, &["other_config"]);
             }
             let zones: Vec<&String> = ch.transport_zones.iter().collect();

@@ -7,172 +7,19 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use sbclient::datum::{Atom, Datum};
-use sbclient::ovn_sb::{Chassis, Encap, PortBinding, SbGlobal};
+use sbclient::ovn_sb::PortBinding;
 use sbclient::transaction::{by_uuid, Columns, Mutator};
 use sbclient::vswitch::{Bridge, Interface, OpenVswitch, Port};
 use sbclient::{Replica, Transaction, Uuid};
 
 use super::binding::bridge;
 use super::config::ChassisConfig;
-use crate::runtime::{EncapType, Runtime};
+use super::tunnels::sync_tunnels;
+use crate::runtime::Runtime;
 
 /// The external_ids keys that mark the patch ports of localnet and l2gateway ports.
 const LOCALNET_KEY: &str = "ovn-localnet-port";
 const L2GATEWAY_KEY: &str = "ovn-l2gateway-port";
-
-/// A tunnel port the agent wants on br-int.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct WantedTunnel {
-    /// `<chassis>@<ip>`, the Port's `external_ids:ovn-chassis-id`.
-    pub chassis_id: String,
-    pub chassis: String,
-    pub encap: EncapType,
-    pub remote_ip: String,
-    /// The interface's options besides `remote_ip` and `key` (see [`tunnel_extra_options`]).
-    pub extra_options: BTreeMap<String, String>,
-}
-
-/// The options ovn-controller 23.03.1 gives a tunnel interface besides `remote_ip` and
-/// `key=flow`: the encap's `csum` (`true`/`false` only) and `dst_port`, this chassis'
-/// `ovn-encap-tos` (unless `none`) and `ovn-encap-df_default`, and with
-/// `ovn-set-local-ip=true` or IPsec on (`SB_Global:ipsec`) our encap IP as `local_ip`;
-/// IPsec adds `remote_name` and the NAT-T choices of `SB_Global:options`.
-fn tunnel_extra_options(
-    encap: &Encap,
-    chassis_id: &str,
-    cfg: &ChassisConfig,
-    sb_global: Option<&SbGlobal>,
-) -> BTreeMap<String, String> {
-    let mut o = BTreeMap::new();
-    if let Some(c) = encap
-        .options
-        .get("csum")
-        .filter(|c| *c == "true" || *c == "false")
-    {
-        o.insert("csum".to_owned(), c.clone());
-    }
-    if let Some(port) = encap.options.get("dst_port") {
-        o.insert("dst_port".to_owned(), port.clone());
-    }
-    if let Some(tos) = cfg.get("ovn-encap-tos").filter(|t| *t != "none") {
-        o.insert("tos".to_owned(), tos.to_owned());
-    }
-    if let Some(df) = cfg.get("ovn-encap-df_default") {
-        o.insert("df_default".to_owned(), df.to_owned());
-    }
-    let ipsec = sb_global.is_some_and(|g| g.ipsec);
-    let mut set_local_ip = cfg
-        .get("ovn-set-local-ip")
-        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
-    if ipsec {
-        set_local_ip = true;
-        o.insert("remote_name".to_owned(), chassis_id.to_owned());
-        let options = sb_global.map(|g| &g.options);
-        for (key, option) in [
-            ("ipsec_encapsulation", "ipsec_encapsulation"),
-            ("ipsec_forceencaps", "ipsec_forceencaps"),
-        ] {
-            if options
-                .and_then(|m| m.get(key))
-                .is_some_and(|v| v == "true")
-            {
-                o.insert(option.to_owned(), "yes".to_owned());
-            }
-        }
-    }
-    if set_local_ip {
-        if let Some(ip) = cfg.encap_ips.first() {
-            if cfg.encap_ips.iter().any(|other| other != ip) {
-                tracing::error!("ovn-encap-ip has been configured as a list. This is unsupported for IPsec and explicit local_ip configuration.");
-            }
-            o.insert("local_ip".to_owned(), ip.clone());
-        }
-    }
-    o
-}
-
-/// Tunnels to every other chassis we share an encap type and a transport zone with.
-pub fn wanted_tunnels(sb: &Replica, cfg: &ChassisConfig) -> Vec<WantedTunnel> {
-    let (Some(chassis), Some(encaps)) = (sb.table::<Chassis>(), sb.table::<Encap>()) else {
-        return Vec::new();
-    };
-    let sb_global = sb
-        .table::<SbGlobal>()
-        .and_then(|t| t.iter().map(|(_, g)| g).next());
-    let mut out = Vec::new();
-    for (_, ch) in chassis.iter() {
-        if ch.name == cfg.system_id {
-            continue;
-        }
-        let remote_zones: BTreeSet<&String> = ch.transport_zones.iter().collect();
-        let ours: BTreeSet<&String> = cfg.transport_zones.iter().collect();
-        if !(remote_zones.is_empty() && ours.is_empty()) && remote_zones.is_disjoint(&ours) {
-            continue;
-        }
-        if ch
-            .other_config
-            .get("is-remote")
-            .is_some_and(|v| v == "true")
-            && !cfg.is_interconn
-        {
-            continue;
-        }
-        let theirs: Vec<&Encap> = ch.encaps.iter().filter_map(|e| encaps.get(e)).collect();
-        // Preferred type: the best (geneve > stt > vxlan) that both sides list.
-        let best = [EncapType::Geneve, EncapType::Stt, EncapType::Vxlan]
-            .into_iter()
-            .find(|t| {
-                cfg.encap_types.contains(t)
-                    && theirs
-                        .iter()
-                        .any(|e| EncapType::parse(&e.type_) == Some(*t))
-            });
-        let Some(best) = best else {
-            tracing::warn!(chassis = %ch.name, "chassis_tunnel_add: No supported encaps for '{}'", ch.name);
-            continue;
-        };
-        for e in theirs
-            .iter()
-            .filter(|e| EncapType::parse(&e.type_) == Some(best))
-        {
-            out.push(WantedTunnel {
-                chassis_id: format!("{}@{}", ch.name, e.ip),
-                chassis: ch.name.clone(),
-                encap: best,
-                remote_ip: e.ip.clone(),
-                extra_options: tunnel_extra_options(e, &ch.name, cfg, sb_global),
-            });
-        }
-    }
-    out.sort();
-    out
-}
-
-fn tunnel_options(t: &WantedTunnel) -> BTreeMap<String, String> {
-    let mut o = BTreeMap::from([
-        ("remote_ip".to_owned(), t.remote_ip.clone()),
-        ("key".to_owned(), "flow".to_owned()),
-    ]);
-    o.extend(t.extra_options.iter().map(|(k, v)| (k.clone(), v.clone())));
-    o
-}
-
-fn map_datum<'a>(m: impl IntoIterator<Item = (&'a String, &'a String)>) -> Datum {
-    Datum::Map(
-        m.into_iter()
-            .map(|(k, v)| (Atom::from(k.as_str()), Atom::from(v.as_str())))
-            .collect(),
-    )
-}
-
-/// Tunnel port name: `ovn-<first 6 of the chassis name>-<n>`, the first free n.
-fn tunnel_name(chassis: &str, taken: &BTreeSet<String>) -> String {
-    let short: String = chassis.chars().take(6).collect();
-    (0..=taken.len())
-        .map(|n| format!("ovn-{short}-{n:x}"))
-        .find(|n| !taken.contains(n))
-        .unwrap_or_default()
-}
 
 /// What the bridge's external_ids should hold for zones and nb_cfg.
 #[derive(Clone, Debug)]
@@ -215,7 +62,7 @@ pub fn create_bridge(ovs: &Replica, cfg: &ChassisConfig, txn: &mut Transaction) 
     let mut cols = Columns::new()
         .set("name", Atom::from(name))
         .set("fail_mode", Datum::Set(vec![Atom::from("secure")]))
-        .set("other_config", map_datum(&other))
+        .set("other_config", Datum::map(&other))
         .set("ports", Datum::Set(vec![Atom::NamedUuid("port".into())]));
     if let Some(dt) = cfg.get("ovn-bridge-datapath-type") {
         cols = cols.set("datapath_type", Atom::from(dt));
@@ -279,8 +126,6 @@ pub fn sync(
         return false;
     };
     let mut changed = open_vswitch_changed;
-    let mut remove_ports: Vec<Uuid> = Vec::new();
-    let mut add_ports: Vec<Atom> = Vec::new();
     if br.fail_mode.as_deref() != Some("secure") {
         tracing::warn!("Integration bridge fail-mode changed to 'secure'");
         txn.update(
@@ -299,83 +144,7 @@ pub fn sync(
         );
         changed = true;
     }
-    // Tunnels.
-    let wanted = wanted_tunnels(sb, cfg);
-    let mut have: BTreeMap<String, (Uuid, &Port)> = BTreeMap::new();
-    let mut names: BTreeSet<String> = BTreeSet::new();
-    for p in &br.ports {
-        let Some(port) = ports.get(p) else { continue };
-        names.insert(port.name.clone());
-        if let Some(id) = port.external_ids.get("ovn-chassis-id") {
-            if have.contains_key(id) {
-                remove_ports.push(*p);
-            } else {
-                have.insert(id.clone(), (*p, port));
-            }
-        }
-    }
-    for (id, (p, port)) in &have {
-        let keep = wanted
-            .iter()
-            .find(|w| &w.chassis_id == id)
-            .is_some_and(|w| {
-                port.interfaces
-                    .iter()
-                    .filter_map(|i| ifaces.get(i))
-                    .all(|i| {
-                        let opts: BTreeMap<String, String> = i
-                            .options
-                            .iter()
-                            .map(|(k, v)| (k.clone(), v.clone()))
-                            .collect();
-                        i.type_ == w.encap.as_str() && opts == tunnel_options(w)
-                    })
-            });
-        if !keep {
-            remove_ports.push(*p);
-        }
-    }
-    for (n, w) in wanted.iter().enumerate() {
-        let keep = have
-            .get(&w.chassis_id)
-            .is_some_and(|(p, _)| !remove_ports.contains(p));
-        if keep {
-            continue;
-        }
-        // A changed tunnel keeps its name (a new ofport comes with the new interface).
-        let name = have.get(&w.chassis_id).map_or_else(
-            || {
-                let n = tunnel_name(&w.chassis, &names);
-                names.insert(n.clone());
-                n
-            },
-            |(_, port)| port.name.clone(),
-        );
-        let (iface_name, port_name) = (format!("tun_iface{n}"), format!("tun_port{n}"));
-        txn.insert(
-            "Interface",
-            Columns::new()
-                .set("name", Atom::from(name.as_str()))
-                .set("type", Atom::from(w.encap.as_str()))
-                .set("options", map_datum(&tunnel_options(w))),
-            Some(&iface_name),
-        );
-        txn.insert(
-            "Port",
-            Columns::new()
-                .set("name", Atom::from(name.as_str()))
-                .set("interfaces", Datum::Set(vec![Atom::NamedUuid(iface_name)]))
-                .set(
-                    "external_ids",
-                    map_datum(&BTreeMap::from([(
-                        "ovn-chassis-id".to_owned(),
-                        w.chassis_id.clone(),
-                    )])),
-                ),
-            Some(&port_name),
-        );
-        add_ports.push(Atom::NamedUuid(port_name));
-    }
+    let (mut remove_ports, mut add_ports) = sync_tunnels(sb, cfg, br, ports, ifaces, txn);
     // Patch ports for the mapped localnet ports of local datapaths, and for the l2gateway
     // ports this chassis serves; keyed by the external_ids key that marks them.
     let pbs = sb.table::<PortBinding>();
@@ -462,7 +231,7 @@ pub fn sync(
                     .set("type", Atom::from("patch"))
                     .set(
                         "options",
-                        map_datum(&BTreeMap::from([("peer".to_owned(), peer.clone())])),
+                        Datum::map(&BTreeMap::from([("peer".to_owned(), peer.clone())])),
                     ),
                 Some(&format!("patch_iface_{side}{i}")),
             );
@@ -474,7 +243,7 @@ pub fn sync(
                         "interfaces",
                         Datum::Set(vec![Atom::NamedUuid(format!("patch_iface_{side}{i}"))]),
                     )
-                    .set("external_ids", map_datum(&ext)),
+                    .set("external_ids", Datum::map(&ext)),
                 Some(&format!("patch_port_{side}{i}")),
             );
         }
@@ -539,7 +308,7 @@ pub fn sync(
                     vec![(
                         "external_ids".into(),
                         Mutator::Insert,
-                        map_datum(&BTreeMap::from([
+                        Datum::map(&BTreeMap::from([
                             ("ovn-installed".to_owned(), "true".to_owned()),
                             ("ovn-installed-ts".to_owned(), now),
                         ])),
@@ -670,7 +439,7 @@ fn map_mutations(
         muts.push((column.to_owned(), Mutator::Delete, Datum::Set(keys)));
     }
     if !set.is_empty() {
-        muts.push((column.to_owned(), Mutator::Insert, map_datum(set)));
+        muts.push((column.to_owned(), Mutator::Insert, Datum::map(set)));
     }
     muts
 }
@@ -694,111 +463,11 @@ pub fn remove_chassis_index(ovs: &Replica, cfg: &ChassisConfig, txn: &mut Transa
     }
 }
 
-/// `exit` cleanup: every tunnel port goes from the bridge.
-pub fn remove_tunnels(ovs: &Replica, cfg: &ChassisConfig, txn: &mut Transaction) {
-    let (Some((br_uuid, br)), Some(ports)) = (bridge(ovs, &cfg.bridge), ovs.table::<Port>()) else {
-        return;
-    };
-    let tunnels: Vec<Atom> = br
-        .ports
-        .iter()
-        .filter(|p| {
-            ports
-                .get(p)
-                .is_some_and(|x| x.external_ids.contains_key("ovn-chassis-id"))
-        })
-        .map(|p| Atom::Uuid(*p))
-        .collect();
-    if !tunnels.is_empty() {
-        txn.mutate(
-            "Bridge",
-            &by_uuid(*br_uuid),
-            vec![("ports".into(), Mutator::Delete, Datum::Set(tunnels))],
-        );
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn tunnel_names_are_short_and_unique() {
-        let mut taken = BTreeSet::new();
-        let a = tunnel_name("hv2-long-name", &taken);
-        assert_eq!(a, "ovn-hv2-lo-0");
-        taken.insert(a);
-        assert_eq!(tunnel_name("hv2-long-name-b", &taken), "ovn-hv2-lo-1");
-    }
-
-    fn cfg(pairs: &[(&str, &str)]) -> ChassisConfig {
-        let mut row = OpenVswitch::default();
-        for (k, v) in [
-            ("system-id", "hv1"),
-            ("ovn-remote", "unix:/a"),
-            ("ovn-encap-type", "geneve"),
-            ("ovn-encap-ip", "192.168.0.1"),
-        ]
-        .iter()
-        .chain(pairs)
-        {
-            row.external_ids.insert((*k).to_owned(), (*v).to_owned());
-        }
-        ChassisConfig::from_ovs(Some(&row), None, None, "hv1", None).unwrap()
-    }
-
-    #[test]
-    fn tunnel_options_as_ovn_controller_sets_them() {
-        let mut encap = Encap {
-            ip: "192.168.0.2".into(),
-            ..Encap::default()
-        };
-        encap.options.insert("csum".into(), "true".into());
-        encap.options.insert("dst_port".into(), "6082".into());
-        let plain = tunnel_extra_options(
-            &encap,
-            "hv2",
-            &cfg(&[("ovn-encap-ip", "192.168.0.1")]),
-            None,
-        );
-        assert_eq!(
-            plain.into_iter().collect::<Vec<_>>(),
-            [
-                ("csum".into(), "true".into()),
-                ("dst_port".into(), "6082".into())
-            ]
-        );
-        encap.options.insert("csum".into(), "maybe".into());
-        let c = cfg(&[
-            ("ovn-encap-ip", "192.168.0.1"),
-            ("ovn-encap-tos-hv1", "inherit"),
-            ("ovn-encap-df_default", "false"),
-            ("ovn-set-local-ip", "true"),
-        ]);
-        let o = tunnel_extra_options(&encap, "hv2", &c, None);
-        assert_eq!(o.get("csum"), None, "only true or false is passed on");
-        assert_eq!(o.get("tos").map(String::as_str), Some("inherit"));
-        assert_eq!(o.get("df_default").map(String::as_str), Some("false"));
-        assert_eq!(o.get("local_ip").map(String::as_str), Some("192.168.0.1"));
-        let none = tunnel_extra_options(&encap, "hv2", &cfg(&[("ovn-encap-tos", "none")]), None);
-        assert_eq!(none.get("tos"), None);
-        let mut global = SbGlobal {
-            ipsec: true,
-            ..SbGlobal::default()
-        };
-        global
-            .options
-            .insert("ipsec_forceencaps".into(), "true".into());
-        let o = tunnel_extra_options(
-            &encap,
-            "hv2",
-            &cfg(&[("ovn-encap-ip", "10.0.0.1")]),
-            Some(&global),
-        );
-        assert_eq!(o.get("remote_name").map(String::as_str), Some("hv2"));
-        assert_eq!(o.get("ipsec_forceencaps").map(String::as_str), Some("yes"));
-        assert_eq!(o.get("local_ip").map(String::as_str), Some("10.0.0.1"));
-    }
+    use crate::engine::tunnels::tests::cfg;
 
     #[test]
     fn a_changed_key_is_deleted_once_then_set() {

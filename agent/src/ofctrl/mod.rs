@@ -3,6 +3,8 @@
 
 pub mod conn;
 pub mod desired;
+mod entry;
 mod pages;
 
-pub use desired::{DesiredFlows, EffectiveFlow, FlowBatch, FlowOp, FlowTable, ForeignFlow};
+pub use desired::{DesiredFlows, FlowBatch, FlowTable, ForeignFlow};
+pub use entry::{EffectiveFlow, FlowOp};
