@@ -46,6 +46,9 @@ struct Changes<'a> {
     meter_band: String,
     /// The meter's rate now, once a logged ACL uses it (the switches have it then).
     meter_rate: u32,
+    /// Whether NB has meter m1 now: logged ACLs keep naming it while it is gone, and the
+    /// switches must then have no meter for it.
+    meter_present: bool,
     logged_acls: u32,
     dns: String,
     template_vars: BTreeMap<&'static str, String>,
@@ -223,10 +226,31 @@ impl Changes<'_> {
     }
 
     fn change_meter_rate(&mut self) {
+        if !self.meter_present {
+            return self.toggle_meter();
+        }
         self.meter_rate = self.rng.gen_range(1..20) * 100;
         let rate = format!("rate={}", self.meter_rate);
         let band = self.meter_band.clone();
         self.nbctl(&["set", "Meter_Band", &band, &rate]);
+    }
+
+    /// Deletes meter m1 while logged ACLs still name it, or adds it back.
+    fn toggle_meter(&mut self) {
+        if self.meter_present {
+            self.nbctl(&["meter-del", "m1"]);
+        } else {
+            let rate = self.meter_rate.to_string();
+            self.nbctl(&["meter-add", "m1", "drop", &rate, "pktps"]);
+            let bands = self
+                .net
+                .lab
+                .central()
+                .nbctl(&["--bare", "--columns=bands", "find", "Meter", "name=m1"])
+                .unwrap_or_else(|e| panic!("find meter m1: {e}\nsteps:\n{}", self.steps()));
+            bands.trim().clone_into(&mut self.meter_band);
+        }
+        self.meter_present = !self.meter_present;
     }
 
     fn change_dns_record(&mut self) {
@@ -264,6 +288,7 @@ impl Changes<'_> {
             7 => self.change_port_group(),
             8 => self.toggle_load_balancer(),
             9 => self.add_logged_acl(),
+            10 if self.rng.gen_bool(0.3) => self.toggle_meter(),
             10 => self.change_meter_rate(),
             11 => self.change_dns_record(),
             12 => self.change_template_var(),
@@ -280,11 +305,20 @@ impl Changes<'_> {
     }
 }
 
-/// What a sequence did: its steps, and the rate of meter m1 every chassis must have
-/// installed (`None`: no logged ACL uses the meter).
+/// What every chassis' switch must have for meter m1 after a sequence.
+enum MeterWanted {
+    /// No logged ACL uses the meter: anything goes.
+    Unused,
+    /// Logged ACLs name it, but NB has no meter m1: no meter at all.
+    Absent,
+    /// Installed with this rate.
+    Rate(u32),
+}
+
+/// What a sequence did: its steps, and meter m1 as the switches must have it.
 struct Sequence {
     log: Vec<String>,
-    meter_rate: Option<u32>,
+    meter: MeterWanted,
 }
 
 fn run_sequence(net: &Net, seed: u64, steps: usize) -> Sequence {
@@ -401,6 +435,7 @@ fn run_sequence(net: &Net, seed: u64, steps: usize) -> Sequence {
         lb_attached: false,
         meter_band,
         meter_rate: 100,
+        meter_present: true,
         logged_acls: 0,
         dns,
         template_vars,
@@ -437,7 +472,11 @@ fn run_sequence(net: &Net, seed: u64, steps: usize) -> Sequence {
         .wait_hv_sync()
         .unwrap_or_else(|e| panic!("--wait=hv sync: {e}"));
     Sequence {
-        meter_rate: (changes.logged_acls > 0).then_some(changes.meter_rate),
+        meter: match (changes.logged_acls, changes.meter_present) {
+            (0, _) => MeterWanted::Unused,
+            (_, false) => MeterWanted::Absent,
+            (_, true) => MeterWanted::Rate(changes.meter_rate),
+        },
         log: changes.log,
     }
 }
@@ -476,6 +515,17 @@ fn meters_without_rate(net: &Net, chassis: &str, rate: u32) -> Vec<String> {
     }
 }
 
+/// The switch's meters on `chassis` (there should be none).
+fn meters_left(net: &Net, chassis: &str) -> Vec<String> {
+    match common::group_meter_dump(&net.lab, chassis) {
+        Ok(lines) => lines
+            .into_iter()
+            .filter(|l| l.starts_with("meter="))
+            .collect(),
+        Err(e) => vec![format!("dump-meters: {e}")],
+    }
+}
+
 #[test]
 fn random_changes_then_a_fresh_start_install_the_same_flows() {
     let seed: u64 = std::env::var("OVN_SEED")
@@ -509,13 +559,20 @@ fn random_changes_then_a_fresh_start_install_the_same_flows() {
             .iter()
             .map(|c| common::agent_counter(&net, c, "full recomputes"))
             .collect();
-        let Sequence { log, meter_rate } = run_sequence(&net, seed, steps);
-        if let Some(rate) = meter_rate {
+        let Sequence { log, meter } = run_sequence(&net, seed, steps);
+        if !matches!(meter, MeterWanted::Unused) {
             for chassis in CHASSIS {
-                let wrong = meters_without_rate(&net, chassis, rate);
+                let wrong = match meter {
+                    MeterWanted::Rate(rate) => meters_without_rate(&net, chassis, rate),
+                    _ => meters_left(&net, chassis),
+                };
                 if !wrong.is_empty() {
                     problems.push(format!(
-                        "[{label}] {chassis}: meter m1's rate is {rate} pktps, the switch has {wrong:?}"
+                        "[{label}] {chassis}: meter m1's rate is {}, the switch has {wrong:?}",
+                        match meter {
+                            MeterWanted::Rate(r) => format!("{r} pktps"),
+                            _ => "none (NB has no meter m1)".to_owned(),
+                        }
                     ));
                 }
             }

@@ -142,7 +142,15 @@ impl Engine {
         let mut meters_add: Vec<(u32, MeterMod)> = Vec::new();
         let mut meters_wanted: HashSet<u32> = HashSet::new();
         if let (false, Ok(t)) = (ids_in_step, self.ids.meters.lock()) {
-            for (id, _, m) in t.iter() {
+            for (id, name, m) in t.iter() {
+                if m.bands.is_empty() {
+                    // A named meter without its Southbound row: the switch's meter goes
+                    // (the flows naming it stay, as ovn-controller leaves them).
+                    if !name.starts_with(crate::lflow::encode::SET_METER_KEY) {
+                        crate::vlog_rl!(ERROR, &crate::vlog::limits::BAD_ROW, target: "ofctrl", "could not find meter named \"{name}\"");
+                    }
+                    continue;
+                }
                 meters_wanted.insert(id);
                 if let Some(sent) = meter_to_send(self.install.installed_meters.get(&id), id, m) {
                     meters_add.push((id, sent));
