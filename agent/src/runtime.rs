@@ -121,4 +121,7 @@ pub struct Runtime {
     /// `bridge` br-int); `obs_domain_id` is `SB_Global options:debug_drop_domain_id`
     /// (0 when unset). The drops of tables 0, 40, 41 and 65 then sample first.
     pub drop_sampling: Option<DropSampling>,
+    /// The ids of the local OVS's `Flow_Sample_Collector_Set` rows: the logical flows'
+    /// `sample` actions to other sets are left out, so a change compiles them again.
+    pub collector_ids: std::collections::BTreeSet<u32>,
 }

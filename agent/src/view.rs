@@ -166,6 +166,7 @@ pub struct SbView<'a> {
     vars: Arc<HashMap<String, String>>,
     dhcp_options: Arc<Option<HashSet<String>>>,
     dhcpv6_options: Arc<Option<HashSet<String>>>,
+    collector_ids: BTreeSet<u32>,
 }
 
 /// What a [`ViewParts::refresh`] changed in what logical flows depend on besides their own
@@ -425,6 +426,8 @@ pub struct LocalFacts {
     /// chassisredirect / external ports whose HA group names this chassis, active or not.
     pub ha_members: HashSet<Uuid>,
     pub local_datapaths: BTreeSet<Uuid>,
+    /// The local `Flow_Sample_Collector_Set` ids (`sample` actions to others are dropped).
+    pub collector_ids: BTreeSet<u32>,
 }
 
 impl LocalFacts {
@@ -521,6 +524,7 @@ impl<'a> SbView<'a> {
             vars: Arc::clone(&parts.vars),
             dhcp_options: Arc::clone(&parts.dhcp_options),
             dhcpv6_options: Arc::clone(&parts.dhcpv6_options),
+            collector_ids: parts.facts.collector_ids.clone(),
         }
     }
 
@@ -562,6 +566,9 @@ impl<'a> SbView<'a> {
 }
 
 impl ChassisView for SbView<'_> {
+    fn collector_set_exists(&self, id: u32) -> bool {
+        self.collector_ids.contains(&id)
+    }
     fn address_set(&self, name: &str) -> Option<&[String]> {
         self.address_sets.get(name).map(Vec::as_slice)
     }

@@ -7,7 +7,7 @@ use crate::engine::core::EngineOptions;
 
 /// The Open_vSwitch columns the agent reads (as ovn-controller's OVS IDL registers them):
 /// statistics and other busy columns stay unmonitored.
-pub(super) const OVS_COLUMNS: [(&str, &[&str]); 6] = [
+pub(super) const OVS_COLUMNS: [(&str, &[&str]); 7] = [
     (
         "Open_vSwitch",
         &[
@@ -50,6 +50,7 @@ pub(super) const OVS_COLUMNS: [(&str, &[&str]); 6] = [
         ],
     ),
     ("Datapath", &["capabilities"]),
+    ("Flow_Sample_Collector_Set", &["id", "bridge"]),
 ];
 
 /// What the daemon was started with.

@@ -61,6 +61,10 @@ pub trait ChassisView: Sync {
     fn dhcp_option_known(&self, _v6: bool, _name: &str) -> bool {
         true
     }
+    /// Whether the local OVS has a `Flow_Sample_Collector_Set` with this id (default: no).
+    fn collector_set_exists(&self, _id: u32) -> bool {
+        false
+    }
     /// First of `n` consecutive conjunction ids for (lflow, datapath) (one more user).
     fn conj_ids(&self, lflow: &Uuid, dp: &Uuid, n: u32) -> u32;
     /// SB_Global `options:register_consolidation` (see `EncodeEnv`).

@@ -50,7 +50,7 @@ pub trait EncodeEnv {
     fn dhcp_option_known(&self, _v6: bool, _name: &str) -> bool {
         true
     }
-    /// Whether a `Flow_Sample_Collector_Set` with this id exists on br-int.
+    /// Whether the local OVS has a `Flow_Sample_Collector_Set` with this id.
     fn collector_set_exists(&self, _id: u32) -> bool {
         false
     }

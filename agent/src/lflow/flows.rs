@@ -189,6 +189,9 @@ impl EncodeEnv for DpEnv<'_> {
     fn is_local_port(&self, port: &str) -> bool {
         self.view.is_resident(port)
     }
+    fn collector_set_exists(&self, id: u32) -> bool {
+        self.view.collector_set_exists(id)
+    }
     fn register_consolidation(&self) -> bool {
         self.view.register_consolidation()
     }

@@ -33,6 +33,7 @@ impl Engine {
             active_ha: self.runtime.active_ha.iter().copied().collect(),
             ha_members: self.runtime.ha_members.iter().copied().collect(),
             local_datapaths: self.runtime.local_datapaths.keys().copied().collect(),
+            collector_ids: self.runtime.collector_ids.clone(),
         };
         if full.is_some() {
             // A full recompute rebuilds every part (the rows may have been replaced).

@@ -96,7 +96,12 @@ impl Engine {
             chassis: self.runtime.chassis,
             geneve_field: self.runtime.geneve_field,
             mark_field: self.runtime.mark_field,
-            drop_sampling: self.runtime.drop_sampling,
+            drop_sampling: super::super::sampling::drop_sampling(
+                &self.inputs.sb.replica,
+                &self.inputs.ovs,
+                &cfg.bridge,
+            ),
+            collector_ids: super::super::sampling::collector_ids(&self.inputs.ovs),
             ..Runtime::default()
         };
         rt.bound.clone_from(&plan.bound);
@@ -156,6 +161,12 @@ impl Engine {
         } else {
             self.zones.by_name.clone()
         };
+        if rt.collector_ids != self.runtime.collector_ids {
+            // As ovn-controller: the logical flows are computed again.
+            self.lflow_changes
+                .need_full
+                .get_or_insert_with(|| "Flow_Sample_Collector_Set changed".into());
+        }
         if rt.chassis != self.runtime.chassis || rt.geneve_field != self.runtime.geneve_field {
             self.runtime_work.changed = true;
         } else if !zones_same || !same_runtime_but_zones(&rt, &self.runtime) {
@@ -251,6 +262,7 @@ fn same_runtime_but_zones(a: &Runtime, b: &Runtime) -> bool {
         && a.geneve_field == b.geneve_field
         && a.mark_field == b.mark_field
         && a.pkt_mark_peers == b.pkt_mark_peers
+        && a.drop_sampling == b.drop_sampling
 }
 
 /// The runtime stage's bookkeeping: what it is computed from changed, a claim comes due,
