@@ -68,7 +68,8 @@ pub struct LocalDatapath {
 pub enum BindingKind {
     /// A VIF (or localport) with an OVS interface on br-int.
     Vif { ofport: u32, iface: String },
-    /// A nested container: traffic arrives on the parent's ofport with this VLAN tag.
+    /// A nested container: traffic arrives on the parent's ofport with this VLAN tag (0: the
+    /// port has no tag, and no flows).
     Container { parent_ofport: u32, tag: u16 },
     /// l3gateway, l2gateway, chassisredirect, external: claimed without an interface.
     Claimed,

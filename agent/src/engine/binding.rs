@@ -486,15 +486,17 @@ pub fn plan(
             "" => {
                 // A container: on its parent's interface with its VLAN tag.
                 let parent = pb.parent_port.as_deref().unwrap_or_default();
-                let (Some(&ofport), Some(tag)) = (parents.get(parent), pb.tag) else {
+                let Some(&ofport) = parents.get(parent) else {
                     if is_me(&pb.chassis) {
                         out.release.push(*uuid);
                     }
                     continue;
                 };
-                let Ok(tag) = u16::try_from(tag) else {
+                // Claimed without a tag too, as ovn-controller does (the physical stage
+                // gives such a container no flows).
+                let Ok(tag) = u16::try_from(pb.tag.unwrap_or(0)) else {
                     out.notes
-                        .push(format!("{}: bad tag {tag}", pb.logical_port));
+                        .push(format!("{}: bad tag {:?}", pb.logical_port, pb.tag));
                     continue;
                 };
                 claim_main(&mut out, uuid, pb, me, last_claim, now, ClaimEncap::Keep);

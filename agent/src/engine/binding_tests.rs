@@ -118,6 +118,38 @@ fn a_bound_vif_loses_its_encap_with_its_interfaces_encap_ip() {
 }
 
 #[test]
+fn a_container_is_claimed_on_its_parents_interface_with_or_without_a_tag() {
+    let plan = plan_on_hv1(
+        &format!(
+            r#"{{"caption":"Port_Binding table","headings":["_uuid","logical_port","datapath","tunnel_key","type","chassis","parent_port","tag"],"data":[
+             [["uuid","00000000-0000-4000-8000-0000000000a1"],"vm1",["uuid","{DP}"],1,"",["set",[]],["set",[]],["set",[]]],
+             [["uuid","00000000-0000-4000-8000-0000000000a2"],"c1",["uuid","{DP}"],2,"",["set",[]],"vm1",7],
+             [["uuid","00000000-0000-4000-8000-0000000000a3"],"c2",["uuid","{DP}"],3,"",["set",[]],"vm1",["set",[]]],
+             [["uuid","00000000-0000-4000-8000-0000000000a4"],"c3",["uuid","{DP}"],4,"",["uuid","{HV1}"],"vm9",5]]}}"#
+        ),
+        &["vm1"],
+    );
+    let uuid = |n: u128| Uuid::from_u128(0x0000_0000_0000_4000_8000_0000_0000_00a0 + n);
+    assert_eq!(
+        plan.bound.get(&uuid(2)),
+        Some(&BindingKind::Container {
+            parent_ofport: 1,
+            tag: 7
+        })
+    );
+    assert_eq!(
+        plan.bound.get(&uuid(3)),
+        Some(&BindingKind::Container {
+            parent_ofport: 1,
+            tag: 0
+        }),
+        "no tag: claimed, as ovn-controller does"
+    );
+    assert!(plan.claim.iter().any(|(u, _)| *u == uuid(3)));
+    assert_eq!(plan.release, [uuid(4)], "its parent has no interface here");
+}
+
+#[test]
 fn a_virtual_port_stays_claimed_while_its_parent_is_bound_here() {
     let vport: Uuid = "00000000-0000-4000-8000-0000000000a3"
         .parse()
