@@ -30,8 +30,36 @@ pub struct LocalIface {
 #[derive(Clone, Debug, Default)]
 pub struct LocalIfaces {
     pub by_iface_id: BTreeMap<String, LocalIface>,
-    /// Second and later interfaces claiming an iface-id already taken (ignored, warned).
+    /// Interfaces whose iface-id a newer interface took (ignored, warned; one of them
+    /// serves the port again if the newer one goes).
     pub duplicates: Vec<(String, String)>,
+    /// When each interface got its iface-id, so that the newest serves the port.
+    pub order: IfaceOrder,
+}
+
+/// The order in which interfaces got their iface-id: of several interfaces with one
+/// iface-id the newest serves the port, as ovn-controller hands a port to the interface
+/// that named it last (a VM's new tap during a migration on one host); when it goes, the
+/// newest one left takes over.
+#[derive(Clone, Debug, Default)]
+pub struct IfaceOrder {
+    next: u64,
+    seen: HashMap<Uuid, (String, u64)>,
+}
+
+impl IfaceOrder {
+    /// The sequence number of interface `uuid` with iface-id `id` (a new one when the
+    /// interface is new or its iface-id changed).
+    fn seq(&mut self, uuid: Uuid, id: &str) -> u64 {
+        match self.seen.get(&uuid) {
+            Some((known, seq)) if known == id => *seq,
+            _ => {
+                self.next += 1;
+                self.seen.insert(uuid, (id.to_owned(), self.next));
+                self.next
+            }
+        }
+    }
 }
 
 /// The Bridge row named `name`.
@@ -40,7 +68,7 @@ pub fn bridge<'a>(ovs: &'a Replica, name: &str) -> Option<(&'a Uuid, &'a Bridge)
 }
 
 /// Interfaces of bridge `name` that carry an `iface-id`.
-pub fn local_ifaces(ovs: &Replica, bridge_name: &str) -> LocalIfaces {
+pub fn local_ifaces(ovs: &Replica, bridge_name: &str, mut order: IfaceOrder) -> LocalIfaces {
     let mut out = LocalIfaces::default();
     let (Some((_, br)), Some(ports), Some(ifaces)) = (
         bridge(ovs, bridge_name),
@@ -49,7 +77,6 @@ pub fn local_ifaces(ovs: &Replica, bridge_name: &str) -> LocalIfaces {
     ) else {
         return out;
     };
-    // In interface-name order, so that "the second one" is well defined.
     let mut found: Vec<(&Uuid, &Interface)> = br
         .ports
         .iter()
@@ -58,11 +85,21 @@ pub fn local_ifaces(ovs: &Replica, bridge_name: &str) -> LocalIfaces {
         .filter_map(|i| ifaces.get(i).map(|r| (i, r)))
         .filter(|(_, i)| i.external_ids.contains_key("iface-id"))
         .collect();
-    found.sort_by(|a, b| a.1.name.cmp(&b.1.name));
-    for (uuid, i) in found {
-        let Some(id) = i.external_ids.get("iface-id") else {
-            continue;
-        };
+    // Interfaces seen for the first time together count as named in reverse name order:
+    // of those, the first by name serves.
+    found.sort_by(|a, b| b.1.name.cmp(&a.1.name));
+    let mut ranked: Vec<(u64, &Uuid, &Interface, &String)> = found
+        .into_iter()
+        .filter_map(|(u, i)| {
+            let id = i.external_ids.get("iface-id")?;
+            Some((order.seq(*u, id), u, i, id))
+        })
+        .collect();
+    let present: HashSet<&Uuid> = ranked.iter().map(|(_, u, _, _)| *u).collect();
+    order.seen.retain(|u, _| present.contains(u));
+    ranked.sort_by_key(|r| std::cmp::Reverse(r.0));
+    out.order = order;
+    for (_, uuid, i, id) in ranked {
         if out.by_iface_id.contains_key(id) {
             out.duplicates.push((id.clone(), i.name.clone()));
             continue;

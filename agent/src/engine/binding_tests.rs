@@ -330,3 +330,76 @@ fn indexed_candidates_plan_as_a_full_scan_does() {
         );
     }
 }
+
+/// An OVS replica with br-int holding one internal interface per `(name, iface-id)`.
+fn ovs_with(ifaces: &[(&str, &str)]) -> Replica {
+    use serde_json::{json, Value};
+    let mut r = Replica::new(sbclient::vswitch::DATABASE);
+    sbclient::vswitch::register_all(&mut r);
+    let uuid = |kind: u128, name: &str| {
+        let n = name.bytes().fold(0u128, |a, b| a * 31 + u128::from(b)) & 0xffff_ffff;
+        Uuid::from_u128((kind << 64) | n).to_string()
+    };
+    let mut ports = serde_json::Map::new();
+    let mut rows = serde_json::Map::new();
+    for (name, id) in ifaces {
+        ports.insert(
+            uuid(2, name),
+            json!({"initial": {"name": name, "interfaces": ["uuid", uuid(3, name)]}}),
+        );
+        rows.insert(
+            uuid(3, name),
+            json!({"initial": {"name": name, "ofport": 1, "external_ids": ["map", [["iface-id", id]]]}}),
+        );
+    }
+    let port_refs: Vec<Value> = ifaces
+        .iter()
+        .map(|(n, _)| json!(["uuid", uuid(2, n)]))
+        .collect();
+    let update = json!({
+        "Bridge": {uuid(1, "br-int"): {"initial": {"name": "br-int", "ports": ["set", port_refs]}}},
+        "Port": ports,
+        "Interface": rows,
+    });
+    r.apply_snapshot(&serde_json::value::to_raw_value(&update).unwrap())
+        .unwrap();
+    r
+}
+
+#[test]
+fn of_several_interfaces_with_one_iface_id_the_newest_serves() {
+    let serving = |ifaces: &LocalIfaces| ifaces.by_iface_id["lp"].name.clone();
+    // Seen together: the first by name.
+    let both = local_ifaces(
+        &ovs_with(&[("lpb", "lp"), ("lpa", "lp")]),
+        "br-int",
+        IfaceOrder::default(),
+    );
+    assert_eq!(serving(&both), "lpa");
+    assert_eq!(both.duplicates, [("lp".to_owned(), "lpb".to_owned())]);
+    // One after the other: the newest, then the one left when it goes.
+    let old = local_ifaces(
+        &ovs_with(&[("lpold", "lp")]),
+        "br-int",
+        IfaceOrder::default(),
+    );
+    assert_eq!(serving(&old), "lpold");
+    let new = local_ifaces(
+        &ovs_with(&[("lpold", "lp"), ("lpnew", "lp")]),
+        "br-int",
+        old.order,
+    );
+    assert_eq!(serving(&new), "lpnew");
+    let temp = local_ifaces(
+        &ovs_with(&[("lpold", "lp"), ("lpnew", "lp"), ("lptemp", "lp")]),
+        "br-int",
+        new.order,
+    );
+    assert_eq!(serving(&temp), "lptemp");
+    let back = local_ifaces(
+        &ovs_with(&[("lpold", "lp"), ("lpnew", "lp")]),
+        "br-int",
+        temp.order,
+    );
+    assert_eq!(serving(&back), "lpnew");
+}

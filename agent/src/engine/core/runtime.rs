@@ -18,7 +18,11 @@ impl Engine {
     ) -> (bool, (binding::BindingPlan, BTreeSet<String>)) {
         let mut sb_dirty = false;
         // Bindings.
-        let ifaces = binding::local_ifaces(&self.inputs.ovs, &cfg.bridge);
+        let ifaces = binding::local_ifaces(
+            &self.inputs.ovs,
+            &cfg.bridge,
+            std::mem::take(&mut self.ifaces.order),
+        );
         // Logged and counted once, not on every run.
         for (id, name) in &ifaces.duplicates {
             if !self.ifaces.duplicates.contains(&(id.clone(), name.clone())) {
