@@ -9,7 +9,8 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use sbclient::ovn_sb::{LogicalDpGroup, LogicalFlow};
 use sbclient::{Replica, Row, Table, Uuid};
 
-use super::lflow_index::LflowIndex;
+use super::lflow_index::{LflowIndex, Named};
+use crate::lflow::chassis_view::ChassisView;
 use crate::view::{SbView, ViewChanges};
 
 /// The logical flows whose compiled flows may differ after `changed`: those on a datapath
@@ -56,12 +57,21 @@ pub fn affected_lflows(view: &SbView<'_>, changed: &ViewChanges, index: &LflowIn
             out.insert(*u);
         }
     };
+    let vars = view.template_vars();
     for name in &changed.names {
         index.naming_port(name).for_each(&mut consider);
+        index
+            .naming_through_templates(vars, Named::Port(name))
+            .iter()
+            .for_each(&mut consider);
     }
     for pg in &changed.port_groups {
         for needle in port_group_names(pg) {
             index.naming_port_group(needle).for_each(&mut consider);
+            index
+                .naming_through_templates(vars, Named::PortGroup(needle))
+                .iter()
+                .for_each(&mut consider);
         }
     }
     let mut out: Vec<Uuid> = out.into_iter().collect();

@@ -35,6 +35,15 @@ enum Kind {
     Action,
 }
 
+/// A name a template variable's value may hold ([`LflowIndex::naming_through_templates`]).
+#[derive(Clone, Copy, Debug)]
+pub enum Named<'n> {
+    AddressSet(&'n str),
+    PortGroup(&'n str),
+    /// A quoted port or multicast group name.
+    Port(&'n str),
+}
+
 /// The actions whose compiled form depends on the DHCP option catalogues
 /// (`DHCP_Options`, `DHCPv6_Options`).
 pub const DHCP_ACTIONS: [&str; 2] = ["put_dhcp_opts", "put_dhcpv6_opts"];
@@ -148,6 +157,32 @@ impl LflowIndex {
             .chain(self.unparsed.iter())
     }
 
+    /// Lflows that name `what` through a template variable: those naming `^var` for each of
+    /// `vars` (this chassis' variables and their values) whose value names it, as a value
+    /// `inport == @pg1` makes the lflows naming `^var` depend on port group pg1.
+    pub fn naming_through_templates<'v>(
+        &self,
+        vars: impl IntoIterator<Item = (&'v String, &'v String)>,
+        what: Named<'_>,
+    ) -> Vec<Uuid> {
+        let mut out = Vec::new();
+        for (var, value) in vars {
+            let Ok(tokens) = tokenize(value) else {
+                continue;
+            };
+            let names_it = tokens.iter().any(|t| match (&t.token, what) {
+                (Token::PortGroup(n), Named::PortGroup(w))
+                | (Token::Macro(n), Named::AddressSet(w))
+                | (Token::Str(n), Named::Port(w)) => n == w,
+                _ => false,
+            });
+            if names_it {
+                out.extend(self.named(Kind::Template, var));
+            }
+        }
+        out
+    }
+
     /// Lflows naming port (or multicast group) `name` as a quoted string or in their
     /// `in_out_port` tag.
     pub fn naming_port<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a Uuid> {
@@ -207,6 +242,35 @@ mod tests {
     fn lflow(m: &str, a: &str) -> serde_json::Value {
         json!({"insert": {"match": m, "actions": a, "pipeline": "ingress",
             "logical_datapath": ["uuid", Uuid::from_u128(DP).to_string()]}})
+    }
+
+    #[test]
+    fn lflows_are_found_through_the_template_variables_naming_a_row() {
+        let mut r = crate::southbound::new_replica();
+        let id = |n: u128| Uuid::from_u128(n).to_string();
+        apply(
+            &mut r,
+            &json!({"Logical_Flow": {
+                id(1): lflow("^COND && ip4.src == ^SRC", "next;"),
+                id(2): lflow("^OTHER", "next;"),
+            }}),
+        );
+        let mut ix = LflowIndex::default();
+        ix.apply(r.table::<LogicalFlow>().unwrap());
+        let vars: Vec<(String, String)> = [
+            ("COND", "inport == @pg1"),
+            ("SRC", "$as1"),
+            ("OTHER", r#"outport == "p1""#),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        let through = |what| ix.naming_through_templates(vars.iter().map(|(k, v)| (k, v)), what);
+        assert_eq!(through(Named::PortGroup("pg1")), [Uuid::from_u128(1)]);
+        assert_eq!(through(Named::AddressSet("as1")), [Uuid::from_u128(1)]);
+        assert_eq!(through(Named::Port("p1")), [Uuid::from_u128(2)]);
+        assert!(through(Named::PortGroup("pg")).is_empty());
+        assert!(through(Named::AddressSet("pg1")).is_empty());
     }
 
     #[test]

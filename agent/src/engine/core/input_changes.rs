@@ -14,7 +14,7 @@ use super::Engine;
 use crate::engine::config::{ChassisConfig, ConfigError};
 use crate::engine::deps::{changed_names, changed_rows, lflows_on, port_group_names};
 use crate::engine::inputs::{only_modified, open_vswitch_row, NOT_RUNTIME_INPUTS};
-use crate::engine::lflow_index::DHCP_ACTIONS;
+use crate::engine::lflow_index::{Named, DHCP_ACTIONS};
 
 impl Engine {
     /// The chassis configuration follows the Open_vSwitch row (and the fixed options): read
@@ -184,6 +184,15 @@ impl Engine {
                 "Address_Set" => {
                     if let Some(tab) = self.inputs.sb.replica.table::<AddressSet>() {
                         let (in_place, names) = address_set_changes(tab);
+                        let vars = self.our_template_vars();
+                        for n in names.iter().chain(in_place.iter().map(|c| &c.name)) {
+                            // Through a template variable, the lflow is compiled again.
+                            let through = self.lflow_index.naming_through_templates(
+                                vars.iter().map(|(k, v)| (k, v)),
+                                Named::AddressSet(n),
+                            );
+                            self.lflow_changes.dirty_lflows.extend(through);
+                        }
                         for n in names {
                             let lflows = self.lflow_index.naming_address_set(&n);
                             self.lflow_changes.dirty_lflows.extend(lflows);
@@ -198,10 +207,16 @@ impl Engine {
                 }
                 "Port_Group" => {
                     if let Some(tab) = self.inputs.sb.replica.table::<PortGroup>() {
+                        let vars = self.our_template_vars();
                         for n in changed_names(tab, |g| &g.name) {
                             for name in port_group_names(&n) {
                                 let lflows = self.lflow_index.naming_port_group(name);
                                 self.lflow_changes.dirty_lflows.extend(lflows);
+                                let through = self.lflow_index.naming_through_templates(
+                                    vars.iter().map(|(k, v)| (k, v)),
+                                    Named::PortGroup(name),
+                                );
+                                self.lflow_changes.dirty_lflows.extend(through);
                             }
                         }
                     }
@@ -279,6 +294,19 @@ impl Engine {
             }
         }
         self.inputs.sb.replica.clear_changes();
+    }
+
+    /// This chassis' template variables and their values.
+    pub(super) fn our_template_vars(&self) -> Vec<(String, String)> {
+        self.inputs
+            .sb
+            .replica
+            .table::<ChassisTemplateVar>()
+            .into_iter()
+            .flat_map(sbclient::Table::iter)
+            .filter(|(_, v)| v.chassis == self.runtime.chassis_name)
+            .flat_map(|(_, v)| v.variables.iter().map(|(k, x)| (k.clone(), x.clone())))
+            .collect()
     }
 
     /// The template variables of this chassis that this change added, removed or changed.
