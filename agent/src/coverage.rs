@@ -52,6 +52,8 @@ counters! {
     LFLOW_CACHE_FLUSH = "lflow_cache_flush";
     LFLOW_CONJ_ALLOC = "lflow_conj_alloc";
     LFLOW_CONJ_FREE = "lflow_conj_free";
+    LFLOW_CONJ_FREE_UNEXPECTED = "lflow_conj_free_unexpected";
+    LFLOW_CONJ_CONFLICT = "lflow_conj_conflict";
     LFLOW_RUN = "lflow_run";
     CONSIDER_LOGICAL_FLOW = "consider_logical_flow";
     PHYSICAL_RUN = "physical_run";

@@ -264,10 +264,13 @@ impl ConjIds {
             }
         }
         if let Some((first, count, _)) = self.by_owner.remove(&(lflow, dp)) {
+            // Held, but too few: freed and taken again (ovn-controller counts this too,
+            // as a sign that ids were not released when the lflow was compiled again).
             for id in first..first.saturating_add(count) {
                 self.used.remove(&id);
             }
             crate::coverage::LFLOW_CONJ_FREE.add(u64::from(count));
+            crate::coverage::LFLOW_CONJ_FREE_UNEXPECTED.inc();
         }
         let mut first = start.max(1);
         loop {
@@ -279,6 +282,7 @@ impl ConjIds {
             if fits {
                 break;
             }
+            crate::coverage::LFLOW_CONJ_CONFLICT.inc();
             first = first.checked_add(1).unwrap_or(1);
         }
         for id in first..first + n {
@@ -412,5 +416,27 @@ mod tests {
         c.release(l1, d);
         assert_eq!(c.total(), 2);
         assert_eq!(c.acquire(l1, d, 3, 100), 100);
+    }
+
+    #[test]
+    fn conj_id_conflicts_and_unexpected_frees_are_counted() {
+        use crate::coverage::{LFLOW_CONJ_CONFLICT, LFLOW_CONJ_FREE_UNEXPECTED};
+        let mut c = ConjIds::default();
+        let (l1, l2, d) = (
+            sbclient::Uuid::from_u128(1),
+            sbclient::Uuid::from_u128(2),
+            sbclient::Uuid::from_u128(9),
+        );
+        let (conflicts, unexpected) = (
+            LFLOW_CONJ_CONFLICT.total(),
+            LFLOW_CONJ_FREE_UNEXPECTED.total(),
+        );
+        c.acquire(l1, d, 2, 100);
+        // l2 hashes into l1's ids: two probes.
+        assert_eq!(c.acquire(l2, d, 1, 100), 102);
+        assert!(LFLOW_CONJ_CONFLICT.total() >= conflicts + 2);
+        // l1 needs more ids than it holds: its ids are freed and taken again.
+        assert_eq!(c.acquire(l1, d, 3, 100), 103);
+        assert!(LFLOW_CONJ_FREE_UNEXPECTED.total() > unexpected);
     }
 }
