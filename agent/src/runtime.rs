@@ -125,4 +125,6 @@ pub struct Runtime {
     /// The ids of the local OVS's `Flow_Sample_Collector_Set` rows: the logical flows'
     /// `sample` actions to other sets are left out, so a change compiles them again.
     pub collector_ids: std::collections::BTreeSet<u32>,
+    /// Virtual ports held here (see `BindingPlan::virtual_held`): resident, no flows.
+    pub virtual_held: BTreeSet<Uuid>,
 }

@@ -256,6 +256,10 @@ pub struct BindingPlan {
     pub ha_member: HashSet<Uuid>,
     /// cr / external ports active here.
     pub active_ha: HashSet<Uuid>,
+    /// Virtual ports pinctrl claimed here (`bind_vport`) whose virtual parent is bound
+    /// here: resident for the logical flows (`is_chassis_resident`), with no flows of their
+    /// own.
+    pub virtual_held: HashSet<Uuid>,
     /// Lines worth a (rate-limited) log message: ports we refuse and why.
     pub notes: Vec<String>,
     /// Port_Bindings that cannot be served as they are (unknown type, a required option
@@ -425,8 +429,12 @@ pub fn plan(
                                 }
                         })
                     };
-                    if is_me(&pb.chassis) && (pb.type_.is_empty() || !parent_here()) {
-                        out.release.push(*uuid);
+                    if is_me(&pb.chassis) {
+                        if pb.type_.is_empty() || !parent_here() {
+                            out.release.push(*uuid);
+                        } else {
+                            out.virtual_held.insert(*uuid);
+                        }
                     }
                     continue;
                 };

@@ -156,6 +156,11 @@ fn a_virtual_port_stays_claimed_while_its_parent_is_bound_here() {
         .expect("uuid");
     assert!(!virtual_plan("vm4").release.contains(&vport));
     assert!(
+        virtual_plan("vm4").virtual_held.contains(&vport),
+        "held here: resident for is_chassis_resident()"
+    );
+    assert!(!virtual_plan("vm9").virtual_held.contains(&vport));
+    assert!(
         virtual_plan("vm9").release.contains(&vport),
         "parent bound elsewhere"
     );

@@ -28,7 +28,13 @@ impl Engine {
         let layout = cfg.layout;
         let facts = LocalFacts {
             chassis: self.runtime.chassis,
-            bound: self.runtime.bound.keys().copied().collect(),
+            bound: self
+                .runtime
+                .bound
+                .keys()
+                .chain(&self.runtime.virtual_held)
+                .copied()
+                .collect(),
             localports: self.runtime.localports.keys().copied().collect(),
             active_ha: self.runtime.active_ha.iter().copied().collect(),
             ha_members: self.runtime.ha_members.iter().copied().collect(),

@@ -111,6 +111,7 @@ impl Engine {
         rt.bound.clone_from(&plan.bound);
         rt.localports.clone_from(&plan.localports);
         rt.active_ha = plan.active_ha.iter().copied().collect();
+        rt.virtual_held = plan.virtual_held.iter().copied().collect();
         rt.ha_members = plan.ha_member.iter().copied().collect();
         let seeds: Vec<Uuid> = plan
             .bound
@@ -267,6 +268,7 @@ fn same_runtime_but_zones(a: &Runtime, b: &Runtime) -> bool {
         && a.mark_field == b.mark_field
         && a.pkt_mark_peers == b.pkt_mark_peers
         && a.drop_sampling == b.drop_sampling
+        && a.virtual_held == b.virtual_held
 }
 
 /// The runtime stage's bookkeeping: what it is computed from changed, a claim comes due,
