@@ -18,6 +18,9 @@ pub const OFPBCT_DISCARD_REQUEST: u16 = 6;
 pub const OFPBCT_DISCARD_REPLY: u16 = 7;
 pub const OFPBF_ATOMIC: u16 = 1;
 pub const OFPBF_ORDERED: u16 = 2;
+/// The longest body of a message added to a bundle: a bundle add (16-byte header, then the
+/// message with its own 8-byte header) is at most 65535 bytes.
+pub const MAX_BUNDLED_BODY: usize = MAX_MESSAGE_LEN - BUNDLE_ADD_HEADER_LEN - 8;
 
 /// `ofp14_bundle_ctrl_msg`; properties kept raw.
 #[derive(Clone, Debug, Default, Eq, PartialEq, Hash)]

@@ -21,7 +21,9 @@ pub const OFPGT_FF: u8 = 3;
 pub const OFPGC_ADD: u16 = 0;
 pub const OFPGC_MODIFY: u16 = 1;
 pub const OFPGC_DELETE: u16 = 2;
+pub const OFPGC_INSERT_BUCKET: u16 = 3;
 pub const OFPG_BUCKET_ALL: u32 = 0xffff_fffc;
+pub const OFPG_BUCKET_LAST: u32 = 0xffff_fffe;
 
 const OFPGBPT_WEIGHT: u16 = 0;
 const OFPGBPT_WATCH_PORT: u16 = 1;
@@ -270,6 +272,66 @@ pub struct GroupMod {
     pub command: u16,
     pub command_bucket_id: u32,
     pub group: Group,
+}
+
+impl GroupMod {
+    /// This group_mod as messages whose bodies are at most `max_body` bytes: itself when it
+    /// fits, else its command with the buckets that fit, then `OFPGC15_INSERT_BUCKET`s
+    /// (after the last bucket, without properties) carrying the rest, as ovn-controller
+    /// installs a group too large for one message (a load balancer with thousands of
+    /// backends). A single bucket too large stays an error.
+    pub fn split(self, max_body: usize) -> Result<Vec<GroupMod>, EncodeError> {
+        let body_len = |m: &GroupMod| -> Result<usize, EncodeError> {
+            let mut b = BytesMut::new();
+            m.encode(&mut b).map(|()| b.len())
+        };
+        match body_len(&self) {
+            Ok(n) if n <= max_body => return Ok(vec![self]),
+            Ok(_) | Err(EncodeError::TooLong { .. }) => {}
+            Err(e) => return Err(e),
+        }
+        let mut head = self;
+        let buckets = std::mem::take(&mut head.group.buckets);
+        let insert = GroupMod {
+            command: OFPGC_INSERT_BUCKET,
+            command_bucket_id: OFPG_BUCKET_LAST,
+            group: Group {
+                group_id: head.group.group_id,
+                group_type: head.group.group_type,
+                ..Group::default()
+            },
+        };
+        let mut out = vec![head];
+        let mut room = max_body.saturating_sub(body_len(&out[0])?);
+        for bucket in buckets {
+            let mut b = BytesMut::new();
+            bucket.encode(&mut b)?;
+            let need = b.len();
+            let last = out.last_mut().expect("one message at least");
+            if need <= room {
+                last.group.buckets.push(bucket);
+                room -= need;
+                continue;
+            }
+            let next = insert.clone();
+            room = max_body.saturating_sub(body_len(&next)?);
+            if need > room {
+                return Err(EncodeError::TooLong {
+                    what: "ofp15_bucket",
+                    len: need,
+                    max: room,
+                });
+            }
+            room -= need;
+            out.push(next);
+            out.last_mut()
+                .expect("just pushed")
+                .group
+                .buckets
+                .push(bucket);
+        }
+        Ok(out)
+    }
 }
 
 impl Wire for GroupMod {

@@ -331,6 +331,66 @@ mod tests {
     }
 
     #[test]
+    fn a_group_too_large_for_one_message_splits_into_insert_buckets() {
+        use super::bundle::{BundleBuilder, MAX_BUNDLED_BODY};
+        use super::group_mod::{OFPGC_INSERT_BUCKET, OFPG_BUCKET_LAST};
+        use crate::action::Action;
+        let bucket = |i| Bucket {
+            bucket_id: i,
+            actions: vec![Action::Output {
+                port: i,
+                max_len: 0,
+            }],
+            ..Bucket::default()
+        };
+        let group = |n| GroupMod {
+            command: 0,
+            command_bucket_id: 0xffff_ffff,
+            group: Group {
+                group_id: 7,
+                group_type: 1,
+                selection_method: "hash".into(),
+                buckets: (0..n).map(bucket).collect(),
+                ..Group::default()
+            },
+        };
+        // Small enough: itself.
+        assert_eq!(group(3).split(MAX_BUNDLED_BODY), Ok(vec![group(3)]));
+        let parts = group(6000).split(MAX_BUNDLED_BODY).expect("splits");
+        assert_eq!(parts.len(), 3);
+        assert_eq!(parts[0].command, 0);
+        assert_eq!(parts[0].group.selection_method, "hash");
+        for p in &parts[1..] {
+            assert_eq!(
+                (
+                    p.command,
+                    p.command_bucket_id,
+                    p.group.group_id,
+                    p.group.group_type
+                ),
+                (OFPGC_INSERT_BUCKET, OFPG_BUCKET_LAST, 7, 1)
+            );
+            assert!(p.group.selection_method.is_empty());
+        }
+        // Every bucket once, in order, each message fitting a bundle, and decoding back.
+        let ids: Vec<u32> = parts
+            .iter()
+            .flat_map(|p| p.group.buckets.iter().map(|b| b.bucket_id))
+            .collect();
+        assert_eq!(ids, (0..6000).collect::<Vec<_>>());
+        let mut bundle = BundleBuilder::new(0);
+        for p in &parts {
+            let msg = Message::GroupMod(p.clone());
+            assert!(bundle.push_message(&msg).is_ok());
+            let bytes = OfpMessage::new(1, msg).to_bytes().expect("encodes");
+            assert_eq!(
+                OfpMessage::decode(&bytes).map(|m| m.body),
+                Ok(Message::GroupMod(p.clone()))
+            );
+        }
+    }
+
+    #[test]
     fn a_group_with_thousands_of_buckets_and_a_flow_with_a_huge_action_list_are_too_long() {
         use crate::action::Action;
         let bucket = |i| Bucket {

@@ -557,15 +557,24 @@ fn push_group_add(
     }
     let mut g = g.clone();
     g.group_id = id;
-    match bundle.push_message(&Message::GroupMod(GroupMod {
+    let add = GroupMod {
         command: OFPGC_ADD,
         command_bucket_id: 0xffff_ffff,
         group: g,
-    })) {
-        Ok(_) => entries.push(None),
-        Err(e) => {
-            crate::vlog_rl!(WARN, &crate::vlog::limits::REFUSED_FLOW, target: "ofctrl", "group {id} not encodable: {e}");
-        }
+    };
+    // A group too large for one message goes as an add and bucket inserts.
+    let pushed = add
+        .split(openflow::wire::bundle::MAX_BUNDLED_BODY)
+        .and_then(|parts| {
+            parts.into_iter().try_for_each(|p| {
+                bundle.push_message(&Message::GroupMod(p))?;
+                // One entry per message of the bundle, as pushed.
+                entries.push(None);
+                Ok(())
+            })
+        });
+    if let Err(e) = pushed {
+        crate::vlog_rl!(WARN, &crate::vlog::limits::REFUSED_FLOW, target: "ofctrl", "group {id} not encodable: {e}");
     }
 }
 
