@@ -2,7 +2,7 @@
 //! keys, address sets, port groups filtered to related ports; and the id tables (groups,
 //! meters, conjunctions) the compiled flows refer to.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use openflow::wire::{Group, MeterMod};
@@ -167,6 +167,7 @@ pub struct SbView<'a> {
     dhcp_options: Arc<Option<HashSet<String>>>,
     dhcpv6_options: Arc<Option<HashSet<String>>>,
     collector_ids: BTreeSet<u32>,
+    tunnel_ofports: BTreeMap<String, u32>,
 }
 
 /// What a [`ViewParts::refresh`] changed in what logical flows depend on besides their own
@@ -210,6 +211,11 @@ pub struct ViewParts {
 }
 
 impl ViewParts {
+    /// The tunnel ports the parts were last refreshed with.
+    pub fn tunnel_ofports(&self) -> &BTreeMap<String, u32> {
+        &self.facts.tunnel_ofports
+    }
+
     /// The names of the ports related to this chassis (ovn-controller's related lports),
     /// sorted.
     pub fn related_port_names(&self) -> Vec<&str> {
@@ -428,6 +434,9 @@ pub struct LocalFacts {
     pub local_datapaths: BTreeSet<Uuid>,
     /// The local `Flow_Sample_Collector_Set` ids (`sample` actions to others are dropped).
     pub collector_ids: BTreeSet<u32>,
+    /// The OpenFlow port of the (first) tunnel to each remote chassis, by chassis name
+    /// (`fwd_group(liveness=true)` watches it).
+    pub tunnel_ofports: BTreeMap<String, u32>,
 }
 
 impl LocalFacts {
@@ -525,6 +534,7 @@ impl<'a> SbView<'a> {
             dhcp_options: Arc::clone(&parts.dhcp_options),
             dhcpv6_options: Arc::clone(&parts.dhcpv6_options),
             collector_ids: parts.facts.collector_ids.clone(),
+            tunnel_ofports: parts.facts.tunnel_ofports.clone(),
         }
     }
 
@@ -568,6 +578,20 @@ impl<'a> SbView<'a> {
 impl ChassisView for SbView<'_> {
     fn collector_set_exists(&self, id: u32) -> bool {
         self.collector_ids.contains(&id)
+    }
+    fn tunnel_ofport(&self, dp: Uuid, port: &str) -> Option<u32> {
+        let pbs = self.replica.table::<PortBinding>()?;
+        let (_, pb) = if pbs.has_index("logical_port") {
+            pbs.find("logical_port", &sbclient::Atom::String(port.to_owned()))
+                .next()?
+        } else {
+            pbs.iter().find(|(_, p)| p.logical_port == port)?
+        };
+        if pb.datapath != dp {
+            return None;
+        }
+        let chassis = self.replica.table::<Chassis>()?.get(pb.chassis.as_ref()?)?;
+        self.tunnel_ofports.get(&chassis.name).copied()
     }
     fn address_set(&self, name: &str) -> Option<&[String]> {
         self.address_sets.get(name).map(Vec::as_slice)

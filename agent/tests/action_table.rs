@@ -85,6 +85,11 @@ fn group_descriptions() {
         enc("fwd_group(liveness=true, childports=\"p2\");"),
         "group:1"
     );
+    // As northd writes it: quoted.
+    assert_eq!(
+        enc("fwd_group(liveness=\"true\",childports=\"p2\");"),
+        "group:1"
+    );
     assert_eq!(
         enc("fwd_group(liveness=true, childports=\"p1\", \"p2\");"),
         "drop"
@@ -95,6 +100,8 @@ fn group_descriptions() {
     assert_eq!(
         got,
         [
+            "type=select,selection_method=dp_hash,bucket=bucket_id:0,watch_port:5,actions=set_field:0x2/0xffff->reg15,resubmit(,37)",
+            // The same group from the quoted `liveness="true"`.
             "type=select,selection_method=dp_hash,bucket=bucket_id:0,watch_port:5,actions=set_field:0x2/0xffff->reg15,resubmit(,37)",
             "type=select,selection_method=dp_hash,selection_method_param=4294967296,bucket=bucket_id:0,weight:20,actions=set_field:0x1000000000000/0xffff000000000000->xreg4,resubmit(,19),bucket=bucket_id:1,weight:30,actions=set_field:0x2000000000000/0xffff000000000000->xreg4,resubmit(,19)",
             "type=select,selection_method=hash,fields(ip_src,ip_dst),bucket=bucket_id:0,weight:100,actions=ct(commit,table=19,zone=NXM_NX_REG13[0..15],nat(dst=10.0.0.11:80),exec(set_field:0x2/0x2->ct_mark,set_field:0x4/0x4->ct_mark)),bucket=bucket_id:1,weight:100,actions=ct(commit,table=19,zone=NXM_NX_REG13[0..15],nat(dst=[aef0::1]:80),exec(set_field:0x2/0x2->ct_mark,set_field:0x4/0x4->ct_mark))",

@@ -31,7 +31,7 @@ enum Kind {
     PortGroup,
     /// `^name`.
     Template,
-    /// One of [`DHCP_ACTIONS`], as an identifier.
+    /// One of [`DHCP_ACTIONS`] or [`FWD_GROUP_ACTION`], as an identifier.
     Action,
 }
 
@@ -47,6 +47,10 @@ pub enum Named<'n> {
 /// The actions whose compiled form depends on the DHCP option catalogues
 /// (`DHCP_Options`, `DHCPv6_Options`).
 pub const DHCP_ACTIONS: [&str; 2] = ["put_dhcp_opts", "put_dhcpv6_opts"];
+
+/// The action whose compiled form (with `liveness=true`) depends on the tunnels and on
+/// where its child ports are bound.
+pub const FWD_GROUP_ACTION: &str = "fwd_group";
 
 #[derive(Default)]
 pub struct LflowIndex {
@@ -68,7 +72,9 @@ fn names_of(lf: &LogicalFlow) -> Option<Vec<(Kind, Box<str>)>> {
                 Token::Macro(s) => (Kind::AddressSet, s),
                 Token::PortGroup(s) => (Kind::PortGroup, s),
                 Token::Template(s) => (Kind::Template, s),
-                Token::Id(s) if DHCP_ACTIONS.contains(&s.as_str()) => (Kind::Action, s),
+                Token::Id(s) if DHCP_ACTIONS.contains(&s.as_str()) || s == FWD_GROUP_ACTION => {
+                    (Kind::Action, s)
+                }
                 _ => continue,
             };
             out.push((name.0, name.1.into_boxed_str()));
@@ -204,7 +210,7 @@ impl LflowIndex {
         self.named(Kind::Template, name)
     }
 
-    /// Lflows that use `action` (one of [`DHCP_ACTIONS`]).
+    /// Lflows that use `action` (one of [`DHCP_ACTIONS`], or [`FWD_GROUP_ACTION`]).
     pub fn using_action<'a>(&'a self, action: &str) -> impl Iterator<Item = &'a Uuid> {
         self.named(Kind::Action, action)
     }

@@ -61,6 +61,11 @@ pub trait ChassisView: Sync {
     fn dhcp_option_known(&self, _v6: bool, _name: &str) -> bool {
         true
     }
+    /// The OpenFlow port of the tunnel to the chassis port `port` of datapath `dp` is bound
+    /// to (`fwd_group` liveness; default: none).
+    fn tunnel_ofport(&self, _dp: Uuid, _port: &str) -> Option<u32> {
+        None
+    }
     /// Whether the local OVS has a `Flow_Sample_Collector_Set` with this id (default: no).
     fn collector_set_exists(&self, _id: u32) -> bool {
         false

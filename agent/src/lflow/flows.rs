@@ -192,6 +192,9 @@ impl EncodeEnv for DpEnv<'_> {
     fn collector_set_exists(&self, id: u32) -> bool {
         self.view.collector_set_exists(id)
     }
+    fn tunnel_ofport(&self, port: &str) -> Option<u32> {
+        self.view.tunnel_ofport(*self.dp.uuid, port)
+    }
     fn register_consolidation(&self) -> bool {
         self.view.register_consolidation()
     }

@@ -3,6 +3,7 @@
 //! `impl Engine`, in a file of its own.
 
 use super::*;
+use crate::engine::lflow_index::FWD_GROUP_ACTION;
 
 impl Engine {
     pub(super) fn recompute_flows(&mut self, cfg: &ChassisConfig) {
@@ -40,7 +41,18 @@ impl Engine {
             ha_members: self.runtime.ha_members.iter().copied().collect(),
             local_datapaths: self.runtime.local_datapaths.keys().copied().collect(),
             collector_ids: self.runtime.collector_ids.clone(),
+            tunnel_ofports: self
+                .runtime
+                .tunnels
+                .iter()
+                .filter_map(|(c, t)| Some((c.clone(), t.first()?.ofport)))
+                .collect(),
         };
+        if self.view.parts.tunnel_ofports() != &facts.tunnel_ofports {
+            // fwd_group(liveness=true) buckets watch the tunnels.
+            let lflows = self.lflow_index.using_action(FWD_GROUP_ACTION);
+            self.lflow_changes.dirty_lflows.extend(lflows);
+        }
         if full.is_some() {
             // A full recompute rebuilds every part (the rows may have been replaced).
             self.view.parts = ViewParts::default();

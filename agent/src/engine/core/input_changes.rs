@@ -14,7 +14,7 @@ use super::Engine;
 use crate::engine::config::{ChassisConfig, ConfigError};
 use crate::engine::deps::{changed_names, changed_rows, lflows_on, port_group_names};
 use crate::engine::inputs::{only_modified, open_vswitch_row, NOT_RUNTIME_INPUTS};
-use crate::engine::lflow_index::{Named, DHCP_ACTIONS};
+use crate::engine::lflow_index::{Named, DHCP_ACTIONS, FWD_GROUP_ACTION};
 
 impl Engine {
     /// The chassis configuration follows the Open_vSwitch row (and the fixed options): read
@@ -180,6 +180,12 @@ impl Engine {
                 "Port_Binding" | "Multicast_Group" | "Chassis" | "Encap" => {
                     self.note_physical_change(t);
                     self.lflow_changes.deps_dirty = true;
+                    if t == "Port_Binding" {
+                        // fwd_group(liveness=true) watches the tunnel to where its child
+                        // ports are bound.
+                        let lflows = self.lflow_index.using_action(FWD_GROUP_ACTION);
+                        self.lflow_changes.dirty_lflows.extend(lflows);
+                    }
                 }
                 "Address_Set" => {
                     if let Some(tab) = self.inputs.sb.replica.table::<AddressSet>() {

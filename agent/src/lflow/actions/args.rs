@@ -290,7 +290,12 @@ impl AParser<'_> {
             match self.p.bump() {
                 Token::Id(k) if k == "liveness" => {
                     self.p.expect(&Token::Equals, "`='")?;
-                    liveness = matches!(self.p.bump(), Token::Id(v) if v == "true");
+                    // `true`/`false`, quoted (as northd writes it) or not.
+                    liveness = match self.p.bump() {
+                        Token::Id(v) | Token::Str(v) if v == "true" => true,
+                        Token::Id(v) | Token::Str(v) if v == "false" => false,
+                        _ => return Err(self.err("expecting true or false")),
+                    };
                 }
                 Token::Id(k) if k == "childports" => self.p.expect(&Token::Equals, "`='")?,
                 Token::Str(s) => ports.push(s),
