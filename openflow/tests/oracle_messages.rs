@@ -47,6 +47,25 @@ fn cases() -> Vec<(Message, Vec<&'static str>)> {
         (Message::RoleRequest(RoleRequest { role: 2, generation_id: 7 }), vec!["OFPT_ROLE_REQUEST", "role=primary", "generation_id=7"]),
         (Message::SetPacketInFormat(SetPacketInFormat { format: 2 }), vec!["NXT_SET_PACKET_IN_FORMAT", "format=nxt_packet_in2"]),
         (Message::CtFlushZone(CtFlushZone { zone_id: 5 }), vec!["NXT_CT_FLUSH_ZONE", "zone_id=5"]),
+        (
+            // What ovn-controller sends for a load balancer's removed backend.
+            Message::CtFlush(CtFlush {
+                ip_proto: 17,
+                orig: CtTuple {
+                    dst: Some(std::net::Ipv4Addr::new(192, 168, 30, 10).to_ipv6_mapped()),
+                    dst_port: Some(80),
+                    ..CtTuple::default()
+                },
+                reply: CtTuple {
+                    src: Some(std::net::Ipv4Addr::new(192, 168, 40, 10).to_ipv6_mapped()),
+                    src_port: Some(8080),
+                    ..CtTuple::default()
+                },
+                zone_id: None,
+                unknown: Vec::new(),
+            }),
+            vec!["NXT_CT_FLUSH", "ct_nw_dst=192.168.30.10,ct_tp_src=0,ct_tp_dst=80,ct_nw_proto=17", "ct_nw_src=192.168.40.10,ct_nw_dst=::,ct_tp_src=8080,ct_tp_dst=0"],
+        ),
         (Message::TlvTableRequest(Empty), vec!["NXT_TLV_TABLE_REQUEST"]),
         (
             Message::TlvTableMod(TlvTableMod {

@@ -12,8 +12,8 @@ use openflow::oxm::{FieldId, Match, MatchField};
 use openflow::wire::group_mod::OFPGT_SELECT;
 use openflow::wire::reader::Reader;
 use openflow::wire::{
-    Bucket, FlowMod, Group, GroupMod, Instruction, Message, OfpMessage, PacketIn2, PacketInProp,
-    TlvMap, TlvTableMod,
+    Bucket, CtFlush, CtTuple, FlowMod, Group, GroupMod, Instruction, Message, OfpMessage,
+    PacketIn2, PacketInProp, TlvMap, TlvTableMod,
 };
 use proptest::prelude::*;
 
@@ -351,6 +351,37 @@ proptest! {
         let m = TlvTableMod { command: 0, mappings: maps.into_iter().map(|(c, t, l, i)| TlvMap {
             option_class: c, option_type: t, option_len: l, index: i }).collect() };
         let msg = OfpMessage::new(4, Message::TlvTableMod(m));
+        prop_assert_eq!(OfpMessage::decode(&msg.to_bytes().unwrap()).unwrap(), msg);
+    }
+
+    #[test]
+    fn ct_flush_round_trips(
+        proto in any::<u8>(),
+        tuples in proptest::collection::vec((
+            proptest::option::of(any::<u128>()),
+            proptest::option::of(any::<u128>()),
+            proptest::option::of(any::<u16>()),
+            proptest::option::of(any::<u16>()),
+            proptest::option::of(any::<u16>()),
+            proptest::option::of(any::<u8>()),
+            proptest::option::of(any::<u8>()),
+            proptest::collection::vec((7u16..100, proptest::collection::vec(any::<u8>(), 0..12)), 0..2),
+        ), 2),
+        zone in proptest::option::of(any::<u16>()),
+        unknown in proptest::collection::vec((3u16..100, proptest::collection::vec(any::<u8>(), 0..12)), 0..2),
+    ) {
+        let tuple = |t: &(Option<u128>, Option<u128>, Option<u16>, Option<u16>, Option<u16>, Option<u8>, Option<u8>, Vec<(u16, Vec<u8>)>)| CtTuple {
+            src: t.0.map(Ipv6Addr::from),
+            dst: t.1.map(Ipv6Addr::from),
+            src_port: t.2,
+            dst_port: t.3,
+            icmp_id: t.4,
+            icmp_type: t.5,
+            icmp_code: t.6,
+            unknown: t.7.clone(),
+        };
+        let m = CtFlush { ip_proto: proto, orig: tuple(&tuples[0]), reply: tuple(&tuples[1]), zone_id: zone, unknown };
+        let msg = OfpMessage::new(6, Message::CtFlush(m));
         prop_assert_eq!(OfpMessage::decode(&msg.to_bytes().unwrap()).unwrap(), msg);
     }
 

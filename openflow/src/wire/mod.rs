@@ -5,6 +5,7 @@
 
 pub mod basic;
 pub mod bundle;
+pub mod ct_flush;
 pub mod encode;
 pub mod errors;
 pub mod flow_mod;
@@ -24,6 +25,7 @@ pub use basic::{
     SwitchConfig, NX_VENDOR_ID, ONF_VENDOR_ID,
 };
 pub use bundle::{BundleAddMessage, BundleBuilder, BundleControl};
+pub use ct_flush::{CtFlush, CtTuple};
 pub use encode::{EncodeError, MAX_MESSAGE_LEN};
 pub use flow_mod::FlowMod;
 pub use group_mod::{Bucket, Group, GroupMod};
@@ -149,6 +151,7 @@ messages! {
     TlvTableReply(TlvTableReply) = NXT(26),
     Resume(PacketIn2) = NXT(28),
     CtFlushZone(CtFlushZone) = NXT(29),
+    CtFlush(CtFlush) = NXT(32),
     PacketIn2(PacketIn2) = NXT(30),
 }
 
@@ -273,6 +276,24 @@ mod tests {
             data: vec![6, 14, 0, 8, 0, 0, 0, 1],
         }));
         rt(Message::CtFlushZone(CtFlushZone { zone_id: 5 }));
+        rt(Message::CtFlush(CtFlush {
+            ip_proto: 17,
+            orig: CtTuple {
+                dst: Some(std::net::Ipv4Addr::new(192, 168, 0, 10).to_ipv6_mapped()),
+                dst_port: Some(80),
+                ..CtTuple::default()
+            },
+            reply: CtTuple {
+                src: Some("aef0::1".parse().unwrap()),
+                src_port: Some(8080),
+                icmp_type: Some(3),
+                unknown: vec![(9, vec![1, 2, 3])],
+                ..CtTuple::default()
+            },
+            zone_id: Some(7),
+            unknown: vec![(40, vec![5; 9])],
+        }));
+        rt(Message::CtFlush(CtFlush::default()));
         rt(Message::SetPacketInFormat(SetPacketInFormat { format: 2 }));
         rt(Message::RoleRequest(RoleRequest {
             role: 2,
