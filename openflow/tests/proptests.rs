@@ -267,6 +267,39 @@ fn sorted(m: &Match) -> Vec<String> {
     v
 }
 
+/// A conntrack tuple; unknown property types past the known ones (0-6).
+fn ct_tuple() -> impl Strategy<Value = CtTuple> {
+    (
+        (
+            proptest::option::of(any::<u128>()),
+            proptest::option::of(any::<u128>()),
+            proptest::option::of(any::<u16>()),
+            proptest::option::of(any::<u16>()),
+        ),
+        (
+            proptest::option::of(any::<u16>()),
+            proptest::option::of(any::<u8>()),
+            proptest::option::of(any::<u8>()),
+            proptest::collection::vec(
+                (7u16..100, proptest::collection::vec(any::<u8>(), 0..12)),
+                0..2,
+            ),
+        ),
+    )
+        .prop_map(
+            |((src, dst, src_port, dst_port), (icmp_id, icmp_type, icmp_code, unknown))| CtTuple {
+                src: src.map(Ipv6Addr::from),
+                dst: dst.map(Ipv6Addr::from),
+                src_port,
+                dst_port,
+                icmp_id,
+                icmp_type,
+                icmp_code,
+                unknown,
+            },
+        )
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
@@ -357,30 +390,12 @@ proptest! {
     #[test]
     fn ct_flush_round_trips(
         proto in any::<u8>(),
-        tuples in proptest::collection::vec((
-            proptest::option::of(any::<u128>()),
-            proptest::option::of(any::<u128>()),
-            proptest::option::of(any::<u16>()),
-            proptest::option::of(any::<u16>()),
-            proptest::option::of(any::<u16>()),
-            proptest::option::of(any::<u8>()),
-            proptest::option::of(any::<u8>()),
-            proptest::collection::vec((7u16..100, proptest::collection::vec(any::<u8>(), 0..12)), 0..2),
-        ), 2),
+        orig in ct_tuple(),
+        reply in ct_tuple(),
         zone in proptest::option::of(any::<u16>()),
         unknown in proptest::collection::vec((3u16..100, proptest::collection::vec(any::<u8>(), 0..12)), 0..2),
     ) {
-        let tuple = |t: &(Option<u128>, Option<u128>, Option<u16>, Option<u16>, Option<u16>, Option<u8>, Option<u8>, Vec<(u16, Vec<u8>)>)| CtTuple {
-            src: t.0.map(Ipv6Addr::from),
-            dst: t.1.map(Ipv6Addr::from),
-            src_port: t.2,
-            dst_port: t.3,
-            icmp_id: t.4,
-            icmp_type: t.5,
-            icmp_code: t.6,
-            unknown: t.7.clone(),
-        };
-        let m = CtFlush { ip_proto: proto, orig: tuple(&tuples[0]), reply: tuple(&tuples[1]), zone_id: zone, unknown };
+        let m = CtFlush { ip_proto: proto, orig, reply, zone_id: zone, unknown };
         let msg = OfpMessage::new(6, Message::CtFlush(m));
         prop_assert_eq!(OfpMessage::decode(&msg.to_bytes().unwrap()).unwrap(), msg);
     }
