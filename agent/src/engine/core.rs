@@ -332,6 +332,8 @@ pub struct Engine {
     pub(super) runtime_work: RuntimeWork,
     /// The flows stage's view of the Southbound, kept between runs.
     pub(super) view: ViewState,
+    /// Load balancer backends whose connections the next put flushes.
+    pub(super) lb_flushes: super::ct_flush::LbFlushes,
 }
 
 impl Engine {
@@ -341,6 +343,7 @@ impl Engine {
         Self {
             opts,
             view: ViewState::new(),
+            lb_flushes: super::ct_flush::LbFlushes::default(),
             runtime_work: RuntimeWork::new(),
             lflow_changes: LflowChanges::new(),
             sb_writes: SbWriteState::new(),

@@ -7,6 +7,7 @@ pub mod chassis;
 pub mod conditions;
 pub mod config;
 pub mod core;
+pub mod ct_flush;
 pub mod deps;
 pub mod inputs;
 pub mod lflow_index;

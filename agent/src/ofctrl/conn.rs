@@ -13,7 +13,7 @@ use openflow::wire::multipart::{
     FlowStatsRequest, MeterConfig, MultipartReplyBody, MultipartRequestBody,
 };
 use openflow::wire::{
-    CtFlushZone, Empty, ErrorCode, ErrorMsg, Group, Instruction, Message, MeterMod,
+    CtFlush, CtFlushZone, Empty, ErrorCode, ErrorMsg, Group, Instruction, Message, MeterMod,
     MultipartRequest, OfpMessage, TlvMap, TlvTableMod,
 };
 use tokio::sync::mpsc;
@@ -90,6 +90,8 @@ pub struct Put {
     pub session: SessionId,
     pub seq: u64,
     pub flush_zones: Vec<u16>,
+    /// Conntrack flushes by tuple (a load balancer's removed backends), before the bundle.
+    pub ct_flush: Vec<CtFlush>,
     pub meters_add: Vec<MeterMod>,
     /// Group adds, flow mods, group deletes: all of them, or the first part when not
     /// `complete`.
@@ -329,6 +331,7 @@ async fn carry_out(h: &Handle, put: Put) -> Result<(), PutError> {
         .iter()
         .map(|z| Message::CtFlushZone(CtFlushZone { zone_id: *z }))
         .collect();
+    pre.extend(put.ct_flush.into_iter().map(Message::CtFlush));
     pre.extend(put.meters_add.into_iter().map(Message::MeterMod));
     if !pre.is_empty() {
         h.send(s, &pre).await.map_err(conn)?;

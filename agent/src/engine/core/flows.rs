@@ -78,6 +78,9 @@ impl Engine {
             self.stats.dependency_lflows += lflows.len() as u64;
             self.lflow_changes.dirty_lflows.extend(lflows);
         }
+        if lb_dirty || full.is_some() {
+            self.lb_flushes.update(&view);
+        }
         self.stats.last_phases.view = view_started.elapsed();
         let compile_started = std::time::Instant::now();
         // Parsed matches depend on address sets, port groups and port keys; a change to

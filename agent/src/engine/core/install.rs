@@ -177,6 +177,7 @@ impl Engine {
             || !meters_add.is_empty()
             || !meters_del.is_empty()
             || !flush.is_empty()
+            || self.lb_flushes.has_pending()
             || !self.install.foreign.is_empty()
             || !self.initial_sync_done
             || nb_cfg_pending
@@ -231,6 +232,7 @@ impl Engine {
             session,
             seq,
             flush_zones: flush,
+            ct_flush: self.lb_flushes.take_pending(),
             meters_add: meter_mods,
             bundle,
             complete,
