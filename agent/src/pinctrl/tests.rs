@@ -204,6 +204,33 @@ fn icmp4_names_udp_ports_unreachable_and_reject_answers_the_sender() {
     assert_eq!(&data[34..36], &[3, 3]);
 }
 
+#[test]
+fn reject_answers_an_icmp_packet_but_never_a_destination_unreachable() {
+    let reject = |frame: Vec<u8>| {
+        handle(
+            &packet_in(frame, userdata(opcode::REJECT, &[], &[]), md(&[], 1), false),
+            &CX,
+        )
+        .expect("handled")
+    };
+    // An IPv4 header alone, protocol ICMP (OVN's "ACL reject rule test" sends it).
+    let bare = unhex(
+        "00000000ff01 505400000001 0800
+         4500 0014 0000 4000 ff01 0000 0a000001 0a0000fe",
+    );
+    let effects = reject(bare.clone());
+    let (data, _) = packet_out(&effects[0]);
+    assert_eq!(&data[34..36], &[3, 1], "destination unreachable, host");
+    assert_eq!(&data[42..], &bare[14..], "the IP header is quoted");
+    let mut unreachable = bare;
+    unreachable[17] = 0x1c;
+    unreachable.extend(unhex("0301 0000 00000000"));
+    assert!(
+        reject(unreachable).is_empty(),
+        "no answer to an unreachable"
+    );
+}
+
 fn tcp(flags: u8) -> Vec<u8> {
     let mut p = unhex(
         "00000000ff01 505400000001 0800
