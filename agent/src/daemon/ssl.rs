@@ -1,8 +1,9 @@
 //! Which SSL settings the Southbound connection uses, as ovn-controller 23.03.1
 //! chooses them: the local Open_vSwitch database's `SSL` row (`ovs-vsctl set-ssl`)
-//! when there is one, else the command line's `-p/-c/-C/--bootstrap-ca-cert`. The
-//! protocols and ciphers come from the command line either way (OVS 3.1's `SSL`
-//! table has no columns for them).
+//! when there is one, else the command line's `-p/-c/-C/--bootstrap-ca-cert`, else (the
+//! row deleted, `ovs-vsctl del-ssl`) the files in effect stay, as OVS's SSL library keeps
+//! the last ones it was given. The protocols and ciphers come from the command line
+//! either way (OVS 3.1's `SSL` table has no columns for them).
 
 use sbclient::client::TlsSettings;
 use sbclient::vswitch::{OpenVswitch, Ssl};
@@ -19,10 +20,37 @@ fn ssl_row(ovs: &Replica) -> Option<&Ssl> {
     pointed.or_else(|| table.iter().map(|(_, r)| r).next())
 }
 
-/// The settings in effect: the `SSL` row's files over the command line's.
-pub fn effective(ovs: &Replica, command_line: Option<&TlsSettings>) -> Option<TlsSettings> {
+/// The settings in effect: the `SSL` row's files over the command line's, over those in
+/// effect now (`previous`).
+pub fn effective(
+    ovs: &Replica,
+    command_line: Option<&TlsSettings>,
+    previous: Option<&TlsSettings>,
+) -> Option<TlsSettings> {
     let Some(row) = ssl_row(ovs) else {
-        return command_line.cloned();
+        let Some(prev) = previous else {
+            return command_line.cloned();
+        };
+        let cli = command_line.cloned().unwrap_or_default();
+        let key_and_cert = cli.private_key.is_some() && cli.certificate.is_some();
+        let (private_key, certificate) = if key_and_cert {
+            (cli.private_key, cli.certificate)
+        } else {
+            (prev.private_key.clone(), prev.certificate.clone())
+        };
+        let (ca_cert, bootstrap_ca_cert) = if cli.ca_cert.is_some() {
+            (cli.ca_cert, cli.bootstrap_ca_cert)
+        } else {
+            (prev.ca_cert.clone(), prev.bootstrap_ca_cert)
+        };
+        return Some(TlsSettings {
+            private_key,
+            certificate,
+            ca_cert,
+            bootstrap_ca_cert,
+            protocols: cli.protocols,
+            ciphers: cli.ciphers,
+        });
     };
     let file = |f: &str| (!f.is_empty()).then(|| f.into());
     Some(TlsSettings {
@@ -94,13 +122,27 @@ mod tests {
     fn the_ssl_row_wins_over_the_command_line() {
         let cli = options().settings();
         let ovs = replica(Some(("/db/key.pem", "/db/cert.pem", "/db/ca.pem", true)));
-        let s = effective(&ovs, cli.as_ref()).unwrap();
+        let s = effective(&ovs, cli.as_ref(), None).unwrap();
         assert_eq!(s.private_key.as_deref(), Some("/db/key.pem".as_ref()));
         assert_eq!(s.ca_cert.as_deref(), Some("/db/ca.pem".as_ref()));
         assert!(s.bootstrap_ca_cert);
         assert_eq!(s.protocols.as_deref(), Some("TLSv1.2"));
         let ovs = replica(None);
-        assert_eq!(effective(&ovs, cli.as_ref()), cli);
-        assert_eq!(effective(&ovs, None), None);
+        assert_eq!(effective(&ovs, cli.as_ref(), None), cli);
+        assert_eq!(effective(&ovs, None, None), None);
+    }
+
+    #[test]
+    fn without_the_row_the_files_in_effect_stay_unless_the_command_line_names_others() {
+        let row = replica(Some(("/db/key.pem", "/db/cert.pem", "/db/ca.pem", false)));
+        let in_effect = effective(&row, None, None);
+        // `ovs-vsctl del-ssl` with no files on the command line: nothing changes.
+        let deleted = replica(None);
+        assert_eq!(effective(&deleted, None, in_effect.as_ref()), in_effect);
+        // With them, the command line's.
+        let cli = options().settings();
+        let s = effective(&deleted, cli.as_ref(), in_effect.as_ref()).unwrap();
+        assert_eq!(s.private_key.as_deref(), Some("/cli/key.pem".as_ref()));
+        assert_eq!(s.ca_cert.as_deref(), Some("/cli/ca.pem".as_ref()));
     }
 }

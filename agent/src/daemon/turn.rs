@@ -26,7 +26,11 @@ impl MainLoop {
             return;
         };
         let want = c.remote.clone();
-        let tls = super::ssl::effective(&self.engine.inputs.ovs, self.cfg.tls.as_ref());
+        let tls = super::ssl::effective(
+            &self.engine.inputs.ovs,
+            self.cfg.tls.as_ref(),
+            self.sb.as_ref().and_then(|s| s.tls.as_ref()),
+        );
         if self.sb.as_ref().is_none_or(|s| s.remote != want) {
             if let Some(old) = self.sb.take() {
                 old.client.shutdown().await;

@@ -14,7 +14,7 @@ use sbclient::{Replica, Transaction, Uuid};
 
 use super::binding::bridge;
 use super::config::ChassisConfig;
-use super::tunnels::sync_tunnels;
+use super::tunnels::{chassis_idx, sync_tunnels, CHASSIS_IDX_PREFIX};
 use crate::runtime::Runtime;
 
 /// The external_ids keys that mark the patch ports of localnet and l2gateway ports.
@@ -144,7 +144,8 @@ pub fn sync(
         );
         changed = true;
     }
-    let (mut remove_ports, mut add_ports) = sync_tunnels(sb, cfg, br, ports, ifaces, txn);
+    let idx = chassis_idx(ovs, &cfg.system_id).unwrap_or_default();
+    let (mut remove_ports, mut add_ports) = sync_tunnels(sb, cfg, br, ports, ifaces, txn, &idx);
     // Patch ports for the mapped localnet ports of local datapaths, and for the l2gateway
     // ports this chassis serves; keyed by the external_ids key that marks them.
     let pbs = sb.table::<PortBinding>();
@@ -372,10 +373,6 @@ pub fn sync(
     changed
 }
 
-/// `ovn-chassis-idx-<chassis>`: the index of each controller on a host, in the
-/// Open_vSwitch row's other_config.
-const CHASSIS_IDX_PREFIX: &str = "ovn-chassis-idx-";
-
 /// What ovn-controller 23.03.1 keeps in the Open_vSwitch row's `other_config`:
 /// `vlan-limit=0` (ACLs may match double-tagged traffic), and this chassis' index among
 /// the controllers of the host (`ovn-chassis-idx-<chassis>`: `""` for the first, then
@@ -395,16 +392,7 @@ pub fn sync_open_vswitch(ovs: &Replica, cfg: &ChassisConfig, txn: &mut Transacti
     }
     let idx_key = format!("{CHASSIS_IDX_PREFIX}{}", cfg.system_id);
     if !row.other_config.contains_key(&idx_key) {
-        let used: BTreeSet<&str> = row
-            .other_config
-            .iter()
-            .filter(|(k, _)| k.starts_with(CHASSIS_IDX_PREFIX))
-            .map(|(_, v)| v.as_str())
-            .collect();
-        let free = std::iter::once(String::new())
-            .chain(('0'..='9').chain('a'..='z').map(String::from))
-            .find(|i| !used.contains(i.as_str()));
-        if let Some(i) = free {
+        if let Some(i) = chassis_idx(ovs, &cfg.system_id) {
             set.insert(idx_key, i);
         } else {
             tracing::error!("All unique controller indices consumed.");

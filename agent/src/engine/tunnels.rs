@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use sbclient::datum::{Atom, Datum};
 use sbclient::ovn_sb::{Chassis, Encap, SbGlobal};
 use sbclient::transaction::{by_uuid, Columns, Mutator};
-use sbclient::vswitch::{Bridge, Interface, Port};
+use sbclient::vswitch::{Bridge, Interface, OpenVswitch, Port};
 use sbclient::{Replica, Table, Transaction, Uuid};
 
 use super::binding::bridge;
@@ -152,12 +152,98 @@ fn tunnel_options(t: &WantedTunnel) -> BTreeMap<String, String> {
 }
 
 /// Tunnel port name: `ovn-<first 6 of the chassis name>-<n>`, the first free n.
-fn tunnel_name(chassis: &str, taken: &BTreeSet<String>) -> String {
-    let short: String = chassis.chars().take(6).collect();
+fn tunnel_name(chassis: &str, idx: &str, taken: &BTreeSet<String>) -> String {
+    let short: String = chassis
+        .chars()
+        .take(if idx.is_empty() { 6 } else { 5 })
+        .collect();
     (0..=taken.len())
-        .map(|n| format!("ovn-{short}-{n:x}"))
+        .map(|n| format!("ovn{idx}-{short}-{n:x}"))
         .find(|n| !taken.contains(n))
         .unwrap_or_default()
+}
+
+/// `ovn-chassis-idx-<chassis>`: the index of each controller on a host, in the
+/// Open_vSwitch row's other_config.
+pub(super) const CHASSIS_IDX_PREFIX: &str = "ovn-chassis-idx-";
+
+/// This controller's index among the controllers of the host, its tunnel ports being
+/// named `ovn<idx>-...`: the one stored, else the first free (`""`, then `0`-`9`, `a`-`z`),
+/// which the same comparison stores (so that the first tunnels already carry it); `None`
+/// when every index is taken.
+pub(super) fn chassis_idx(ovs: &Replica, system_id: &str) -> Option<String> {
+    let Some((_, row)) = ovs.table::<OpenVswitch>().and_then(|t| t.iter().next()) else {
+        return Some(String::new());
+    };
+    if let Some(i) = row
+        .other_config
+        .get(&format!("{CHASSIS_IDX_PREFIX}{system_id}"))
+    {
+        return Some(i.clone());
+    }
+    let used: BTreeSet<&str> = row
+        .other_config
+        .iter()
+        .filter(|(k, _)| k.starts_with(CHASSIS_IDX_PREFIX))
+        .map(|(_, v)| v.as_str())
+        .collect();
+    std::iter::once(String::new())
+        .chain(('0'..='9').chain('a'..='z').map(String::from))
+        .find(|i| !used.contains(i.as_str()))
+}
+
+/// Tunnel ports this controller left on bridges it no longer integrates, as ovn-controller
+/// clears them: at start (`previous` is `None`), those named as this controller's
+/// (`ovn<idx>-`) on every bridge but br-int, leaving other controllers' alone; after br-int
+/// changed, every tunnel port of the old one. Adds the deletions to `txn`; true if any.
+pub fn clear_old_tunnels(
+    ovs: &Replica,
+    cfg: &ChassisConfig,
+    previous: Option<&str>,
+    txn: &mut Transaction,
+) -> bool {
+    let (Some(bridges), Some(ports)) = (ovs.table::<Bridge>(), ovs.table::<Port>()) else {
+        return false;
+    };
+    let prefix = match previous {
+        // No index: which tunnels are ours is not known, and none is touched.
+        None => match chassis_idx(ovs, &cfg.system_id) {
+            Some(i) => format!("ovn{i}-"),
+            None => return false,
+        },
+        Some(_) => String::new(),
+    };
+    let mut changed = false;
+    for (br_uuid, br) in bridges.iter() {
+        let old = match previous {
+            None => br.name != cfg.bridge,
+            Some(p) => br.name == p && p != cfg.bridge,
+        };
+        if !old {
+            continue;
+        }
+        let gone: Vec<Atom> = br
+            .ports
+            .iter()
+            .filter_map(|p| ports.get(p).map(|x| (p, x)))
+            .filter_map(|(p, port)| {
+                let id = port.external_ids.get("ovn-chassis-id")?;
+                port.name.starts_with(&prefix).then(|| {
+                    tracing::debug!(target: "encaps", "Clearing old tunnel port \"{}\" ({id}) from bridge \"{}\".", port.name, br.name);
+                    Atom::Uuid(*p)
+                })
+            })
+            .collect();
+        if !gone.is_empty() {
+            txn.mutate(
+                "Bridge",
+                &by_uuid(*br_uuid),
+                vec![("ports".into(), Mutator::Delete, Datum::Set(gone))],
+            );
+            changed = true;
+        }
+    }
+    changed
 }
 
 /// Adds to `txn` the tunnel ports to create and returns the bridge ports to remove and the
@@ -170,6 +256,7 @@ pub(super) fn sync_tunnels(
     ports: &Table<Port>,
     ifaces: &Table<Interface>,
     txn: &mut Transaction,
+    idx: &str,
 ) -> (Vec<Uuid>, Vec<Atom>) {
     let mut remove_ports: Vec<Uuid> = Vec::new();
     let mut add_ports: Vec<Atom> = Vec::new();
@@ -218,7 +305,7 @@ pub(super) fn sync_tunnels(
         // A changed tunnel keeps its name (a new ofport comes with the new interface).
         let name = have.get(&w.chassis_id).map_or_else(
             || {
-                let n = tunnel_name(&w.chassis, &names);
+                let n = tunnel_name(&w.chassis, idx, &names);
                 names.insert(n.clone());
                 n
             },
@@ -279,15 +366,109 @@ pub fn remove_tunnels(ovs: &Replica, cfg: &ChassisConfig, txn: &mut Transaction)
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use sbclient::vswitch::OpenVswitch;
 
     #[test]
     fn tunnel_names_are_short_and_unique() {
         let mut taken = BTreeSet::new();
-        let a = tunnel_name("hv2-long-name", &taken);
+        let a = tunnel_name("hv2-long-name", "", &taken);
         assert_eq!(a, "ovn-hv2-lo-0");
         taken.insert(a);
-        assert_eq!(tunnel_name("hv2-long-name-b", &taken), "ovn-hv2-lo-1");
+        assert_eq!(tunnel_name("hv2-long-name-b", "", &taken), "ovn-hv2-lo-1");
+        // A second controller of the host: its index, and five characters.
+        assert_eq!(tunnel_name("hv1-long", "0", &taken), "ovn0-hv1-l-0");
+    }
+
+    /// An OVS replica with bridges holding tunnel ports `(bridge, port name, chassis id)`,
+    /// and this controller's index stored as `idx`.
+    fn ovs_with_tunnels(ports: &[(&str, &str, &str)], idx: Option<&str>) -> Replica {
+        use serde_json::{json, Value};
+        let mut r = Replica::new(sbclient::vswitch::DATABASE);
+        sbclient::vswitch::register_all(&mut r);
+        let uuid = |kind: u128, n: usize| Uuid::from_u128((kind << 64) | n as u128).to_string();
+        let mut bridges: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+        let mut port_rows = serde_json::Map::new();
+        for (n, (br, name, id)) in ports.iter().enumerate() {
+            bridges
+                .entry(br)
+                .or_default()
+                .push(json!(["uuid", uuid(2, n)]));
+            port_rows.insert(
+                uuid(2, n),
+                json!({"initial": {"name": name, "external_ids": ["map", [["ovn-chassis-id", id]]]}}),
+            );
+        }
+        let bridge_rows: serde_json::Map<String, Value> = bridges
+            .into_iter()
+            .enumerate()
+            .map(|(n, (br, p))| {
+                (
+                    uuid(1, n),
+                    json!({"initial": {"name": br, "ports": ["set", p]}}),
+                )
+            })
+            .collect();
+        let other: Vec<Value> = idx
+            .map(|i| vec![json!(["ovn-chassis-idx-hv1", i])])
+            .unwrap_or_default();
+        let update = json!({
+            "Open_vSwitch": {uuid(3, 0): {"initial": {"other_config": ["map", other]}}},
+            "Bridge": bridge_rows,
+            "Port": port_rows,
+        });
+        r.apply_snapshot(&serde_json::value::to_raw_value(&update).unwrap())
+            .unwrap();
+        r
+    }
+
+    #[test]
+    fn old_tunnels_are_cleared_from_other_bridges_as_ovn_controller_clears_them() {
+        let ports = [
+            ("br-int", "ovn-hv2-0", "hv2@10.0.0.2"),
+            ("br-old", "ovn-hv2-0", "hv2@10.0.0.2"),
+            ("br-old", "ovn0-hv3-0", "hv3@10.0.0.3"),
+            ("br-int-2", "ovn0-hv1-0", "hv1@10.0.0.1"),
+        ];
+        let c = cfg(&[]);
+        let deleted = |ovs: &Replica, previous: Option<&str>| {
+            let mut txn = Transaction::new(sbclient::vswitch::DATABASE);
+            let changed = clear_old_tunnels(ovs, &c, previous, &mut txn);
+            (changed, txn.to_params().to_string())
+        };
+        // At start (index ""), this controller's ports (`ovn-`) elsewhere go; those of the
+        // controller with index 0 and those on br-int stay.
+        let ovs = ovs_with_tunnels(&ports, Some(""));
+        let (changed, ops) = deleted(&ovs, None);
+        assert!(changed);
+        assert_eq!(ops.matches("\"delete\"").count(), 1, "{ops}");
+        assert!(!ops.contains(&Uuid::from_u128((2 << 64) | 3).to_string()));
+        assert!(!ops.contains(&Uuid::from_u128((2 << 64) | 2).to_string()));
+        // With index 0 stored, the other way round.
+        let ovs = ovs_with_tunnels(&ports, Some("0"));
+        let (_, ops) = deleted(&ovs, None);
+        assert!(
+            ops.contains(&Uuid::from_u128((2 << 64) | 2).to_string()),
+            "{ops}"
+        );
+        assert!(
+            ops.contains(&Uuid::from_u128((2 << 64) | 3).to_string()),
+            "{ops}"
+        );
+        // br-int changed from br-old: every tunnel port of br-old goes, nothing else.
+        let (_, ops) = deleted(&ovs, Some("br-old"));
+        assert!(
+            ops.contains(&Uuid::from_u128((2 << 64) | 1).to_string()),
+            "{ops}"
+        );
+        assert!(
+            ops.contains(&Uuid::from_u128((2 << 64) | 2).to_string()),
+            "{ops}"
+        );
+        assert!(
+            !ops.contains(&Uuid::from_u128((2 << 64) | 3).to_string()),
+            "{ops}"
+        );
+        // Same bridge as before: nothing.
+        assert!(!deleted(&ovs, Some("br-int")).0);
     }
 
     pub(crate) fn cfg(pairs: &[(&str, &str)]) -> ChassisConfig {

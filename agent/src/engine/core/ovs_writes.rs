@@ -17,6 +17,9 @@ pub struct OvsSync {
     /// The local OVS was compared during the start-up grace period: compare it again
     /// once that is over (unwanted patch ports go then).
     pub(in crate::engine) compare_after_startup: bool,
+    /// The integration bridge tunnels were last made on (`None` until the first
+    /// comparison): tunnel ports left elsewhere are cleared when it is set or changes.
+    pub(in crate::engine) bridge: Option<String>,
 }
 
 impl OvsSync {
@@ -25,6 +28,7 @@ impl OvsSync {
             dirty: true,
             inputs: None,
             compare_after_startup: false,
+            bridge: None,
         }
     }
 }
@@ -64,16 +68,31 @@ impl Engine {
                     Some((installed_ifaces.clone(), keys.ct_zones.clone(), keys.nb_cfg));
             }
         }
-        let ovs_dirty = compare
-            && (ovs_config::sync(
+        let mut cleared = false;
+        if compare
+            && self.ovs_sync.bridge.as_deref() != Some(cfg.bridge.as_str())
+            && binding::bridge(&self.inputs.ovs, &cfg.bridge).is_some()
+        {
+            cleared = super::super::tunnels::clear_old_tunnels(
                 &self.inputs.ovs,
-                &self.inputs.sb.replica,
                 cfg,
-                &self.runtime,
-                &installed_ifaces,
-                &keys,
+                self.ovs_sync.bridge.as_deref(),
                 &mut ovs_txn,
-            ) || self.sync_bfd(cfg, chassis_uuid, &mut ovs_txn));
+            );
+            self.ovs_sync.bridge = Some(cfg.bridge.clone());
+        }
+        let ovs_dirty = compare
+            && (cleared
+                | ovs_config::sync(
+                    &self.inputs.ovs,
+                    &self.inputs.sb.replica,
+                    cfg,
+                    &self.runtime,
+                    &installed_ifaces,
+                    &keys,
+                    &mut ovs_txn,
+                )
+                || self.sync_bfd(cfg, chassis_uuid, &mut ovs_txn));
         if ovs_dirty {
             actions.ovs_txn = Some(ovs_txn);
             self.stats.nodes.ovs_writes.compute += 1;
