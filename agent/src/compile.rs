@@ -237,7 +237,6 @@ fn compile_logical_flow_in(
 pub fn mac_binding(uuid: &Uuid, mb: &MacBinding, cx: &Context<'_>) -> Compiled {
     neighbor(
         Owner::MacBinding(*uuid),
-        &mb.datapath,
         &mb.logical_port,
         &mb.ip,
         &mb.mac,
@@ -251,7 +250,6 @@ pub fn static_mac_binding(uuid: &Uuid, mb: &StaticMacBinding, cx: &Context<'_>) 
     let priority = if mb.override_dynamic_mac { 150 } else { 50 };
     neighbor(
         Owner::StaticMacBinding(*uuid),
-        &mb.datapath,
         &mb.logical_port,
         &mb.ip,
         &mb.mac,
@@ -260,9 +258,11 @@ pub fn static_mac_binding(uuid: &Uuid, mb: &StaticMacBinding, cx: &Context<'_>) 
     )
 }
 
+/// The flows of a neighbor on the datapath of its logical port, as ovn-controller reads
+/// them (the row's own `datapath` column is not what places it). A port not in the
+/// replica (not of local interest) has none.
 fn neighbor(
     owner: Owner,
-    dp: &Uuid,
     port: &str,
     ip: &str,
     mac: &str,
@@ -270,13 +270,16 @@ fn neighbor(
     cx: &Context<'_>,
 ) -> Compiled {
     let mut out = Compiled::default();
-    let Some(dp_key) = cx.wanted_dp(dp) else {
+    let Some(pb) = cx.view.port_binding(port) else {
+        return out;
+    };
+    let Some(dp_key) = cx.wanted_dp(&pb.datapath) else {
         return out;
     };
     let (Owner::MacBinding(uuid) | Owner::StaticMacBinding(uuid)) = owner else {
         return out;
     };
-    let Some(port_key) = cx.view.port_key(dp, port) else {
+    let Some(port_key) = cx.view.port_key(&pb.datapath, port) else {
         out.failure = Some(row_failure(owner, format!("unknown logical port {port:?}")));
         return out;
     };

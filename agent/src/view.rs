@@ -542,6 +542,18 @@ impl<'a> SbView<'a> {
         self.replica
     }
 
+    /// The Port_Binding named `name` (on whichever datapath).
+    pub fn port_binding(&self, name: &str) -> Option<&'a PortBinding> {
+        let pbs = self.replica.table::<PortBinding>()?;
+        let (_, pb) = if pbs.has_index("logical_port") {
+            pbs.find("logical_port", &sbclient::Atom::String(name.to_owned()))
+                .next()?
+        } else {
+            pbs.iter().find(|(_, p)| p.logical_port == name)?
+        };
+        Some(pb)
+    }
+
     pub fn ids(&self) -> &'a Ids {
         self.ids
     }
@@ -580,13 +592,7 @@ impl ChassisView for SbView<'_> {
         self.collector_ids.contains(&id)
     }
     fn tunnel_ofport(&self, dp: Uuid, port: &str) -> Option<u32> {
-        let pbs = self.replica.table::<PortBinding>()?;
-        let (_, pb) = if pbs.has_index("logical_port") {
-            pbs.find("logical_port", &sbclient::Atom::String(port.to_owned()))
-                .next()?
-        } else {
-            pbs.iter().find(|(_, p)| p.logical_port == port)?
-        };
+        let pb = self.port_binding(port)?;
         if pb.datapath != dp {
             return None;
         }
