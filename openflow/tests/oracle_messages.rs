@@ -157,6 +157,17 @@ fn cases() -> Vec<(Message, Vec<&'static str>)> {
             vec!["OFPST_METER_CONFIG request", "meter=all"],
         ),
         (
+            Message::MultipartRequest(MultipartRequest { flags: 0, body: MultipartRequestBody::MeterFeatures }),
+            vec!["OFPST_METER_FEATURES request"],
+        ),
+        (
+            Message::MultipartReply(MultipartReply {
+                flags: 0,
+                body: MultipartReplyBody::MeterFeatures(MeterFeatures { max_meter: 200_000, band_types: 2, capabilities: 0xf, max_bands: 1, max_color: 0 }),
+            }),
+            vec!["OFPST_METER_FEATURES reply", "max_meter:200000", "max_bands:1"],
+        ),
+        (
             Message::Error(ErrorMsg { code: ErrorCode::Standard { ty: 4, code: 9 }, data: OfpMessage::new(5, Message::BarrierRequest(Empty)).to_bytes().unwrap() }),
             vec!["OFPT_ERROR", "OFPBMC_BAD_PREREQ"],
         ),

@@ -33,8 +33,8 @@ pub use header::{frame_len, Header, HEADER_LEN, OFP15_VERSION};
 pub use instruction::Instruction;
 pub use meter_mod::{MeterBand, MeterMod};
 pub use multipart::{
-    FlowDesc, FlowStatsRequest, MeterConfig, MultipartReply, MultipartReplyBody, MultipartRequest,
-    MultipartRequestBody,
+    FlowDesc, FlowStatsRequest, MeterConfig, MeterFeatures, MultipartReply, MultipartReplyBody,
+    MultipartRequest, MultipartRequestBody,
 };
 pub use nx::{
     CtFlushZone, PacketIn2, PacketInProp, SetPacketInFormat, TlvMap, TlvTableMod, TlvTableReply,
@@ -294,6 +294,20 @@ mod tests {
             unknown: vec![(40, vec![5; 9])],
         }));
         rt(Message::CtFlush(CtFlush::default()));
+        rt(Message::MultipartRequest(MultipartRequest {
+            flags: 0,
+            body: MultipartRequestBody::MeterFeatures,
+        }));
+        rt(Message::MultipartReply(MultipartReply {
+            flags: 0,
+            body: MultipartReplyBody::MeterFeatures(multipart::MeterFeatures {
+                max_meter: 200_000,
+                band_types: 2,
+                capabilities: 0xf,
+                max_bands: 1,
+                max_color: 0,
+            }),
+        }));
         rt(Message::SetPacketInFormat(SetPacketInFormat { format: 2 }));
         rt(Message::RoleRequest(RoleRequest {
             role: 2,

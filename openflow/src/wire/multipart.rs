@@ -13,6 +13,7 @@ use crate::oxm::Match;
 pub const OFPMP_FLOW_DESC: u16 = 1;
 pub const OFPMP_GROUP_DESC: u16 = 7;
 pub const OFPMP_METER_DESC: u16 = 10;
+pub const OFPMP_METER_FEATURES: u16 = 11;
 pub const OFPMPF_MORE: u16 = 1;
 
 /// `ofp11_flow_stats_request` (also the OF1.5 flow_desc request).
@@ -47,6 +48,8 @@ pub enum MultipartRequestBody {
     GroupDesc(u32),
     /// Meter id (`OFPM_ALL` = all meters).
     MeterDesc(u32),
+    /// What the switch's meters can do (no body).
+    MeterFeatures,
     Other {
         ty: u16,
         body: Vec<u8>,
@@ -84,6 +87,7 @@ impl Wire for MultipartRequest {
                     r#match: m,
                 })
             }
+            OFPMP_METER_FEATURES => MultipartRequestBody::MeterFeatures,
             OFPMP_GROUP_DESC | OFPMP_METER_DESC => {
                 let id = r.u32("multipart id")?;
                 r.skip(4, "multipart id")?;
@@ -107,12 +111,14 @@ impl Wire for MultipartRequest {
             MultipartRequestBody::FlowDesc(_) => OFPMP_FLOW_DESC,
             MultipartRequestBody::GroupDesc(_) => OFPMP_GROUP_DESC,
             MultipartRequestBody::MeterDesc(_) => OFPMP_METER_DESC,
+            MultipartRequestBody::MeterFeatures => OFPMP_METER_FEATURES,
             MultipartRequestBody::Other { ty, .. } => *ty,
         };
         out.put_u16(ty);
         out.put_u16(self.flags);
         out.put_u32(0);
         match &self.body {
+            MultipartRequestBody::MeterFeatures => {}
             MultipartRequestBody::FlowDesc(f) => {
                 out.put_u8(f.table_id);
                 out.put_slice(&[0; 3]);
@@ -163,7 +169,19 @@ pub enum MultipartReplyBody {
     FlowDesc(Vec<FlowDesc>),
     GroupDesc(Vec<Group>),
     MeterDesc(Vec<MeterConfig>),
+    MeterFeatures(MeterFeatures),
     Other { ty: u16, body: Vec<u8> },
+}
+
+/// `ofp13_meter_features`.
+#[derive(Clone, Debug, Default, Eq, PartialEq, Hash)]
+pub struct MeterFeatures {
+    /// 0: the datapath has no meters.
+    pub max_meter: u32,
+    pub band_types: u32,
+    pub capabilities: u32,
+    pub max_bands: u8,
+    pub max_color: u8,
 }
 
 #[derive(Clone, Debug, Eq, PartialEq, Hash)]
@@ -307,6 +325,19 @@ impl Wire for MultipartReply {
                 }
                 MultipartReplyBody::MeterDesc(v)
             }
+            OFPMP_METER_FEATURES => {
+                const W: &str = "ofp13_meter_features";
+                let f = MeterFeatures {
+                    max_meter: r.u32(W)?,
+                    band_types: r.u32(W)?,
+                    capabilities: r.u32(W)?,
+                    max_bands: r.u8(W)?,
+                    max_color: r.u8(W)?,
+                };
+                r.skip(2, W)?;
+                r.finish(W)?;
+                MultipartReplyBody::MeterFeatures(f)
+            }
             _ => MultipartReplyBody::Other {
                 ty,
                 body: r.take_rest().to_vec(),
@@ -322,6 +353,7 @@ impl Wire for MultipartReply {
             MultipartReplyBody::FlowDesc(_) => OFPMP_FLOW_DESC,
             MultipartReplyBody::GroupDesc(_) => OFPMP_GROUP_DESC,
             MultipartReplyBody::MeterDesc(_) => OFPMP_METER_DESC,
+            MultipartReplyBody::MeterFeatures(_) => OFPMP_METER_FEATURES,
             MultipartReplyBody::Other { ty, .. } => *ty,
         };
         out.put_u16(ty);
@@ -341,6 +373,14 @@ impl Wire for MultipartReply {
                     out.put_u32(m.meter_id);
                     m.bands.iter().for_each(|b| b.encode(out));
                 }
+            }
+            MultipartReplyBody::MeterFeatures(f) => {
+                out.put_u32(f.max_meter);
+                out.put_u32(f.band_types);
+                out.put_u32(f.capabilities);
+                out.put_u8(f.max_bands);
+                out.put_u8(f.max_color);
+                out.put_u16(0);
             }
             MultipartReplyBody::Other { body, .. } => out.put_slice(body),
         }
