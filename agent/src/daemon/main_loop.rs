@@ -46,6 +46,8 @@ pub(super) struct MainLoop {
     pub(super) sb: Option<Sb>,
     /// The OpenFlow connection and the bridge management socket it is on.
     pub(super) of: Option<(String, OfControl)>,
+    /// The feature probe connection, on the same bridge socket.
+    pub(super) features: Option<(String, crate::ofctrl::features::FeatureProbe)>,
     pub(super) pinctrl: PinctrlLink,
     pub(super) done_tx: mpsc::UnboundedSender<Done>,
     pub(super) done_rx: mpsc::UnboundedReceiver<Done>,
@@ -93,6 +95,7 @@ impl MainLoop {
             ovs_events,
             sb: None,
             of: None,
+            features: None,
             pinctrl,
             done_tx,
             done_rx,

@@ -57,6 +57,12 @@ impl MainLoop {
                 Err(e) => tracing::warn!(target: "ofctrl", "{target}: {e}"),
             }
         }
+        if self.features.as_ref().is_none_or(|(t, _)| *t != target) {
+            match crate::ofctrl::features::spawn(&target) {
+                Ok(p) => self.features = Some((target.clone(), p)),
+                Err(e) => tracing::warn!(target: "features", "{target}: {e}"),
+            }
+        }
         self.pinctrl.follow_bridge(&self.engine, &target);
     }
 

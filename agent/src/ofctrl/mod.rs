@@ -4,6 +4,7 @@
 pub mod conn;
 pub mod desired;
 mod entry;
+pub mod features;
 mod pages;
 
 pub use desired::{DesiredFlows, FlowBatch, FlowTable, ForeignFlow};
