@@ -161,6 +161,11 @@ impl LbFlushes {
         !self.pending.is_empty()
     }
 
+    /// Forgets the tuples to flush (the datapath cannot flush by tuple).
+    pub fn discard_pending(&mut self) {
+        self.pending.clear();
+    }
+
     /// The tuples to flush now (logged at debug level, as ovn-controller's ofctrl does).
     pub fn take_pending(&mut self) -> Vec<CtFlush> {
         std::mem::take(&mut self.pending)

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use sbclient::datum::{Atom, Datum};
 use sbclient::ovn_sb::PortBinding;
 use sbclient::transaction::{by_uuid, Columns, Mutator};
-use sbclient::vswitch::{Bridge, Interface, OpenVswitch, Port};
+use sbclient::vswitch::{Bridge, Datapath, Interface, OpenVswitch, Port};
 use sbclient::{Replica, Transaction, Uuid};
 
 use super::binding::bridge;
@@ -106,6 +106,20 @@ fn random_mac() -> String {
     )
 }
 
+/// Whether ovs-vswitchd reports capability `name` for br-int's datapath
+/// (`Datapath:capabilities`, e.g. `ct_flush`).
+pub fn br_int_capability(ovs: &Replica, cfg: &ChassisConfig, name: &str) -> bool {
+    let Some((_, br)) = bridge(ovs, &cfg.bridge) else {
+        return false;
+    };
+    let datapath_type = wanted_datapath_type(cfg, Some(br));
+    ovs.table::<OpenVswitch>()
+        .and_then(|t| t.iter().next())
+        .and_then(|(_, r)| r.datapaths.get(&datapath_type).copied())
+        .and_then(|u| ovs.table::<Datapath>()?.get(&u))
+        .is_some_and(|d| d.capabilities.get(name).is_some_and(|v| v == "true"))
+}
+
 /// Adds to `txn` what makes br-int's ports and keys match; false if nothing to do.
 #[allow(clippy::too_many_lines)]
 pub fn sync(
@@ -143,6 +157,26 @@ pub fn sync(
             Columns::new().set("datapath_type", Atom::from(datapath_type.as_str())),
         );
         changed = true;
+    }
+    // A Datapath record for br-int's datapath type, as ovn-controller keeps one:
+    // ovs-vswitchd reports that datapath's capabilities there (ct_flush, ...).
+    if let Some((ovs_uuid, row)) = ovs.table::<OpenVswitch>().and_then(|t| t.iter().next()) {
+        if !row.datapaths.contains_key(&datapath_type) {
+            txn.insert("Datapath", Columns::new(), Some("br_int_dp"));
+            txn.mutate(
+                "Open_vSwitch",
+                &by_uuid(*ovs_uuid),
+                vec![(
+                    "datapaths".into(),
+                    Mutator::Insert,
+                    Datum::Map(vec![(
+                        Atom::from(datapath_type.as_str()),
+                        Atom::NamedUuid("br_int_dp".into()),
+                    )]),
+                )],
+            );
+            changed = true;
+        }
     }
     let idx = chassis_idx(ovs, &cfg.system_id).unwrap_or_default();
     let (mut remove_ports, mut add_ports) = sync_tunnels(sb, cfg, br, ports, ifaces, txn, &idx);

@@ -171,6 +171,14 @@ impl Engine {
             && !streamed)
             .then_some(versions);
         let flush: Vec<u16> = self.zones.to_flush.iter().copied().collect();
+        // Conntrack flushes by tuple only where the datapath has them (ovs-vswitchd says
+        // so in its Datapath record), as ovn-controller checks.
+        let ct_flush_supported = self.cfg.as_ref().is_some_and(|c| {
+            crate::engine::ovs_config::br_int_capability(&self.inputs.ovs, c, "ct_flush")
+        });
+        if !ct_flush_supported {
+            self.lb_flushes.discard_pending();
+        }
         let work = self.flows.has_pending()
             || !groups_add.is_empty()
             || !groups_del.is_empty()
