@@ -399,7 +399,13 @@ impl Task {
         if !out.is_empty() {
             self.send(&out).await;
         }
-        if !self.pending.is_empty() || !self.fdb.is_empty() {
+        // Southbound writes go to the main loop at once (as ovn-controller's pinctrl
+        // thread wakes its main thread), not at the next tick.
+        if !self.pending.is_empty()
+            || !self.fdb.is_empty()
+            || !self.events.is_empty()
+            || !self.vports.is_empty()
+        {
             self.flush(now);
         }
     }

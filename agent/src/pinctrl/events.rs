@@ -98,6 +98,10 @@ impl Pending {
         true
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
     /// Everything pending, sorted; the table is empty afterwards.
     pub fn take(&mut self) -> Vec<EmptyLbBackends> {
         let mut out: Vec<_> = self.events.drain().collect();

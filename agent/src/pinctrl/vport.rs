@@ -56,6 +56,10 @@ impl Pending {
         true
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.claims.is_empty()
+    }
+
     pub fn take(&mut self) -> Vec<VportClaim> {
         let mut out: Vec<_> = self
             .claims
