@@ -596,6 +596,38 @@ fn acl_log_lines_match(net: &Net) -> Outcome {
 
 /// vm3's port takes unknown addresses: a frame from a new MAC behind it creates an FDB row,
 /// and frames to that MAC then go to vm3.
+/// `mac dp_key port_key` rows of the FDB as `mac <logical port>`.
+fn fdb_by_port_name(net: &Net, rows: &str) -> String {
+    let central = net.lab.central();
+    let find = |args: &[&str]| central.sbctl(args).unwrap_or_default().trim().to_owned();
+    let words: Vec<&str> = rows.split_whitespace().collect();
+    words
+        .chunks(3)
+        .map(|row| match row {
+            [mac, dp_key, port_key] => {
+                let dp = find(&[
+                    "--bare",
+                    "--columns=_uuid",
+                    "find",
+                    "Datapath_Binding",
+                    &format!("tunnel_key={dp_key}"),
+                ]);
+                let port = find(&[
+                    "--bare",
+                    "--columns=logical_port",
+                    "find",
+                    "Port_Binding",
+                    &format!("tunnel_key={port_key}"),
+                    &format!("datapath={dp}"),
+                ]);
+                format!("{mac} {port}")
+            }
+            other => other.join(" "),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn put_fdb_learns_a_mac_behind_a_port(net: &Net) -> Outcome {
     let mut p = net.probe();
     let vm1 = net.vm("vm1");
@@ -633,7 +665,9 @@ fn put_fdb_learns_a_mac_behind_a_port(net: &Net) -> Outcome {
     if rows.trim().is_empty() {
         p.fail("no FDB row within 5 s");
     }
-    p.fact("FDB", rows.split_whitespace().collect::<Vec<_>>().join(" "));
+    // By port name: northd numbers the ports of each lab in the order it happens to see
+    // them, so the keys may differ between the two controllers' labs.
+    p.fact("FDB", fdb_by_port_name(net, &rows));
     p.wait_hv("the FDB row is in the flows");
     let to_behind = udp4(
         vm1.port.mac,
