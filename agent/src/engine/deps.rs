@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use sbclient::ovn_sb::{LogicalDpGroup, LogicalFlow};
 use sbclient::{Replica, Row, Table, Uuid};
 
-use super::lflow_index::{LflowIndex, Named};
+use super::lflow_index::{LflowIndex, Named, TemplateRefs};
 use crate::lflow::chassis_view::ChassisView;
 use crate::view::{SbView, ViewChanges};
 
@@ -57,11 +57,11 @@ pub fn affected_lflows(view: &SbView<'_>, changed: &ViewChanges, index: &LflowIn
             out.insert(*u);
         }
     };
-    let vars = view.template_vars();
+    let refs = TemplateRefs::new(view.template_vars());
     for name in &changed.names {
         index.naming_port(name).for_each(&mut consider);
         index
-            .naming_through_templates(vars, Named::Port(name))
+            .naming_through_templates(&refs, Named::Port(name))
             .iter()
             .for_each(&mut consider);
     }
@@ -69,7 +69,7 @@ pub fn affected_lflows(view: &SbView<'_>, changed: &ViewChanges, index: &LflowIn
         for needle in port_group_names(pg) {
             index.naming_port_group(needle).for_each(&mut consider);
             index
-                .naming_through_templates(vars, Named::PortGroup(needle))
+                .naming_through_templates(&refs, Named::PortGroup(needle))
                 .iter()
                 .for_each(&mut consider);
         }

@@ -35,6 +35,41 @@ enum Kind {
     Action,
 }
 
+/// What this chassis' template variables name: for each port group, address set or port a
+/// value names, the variables whose value names it (each value read by the lexer once).
+#[derive(Debug, Default)]
+pub struct TemplateRefs {
+    vars_naming: std::collections::HashMap<(Kind, Box<str>), Vec<String>, FxBuild>,
+}
+
+impl TemplateRefs {
+    /// From `(variable, value)` pairs; a value the lexer refuses names nothing.
+    pub fn new<'v>(vars: impl IntoIterator<Item = (&'v String, &'v String)>) -> Self {
+        let mut out = Self::default();
+        for (var, value) in vars {
+            let Ok(tokens) = tokenize(value) else {
+                continue;
+            };
+            for t in tokens {
+                let key = match t.token {
+                    Token::PortGroup(n) => (Kind::PortGroup, n),
+                    Token::Macro(n) => (Kind::AddressSet, n),
+                    Token::Str(n) => (Kind::Str, n),
+                    _ => continue,
+                };
+                let vars = out
+                    .vars_naming
+                    .entry((key.0, key.1.into_boxed_str()))
+                    .or_default();
+                if !vars.contains(var) {
+                    vars.push(var.clone());
+                }
+            }
+        }
+        out
+    }
+}
+
 /// A name a template variable's value may hold ([`LflowIndex::naming_through_templates`]).
 #[derive(Clone, Copy, Debug)]
 pub enum Named<'n> {
@@ -163,30 +198,22 @@ impl LflowIndex {
             .chain(self.unparsed.iter())
     }
 
-    /// Lflows that name `what` through a template variable: those naming `^var` for each of
-    /// `vars` (this chassis' variables and their values) whose value names it, as a value
-    /// `inport == @pg1` makes the lflows naming `^var` depend on port group pg1.
-    pub fn naming_through_templates<'v>(
-        &self,
-        vars: impl IntoIterator<Item = (&'v String, &'v String)>,
-        what: Named<'_>,
-    ) -> Vec<Uuid> {
-        let mut out = Vec::new();
-        for (var, value) in vars {
-            let Ok(tokens) = tokenize(value) else {
-                continue;
-            };
-            let names_it = tokens.iter().any(|t| match (&t.token, what) {
-                (Token::PortGroup(n), Named::PortGroup(w))
-                | (Token::Macro(n), Named::AddressSet(w))
-                | (Token::Str(n), Named::Port(w)) => n == w,
-                _ => false,
-            });
-            if names_it {
-                out.extend(self.named(Kind::Template, var));
-            }
-        }
-        out
+    /// Lflows that name `what` through a template variable of `refs`: those naming `^var`
+    /// where the value of `var` names it, as a value `inport == @pg1` makes the lflows
+    /// naming `^var` depend on port group pg1.
+    pub fn naming_through_templates(&self, refs: &TemplateRefs, what: Named<'_>) -> Vec<Uuid> {
+        let key = match what {
+            Named::AddressSet(n) => (Kind::AddressSet, n),
+            Named::PortGroup(n) => (Kind::PortGroup, n),
+            Named::Port(n) => (Kind::Str, n),
+        };
+        refs.vars_naming
+            .get(&(key.0, Box::from(key.1)))
+            .into_iter()
+            .flatten()
+            .flat_map(|var| self.named(Kind::Template, var))
+            .copied()
+            .collect()
     }
 
     /// Lflows naming port (or multicast group) `name` as a quoted string or in their
@@ -271,7 +298,8 @@ mod tests {
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
-        let through = |what| ix.naming_through_templates(vars.iter().map(|(k, v)| (k, v)), what);
+        let refs = TemplateRefs::new(vars.iter().map(|(k, v)| (k, v)));
+        let through = |what| ix.naming_through_templates(&refs, what);
         assert_eq!(through(Named::PortGroup("pg1")), [Uuid::from_u128(1)]);
         assert_eq!(through(Named::AddressSet("as1")), [Uuid::from_u128(1)]);
         assert_eq!(through(Named::Port("p1")), [Uuid::from_u128(2)]);

@@ -14,7 +14,7 @@ use super::Engine;
 use crate::engine::config::{ChassisConfig, ConfigError};
 use crate::engine::deps::{changed_names, changed_rows, lflows_on, port_group_names};
 use crate::engine::inputs::{only_modified, open_vswitch_row, NOT_RUNTIME_INPUTS};
-use crate::engine::lflow_index::{Named, DHCP_ACTIONS, FWD_GROUP_ACTION};
+use crate::engine::lflow_index::{Named, TemplateRefs, DHCP_ACTIONS, FWD_GROUP_ACTION};
 
 impl Engine {
     /// The chassis configuration follows the Open_vSwitch row (and the fixed options): read
@@ -190,13 +190,12 @@ impl Engine {
                 "Address_Set" => {
                     if let Some(tab) = self.inputs.sb.replica.table::<AddressSet>() {
                         let (in_place, names) = address_set_changes(tab);
-                        let vars = self.our_template_vars();
+                        let refs = self.our_template_refs();
                         for n in names.iter().chain(in_place.iter().map(|c| &c.name)) {
                             // Through a template variable, the lflow is compiled again.
-                            let through = self.lflow_index.naming_through_templates(
-                                vars.iter().map(|(k, v)| (k, v)),
-                                Named::AddressSet(n),
-                            );
+                            let through = self
+                                .lflow_index
+                                .naming_through_templates(&refs, Named::AddressSet(n));
                             self.lflow_changes.dirty_lflows.extend(through);
                         }
                         for n in names {
@@ -213,15 +212,14 @@ impl Engine {
                 }
                 "Port_Group" => {
                     if let Some(tab) = self.inputs.sb.replica.table::<PortGroup>() {
-                        let vars = self.our_template_vars();
+                        let refs = self.our_template_refs();
                         for n in changed_names(tab, |g| &g.name) {
                             for name in port_group_names(&n) {
                                 let lflows = self.lflow_index.naming_port_group(name);
                                 self.lflow_changes.dirty_lflows.extend(lflows);
-                                let through = self.lflow_index.naming_through_templates(
-                                    vars.iter().map(|(k, v)| (k, v)),
-                                    Named::PortGroup(name),
-                                );
+                                let through = self
+                                    .lflow_index
+                                    .naming_through_templates(&refs, Named::PortGroup(name));
                                 self.lflow_changes.dirty_lflows.extend(through);
                             }
                         }
@@ -302,17 +300,18 @@ impl Engine {
         self.inputs.sb.replica.clear_changes();
     }
 
-    /// This chassis' template variables and their values.
-    pub(super) fn our_template_vars(&self) -> Vec<(String, String)> {
-        self.inputs
-            .sb
-            .replica
-            .table::<ChassisTemplateVar>()
-            .into_iter()
-            .flat_map(sbclient::Table::iter)
-            .filter(|(_, v)| v.chassis == self.runtime.chassis_name)
-            .flat_map(|(_, v)| v.variables.iter().map(|(k, x)| (k.clone(), x.clone())))
-            .collect()
+    /// What this chassis' template variables name.
+    pub(super) fn our_template_refs(&self) -> TemplateRefs {
+        TemplateRefs::new(
+            self.inputs
+                .sb
+                .replica
+                .table::<ChassisTemplateVar>()
+                .into_iter()
+                .flat_map(sbclient::Table::iter)
+                .filter(|(_, v)| v.chassis == self.runtime.chassis_name)
+                .flat_map(|(_, v)| v.variables.iter()),
+        )
     }
 
     /// The template variables of this chassis that this change added, removed or changed.

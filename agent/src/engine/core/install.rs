@@ -172,11 +172,13 @@ impl Engine {
             .then_some(versions);
         let flush: Vec<u16> = self.zones.to_flush.iter().copied().collect();
         // Conntrack flushes by tuple only where the datapath has them (ovs-vswitchd says
-        // so in its Datapath record), as ovn-controller checks.
-        let ct_flush_supported = self.cfg.as_ref().is_some_and(|c| {
-            crate::engine::ovs_config::br_int_capability(&self.inputs.ovs, c, "ct_flush")
-        });
-        if !ct_flush_supported {
+        // so in its Datapath record), as ovn-controller checks; looked up only when there
+        // is something to flush (this runs on every engine run).
+        if self.lb_flushes.has_pending()
+            && !self.cfg.as_ref().is_some_and(|c| {
+                crate::engine::ovs_config::br_int_capability(&self.inputs.ovs, c, "ct_flush")
+            })
+        {
             self.lb_flushes.discard_pending();
         }
         let work = self.flows.has_pending()
@@ -572,17 +574,29 @@ fn push_group_add(
         command_bucket_id: 0xffff_ffff,
         group: g,
     };
-    // A group too large for one message goes as an add and bucket inserts.
-    let pushed = add
-        .split(openflow::wire::bundle::MAX_BUNDLED_BODY)
-        .and_then(|parts| {
-            parts.into_iter().try_for_each(|p| {
-                bundle.push_message(&Message::GroupMod(p))?;
-                // One entry per message of the bundle, as pushed.
-                entries.push(None);
-                Ok(())
-            })
-        });
+    let add = Message::GroupMod(add);
+    let pushed = match bundle.push_message(&add) {
+        Ok(_) => {
+            entries.push(None);
+            Ok(())
+        }
+        // A group too large for one message goes as an add and bucket inserts.
+        Err(openflow::wire::EncodeError::TooLong { .. }) => {
+            let Message::GroupMod(add) = add else {
+                unreachable!("built as a group mod above")
+            };
+            add.split(openflow::wire::bundle::MAX_BUNDLED_BODY)
+                .and_then(|parts| {
+                    parts.into_iter().try_for_each(|p| {
+                        bundle.push_message(&Message::GroupMod(p))?;
+                        // One entry per message of the bundle, as pushed.
+                        entries.push(None);
+                        Ok(())
+                    })
+                })
+        }
+        Err(e) => Err(e),
+    };
     if let Err(e) = pushed {
         crate::vlog_rl!(WARN, &crate::vlog::limits::REFUSED_FLOW, target: "ofctrl", "group {id} not encodable: {e}");
     }
