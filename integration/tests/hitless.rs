@@ -25,8 +25,12 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{two_switches_one_router, two_switches_one_router_in, Net, Setup, STREAM_INTERVAL};
+use common::{
+    mac, two_switches_one_router, two_switches_one_router_in, Net, Setup, LR0_SW0_MAC,
+    STREAM_INTERVAL,
+};
 use integration::observe::{Outcome, Report};
+use integration::packet::icmp4_echo;
 
 /// How long the stream goes on after an event's last step.
 const AFTER: Duration = Duration::from_millis(1500);
@@ -223,12 +227,43 @@ fn run_event(net: &mut Net, event: Event) -> (Outcome, String) {
             ));
         }
     }
+    // pinctrl has its own connection to the bridge: it must come back with the switch.
+    let observation = if event == Event::VswitchdRestart {
+        let answered = pinctrl_answers(net);
+        failures.extend(answered.failures);
+        answered.observation
+    } else {
+        integration::observe::Observation::default()
+    };
     let outcome = Outcome {
+        observation,
         failures,
         elapsed: started.elapsed(),
         ..Outcome::default()
     };
     (outcome, summary)
+}
+
+/// A ping from vm1 (hv1) with TTL 1 through the router: hv1's pinctrl answers with ICMP
+/// time exceeded, over the connection it made again after the switch's restart.
+fn pinctrl_answers(net: &Net) -> Outcome {
+    let mut p = net.probe();
+    let (vm1, vm2) = (net.vm("vm1"), net.vm("vm2"));
+    let ping = icmp4_echo(
+        vm1.port.mac,
+        mac(LR0_SW0_MAC),
+        vm1.port.ip,
+        vm2.port.ip,
+        1,
+        56,
+    );
+    p.send("vm1", &ping);
+    p.expect(
+        "after the vswitchd restart, vm1 gets ICMP time exceeded from the router",
+        "vm1",
+        |f| common::is_icmp(f, 11, 0),
+    );
+    p.finish(&net.ports())
 }
 
 /// `chassis`' flow table once two dumps 300 ms apart agree (at most 15 s).

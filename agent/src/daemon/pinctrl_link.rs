@@ -43,7 +43,9 @@ impl PinctrlLink {
     /// A batch of writes from the task; `None`: the task is gone.
     pub(super) fn on_writes(&mut self, batch: Option<Vec<SbWrite>>) {
         let Some(batch) = batch else {
-            self.task = None;
+            if let Some(gone) = self.task.take() {
+                tracing::warn!(target: "pinctrl", "{}: pinctrl task ended; starting it again", gone.target);
+            }
             return;
         };
         for w in batch {

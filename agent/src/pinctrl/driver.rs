@@ -276,7 +276,7 @@ impl Task {
             }
         };
         let view = self.view.borrow().clone();
-        match handlers::handle_with(pi, &cx, &view) {
+        match handlers::guarded(|| handlers::handle_with(pi, &cx, &view)) {
             Ok(effects) => {
                 let rejected = effects.iter().find_map(|e| match e {
                     Effect::Rejected(why) => Some(why.to_string()),
@@ -296,6 +296,14 @@ impl Task {
                 self.apply(effects, now).await;
             }
             Err(Skip::NotAction(_)) => bump(&self.stats.not_action, 1),
+            Err(e @ Skip::Panicked(_)) => {
+                bump(&self.stats.panics, 1);
+                coverage::PINCTRL_HANDLER_PANIC.inc();
+                if let Ok(op) = op {
+                    self.stats.count(&self.stats.skipped, op);
+                }
+                crate::vlog_rl!(ERROR, &SKIPPED, target: "pinctrl", "{e}; packet-in: {}", super::packet::hex(pi.packet().unwrap_or_default()));
+            }
             Err(e) => {
                 if let Ok(op) = op {
                     self.stats.count(&self.stats.skipped, op);

@@ -88,6 +88,20 @@ pub fn handle_with(pi: &PacketIn2, cx: &Context, view: &super::View) -> Result<V
     }
 }
 
+/// Runs one handler so that a panic in it costs that packet-in only: a packet that meets a
+/// defect of ours must not stop the answers to every other one. The panic comes back as
+/// [`Skip::Panicked`] with its message.
+pub fn guarded(run: impl FnOnce() -> Result<Vec<Effect>, Skip>) -> Result<Vec<Effect>, Skip> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).unwrap_or_else(|payload| {
+        let why = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "(no message)".to_owned());
+        Err(Skip::Panicked(why))
+    })
+}
+
 /// The packet-out of a generated packet: the registers restored, then the nested actions
 /// of the userdata (OpenFlow 1.5 wire format).
 fn nested(p: &PacketIn<'_>, data: Vec<u8>) -> Result<Effect, Skip> {

@@ -527,8 +527,7 @@ pub fn sctp_abort(
     Ok(out)
 }
 
-/// Lower-case hex of `bytes`, for tests that compare frames with golden vectors.
-#[cfg(test)]
+/// Lower-case hex of `bytes` (log lines; tests' golden vectors).
 pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write as _;
     bytes.iter().fold(String::new(), |mut out, b| {

@@ -118,6 +118,9 @@ pub enum Skip {
     Malformed(String),
     #[error("{0}")]
     ResultBit(#[from] super::result_bit::ResultBitError),
+    /// The handler panicked on this packet-in (a defect of ours): its message.
+    #[error("handler panicked: {0}")]
+    Panicked(String),
 }
 
 /// The parts of a packet-in every handler reads.

@@ -25,6 +25,8 @@ pub struct Stats {
     pub skipped: [AtomicU64; SLOTS],
     pub rate_dropped: [AtomicU64; SLOTS],
     pub not_action: AtomicU64,
+    /// Packet-ins whose handler panicked (each skipped, the task went on).
+    pub panics: AtomicU64,
     pub buffered: AtomicU64,
     pub buffer_drops: AtomicU64,
     pub buffer_expired: AtomicU64,
@@ -50,6 +52,7 @@ impl Default for Stats {
             skipped: zeros(),
             rate_dropped: zeros(),
             not_action: AtomicU64::new(0),
+            panics: AtomicU64::new(0),
             buffered: AtomicU64::new(0),
             buffer_drops: AtomicU64::new(0),
             buffer_expired: AtomicU64::new(0),
@@ -87,6 +90,9 @@ impl Stats {
             get(&self.sessions),
             get(&self.not_action)
         );
+        if get(&self.panics) > 0 {
+            let _ = writeln!(out, "handler panics {}", get(&self.panics));
+        }
         let _ = writeln!(
             out,
             "buffered packets {} (dropped {}, expired {}, sent {}), MAC bindings requested {} (dropped {})",

@@ -685,3 +685,26 @@ fn an_ipv6_header_is_read_whatever_its_version() {
         other => panic!("not read as IPv6: {other:?}"),
     }
 }
+
+#[test]
+fn a_panicking_handler_costs_its_packet_in_only() {
+    use super::handlers::guarded;
+    let panicked = guarded(|| panic!("index out of range for packet {}", 7));
+    assert_eq!(
+        panicked,
+        Err(Skip::Panicked("index out of range for packet 7".to_owned()))
+    );
+    assert_eq!(
+        guarded(|| -> Result<Vec<Effect>, Skip> { std::panic::panic_any(5_u8) }),
+        Err(Skip::Panicked("(no message)".to_owned()))
+    );
+    // The next packet-in is handled as if nothing happened.
+    let pi = packet_in(
+        routed_ping(),
+        userdata(opcode::ICMP4_ERROR, &nested_output(), &[]),
+        md(&[(14, 1), (15, 2)], 1),
+        false,
+    );
+    let effects = guarded(|| handle(&pi, &CX)).expect("handled");
+    assert_eq!(effects.len(), 1);
+}
