@@ -63,6 +63,7 @@ counters! {
     PINCTRL_DROP_RATE_LIMITED = "pinctrl_drop_rate_limited";
     PINCTRL_DROP_CONTROLLER_EVENT = "pinctrl_drop_controller_event";
     PINCTRL_DROP_PUT_VPORT_BINDING = "pinctrl_drop_put_vport_binding";
+    PINCTRL_DROP_ACTIVATED_PORT = "pinctrl_drop_activated_port";
     PINCTRL_HANDLER_PANIC = "pinctrl_handler_panic";
     OFCTRL_PUT = "ofctrl_put";
     OFCTRL_FLOW_MOD = "ofctrl_flow_mod";

@@ -35,6 +35,9 @@ pub enum Problem {
     DistributedPortElsewhere { cr: String, distributed: String },
     #[error("multicast group member {0} is on another datapath")]
     MemberOnOtherDatapath(Uuid),
+    /// ovn-controller's words.
+    #[error("Unknown activation strategy defined for port {port}: {strategy}")]
+    UnknownActivationStrategy { port: String, strategy: String },
     #[error("Geneve tunnels exist but no tun_metadata field carries OVN's option yet")]
     NoGeneveField,
 }

@@ -34,6 +34,7 @@
 //! - [`Owner::PhysicalDefaults`]: the layout and the drop sampling.
 
 mod actions;
+mod activation;
 mod chassis_mac;
 mod cx;
 mod defaults;
@@ -55,6 +56,7 @@ use crate::lflow::of::Flow;
 use crate::owner::Owner;
 use crate::runtime::Runtime;
 
+pub use activation::activated_on;
 pub use error::{PhysicalError, Problem};
 
 use cx::Cx;

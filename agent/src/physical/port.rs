@@ -357,6 +357,10 @@ fn local_flows(
         out.flows.push(flow(0, priority, p.cookie, m, actions));
     }
 
+    if ty.is_empty() && !nested {
+        super::activation::activation_flows(cx, p, ofport, out);
+    }
+
     let ld = cx.local_dp(&pb.datapath);
     if ty == "localnet" {
         if let Some(ld) = ld {

@@ -128,6 +128,8 @@ pub enum SbWrite {
     /// A controller event (for the chassis), a virtual port claim, a health status.
     Event(super::events::EmptyLbBackends, sbclient::Uuid),
     Vport(super::vport::VportClaim, sbclient::Uuid),
+    /// A live-migrated port activated on the chassis.
+    Activated(super::activation::Activation, sbclient::Uuid),
     SvcStatus(super::svc_monitor::StatusWrite),
     /// The snooping tables as they are now, for `IGMP_Group` (the newest one wins; the
     /// main loop keeps it and makes the rows follow it).

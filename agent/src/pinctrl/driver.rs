@@ -82,6 +82,7 @@ pub fn spawn(target: &str, view: Arc<View>, stats: Arc<Stats>) -> Result<Pinctrl
         jitter: 0,
         events: super::events::Pending::default(),
         vports: super::vport::Pending::default(),
+        activations: super::activation::Pending::default(),
         monitors: super::svc_monitor::Monitors::new(seed()),
         garps: super::garp::Schedule::default(),
         epoch: Instant::now(),
@@ -139,6 +140,7 @@ struct Task {
     /// Controller events and virtual port claims waiting for the main loop.
     events: super::events::Pending,
     vports: super::vport::Pending,
+    activations: super::activation::Pending,
     /// The health checks of the Service_Monitor rows bound here.
     monitors: super::svc_monitor::Monitors,
     /// IGMP / MLD snooping tables and the querier, on the `epoch` clock.
@@ -339,6 +341,11 @@ impl Task {
                         coverage::PINCTRL_DROP_PUT_VPORT_BINDING.inc();
                     }
                 }
+                Effect::Activate(a) => {
+                    if !self.activations.push(a) {
+                        coverage::PINCTRL_DROP_ACTIVATED_PORT.inc();
+                    }
+                }
                 Effect::SvcReply(r) => {
                     let table = self.view.borrow().local_output_table;
                     match self.monitors.on_reply(&r, now, table) {
@@ -413,6 +420,7 @@ impl Task {
             || !self.fdb.is_empty()
             || !self.events.is_empty()
             || !self.vports.is_empty()
+            || !self.activations.is_empty()
         {
             self.flush(now);
         }
@@ -491,6 +499,12 @@ impl Task {
                     .take()
                     .into_iter()
                     .map(|c| SbWrite::Vport(c, chassis)),
+            );
+            due.extend(
+                self.activations
+                    .take()
+                    .into_iter()
+                    .map(|a| SbWrite::Activated(a, chassis)),
             );
         }
         due.extend(self.monitors.statuses().into_iter().map(SbWrite::SvcStatus));

@@ -29,6 +29,8 @@ pub enum Effect {
     ControllerEvent(super::events::EmptyLbBackends),
     /// Claim a virtual port (`bind_vport`).
     BindVport(super::vport::VportClaim),
+    /// Activate a live-migrated port here (`activation_strategy_rarp`).
+    Activate(super::activation::Activation),
     /// A backend answered a health check (`handle_svc_check`).
     SvcReply(super::svc_monitor::Reply),
     /// The input was bad, yet the paused pipeline is resumed as ovn-controller resumes it

@@ -60,6 +60,14 @@ pub fn handle(pi: &PacketIn2, cx: &Context) -> Result<Vec<Effect>, Skip> {
             .map(Effect::SvcReply)
             .into_iter()
             .collect()),
+        // The RARP itself goes on into the pipeline (the flow resubmits it after the
+        // controller action): nothing to send back.
+        opcode::ACTIVATION_STRATEGY_RARP => {
+            Ok(vec![Effect::Activate(super::activation::Activation {
+                datapath: p.regs.datapath(),
+                port: p.regs.reg(14),
+            })])
+        }
         opcode::PUT_ND_RA_OPTS => super::ra::put_nd_ra_opts(&p, &h),
         opcode::IGMP => match super::igmp::parse(p.packet, &h) {
             Ok(message) => Ok(vec![Effect::Igmp(super::igmp::Received {

@@ -18,6 +18,7 @@
 //! ([`igmp`], [`igmp_query`]).
 
 pub mod acl_log;
+pub mod activation;
 pub mod announce;
 pub mod buffer;
 pub mod csum;

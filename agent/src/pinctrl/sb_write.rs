@@ -51,11 +51,13 @@ pub fn txn(sb: &Replica, writes: &[SbWrite], now_ms: i64) -> Option<Transaction>
 fn services(sb: &Replica, writes: &[SbWrite], txn: &mut Transaction) {
     let mut events: HashMap<Uuid, Vec<super::events::EmptyLbBackends>> = HashMap::new();
     let mut claims: HashMap<Uuid, Vec<super::vport::VportClaim>> = HashMap::new();
+    let mut activations: HashMap<Uuid, Vec<super::activation::Activation>> = HashMap::new();
     let mut statuses = Vec::new();
     for w in writes {
         match w {
             SbWrite::Event(e, ch) => events.entry(*ch).or_default().push(e.clone()),
             SbWrite::Vport(c, ch) => claims.entry(*ch).or_default().push(*c),
+            SbWrite::Activated(a, ch) => activations.entry(*ch).or_default().push(*a),
             SbWrite::SvcStatus(s) => statuses.push(*s),
             SbWrite::MacBinding(_)
             | SbWrite::Fdb(_)
@@ -68,6 +70,9 @@ fn services(sb: &Replica, writes: &[SbWrite], txn: &mut Transaction) {
     }
     for (ch, c) in claims {
         super::vport::write(sb, &c, ch, txn);
+    }
+    for (ch, a) in activations {
+        super::activation::write(sb, &a, ch, txn);
     }
     super::svc_monitor::write(sb, &statuses, txn);
 }

@@ -708,3 +708,21 @@ fn a_panicking_handler_costs_its_packet_in_only() {
     let effects = guarded(|| handle(&pi, &CX)).expect("handled");
     assert_eq!(effects.len(), 1);
 }
+
+#[test]
+fn activation_rarp_activates_the_inport() {
+    let rarp = unhex("ffffffffffff 000000000010 8035 0001 0800 0604 0003 000000000010 0a00000a ffffffffffff 0a00000a");
+    let pi = packet_in(
+        rarp,
+        userdata(opcode::ACTIVATION_STRATEGY_RARP, &[], &[]),
+        md(&[(14, 4)], 3),
+        false,
+    );
+    assert_eq!(
+        handle(&pi, &CX),
+        Ok(vec![Effect::Activate(super::activation::Activation {
+            datapath: 3,
+            port: 4
+        })])
+    );
+}

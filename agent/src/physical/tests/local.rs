@@ -310,3 +310,65 @@ fn l3gateway_is_local_on_its_chassis_only() {
         set(&["cookie=0x11110001, table=39, priority=100,reg15=0x2,metadata=0x1 actions=set_field:0x1/0xffffff->tun_id,set_field:0x2->tun_metadata0,move:NXM_NX_REG14[0..14]->NXM_NX_TUN_METADATA0[16..30],output:5,resubmit(,40)"])
     );
 }
+
+/// `activation-strategy=rarp` on a port bound to hv1 with hv2 (this chassis) as additional
+/// chassis: hv2's interface is cut off both ways but for the RARP, which goes to the
+/// controller and on into the pipeline; activated on hv2, the block goes.
+#[test]
+fn activation_strategy_blocks_until_activated_here() {
+    let (ls, mig) = (u(0xd1, 1), u(0x5eed_0001, 1));
+    let other = u(0xc0, 9);
+    let world = |options: &[(&str, &str)]| {
+        let mut w = World::default();
+        w.dp(&ls, 1).chassis(HV1, "hv2").chassis(&other, "hv1");
+        let mut p = Pb::new(&mig, "migrator", &ls, 1, "").on(&other);
+        p.additional_chassis = vec![HV1.to_owned()];
+        p.options = options
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        w.pb(p);
+        w.load()
+    };
+    let mut rt = Rt::new("hv2", HV1);
+    rt.local_dp(&ls, 1, None)
+        .vif(&mig, 13)
+        .zones("migrator", &ls, 2, 3, 1);
+    let blocking = set(&[
+        "cookie=0x5eed0001, table=0, priority=1010,rarp,in_port=13 actions=set_field:0x2->reg13,set_field:0x3->reg11,set_field:0x1->reg12,set_field:0x1->metadata,set_field:0x1->reg14,controller(userdata=00.00.00.1a.00.00.00.00),resubmit(,8)",
+        "cookie=0x5eed0001, table=0, priority=1000,in_port=13 actions=drop",
+        "cookie=0x5eed0001, table=65, priority=1000,reg15=0x1,metadata=0x1 actions=drop",
+    ]);
+    let blocks = |flows: &BTreeSet<String>| -> BTreeSet<String> {
+        of_cookie(flows, 0x5eed_0001)
+            .into_iter()
+            .filter(|f| f.contains("priority=1000,") || f.contains("priority=1010,"))
+            .collect()
+    };
+
+    let (flows, _) = run(&world(&[("activation-strategy", "rarp")]), &rt.0);
+    assert_eq!(blocks(&flows), blocking);
+    assert!(flows.contains("cookie=0x5eed0001, table=0, priority=100,in_port=13 actions=set_field:0x2->reg13,set_field:0x3->reg11,set_field:0x1->reg12,set_field:0x1->metadata,set_field:0x1->reg14,resubmit(,8)"));
+
+    let activated = world(&[
+        ("activation-strategy", "rarp"),
+        ("additional-chassis-activated", "hv3,hv2"),
+    ]);
+    assert!(blocks(&run(&activated, &rt.0).0).is_empty());
+    let elsewhere = world(&[
+        ("activation-strategy", "rarp"),
+        ("additional-chassis-activated", "hv22"),
+    ]);
+    assert_eq!(blocks(&run(&elsewhere, &rt.0).0), blocking);
+
+    let (flows, p) = run(&world(&[("activation-strategy", "garp")]), &rt.0);
+    assert!(blocks(&flows).is_empty());
+    let unknown = format!(
+        "physical Port_Binding {mig}: Unknown activation strategy defined for port migrator: garp"
+    );
+    assert!(
+        p.errors.iter().any(|e| e.to_string() == unknown),
+        "{:?}",
+        p.errors
+    );
+}
