@@ -7,7 +7,7 @@ use crate::engine::core::EngineOptions;
 
 /// The Open_vSwitch columns the agent reads (as ovn-controller's OVS IDL registers them):
 /// statistics and other busy columns stay unmonitored.
-pub(super) const OVS_COLUMNS: [(&str, &[&str]); 7] = [
+pub(super) const OVS_COLUMNS: [(&str, &[&str]); 8] = [
     (
         "Open_vSwitch",
         &[
@@ -28,6 +28,7 @@ pub(super) const OVS_COLUMNS: [(&str, &[&str]); 7] = [
         &[
             "name",
             "ports",
+            "mirrors",
             "fail_mode",
             "other_config",
             "external_ids",
@@ -50,6 +51,16 @@ pub(super) const OVS_COLUMNS: [(&str, &[&str]); 7] = [
         ],
     ),
     ("Datapath", &["capabilities"]),
+    (
+        "Mirror",
+        &[
+            "name",
+            "output_port",
+            "select_src_port",
+            "select_dst_port",
+            "external_ids",
+        ],
+    ),
     ("Flow_Sample_Collector_Set", &["id", "bridge"]),
 ];
 

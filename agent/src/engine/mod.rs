@@ -12,6 +12,7 @@ pub mod deps;
 pub mod inputs;
 pub mod lflow_index;
 pub mod local;
+pub mod mirror;
 pub mod ovs_config;
 pub mod sampling;
 pub mod tunnels;

@@ -150,8 +150,10 @@ impl Engine {
                 // Rows whose changes only show up through the tables above, or that
                 // nothing compiles: nothing to redo.
                 "Chassis_Private" | "Controller_Event" | "Connection" | "SSL" | "RBAC_Role"
-                | "RBAC_Permission" | "Service_Monitor" | "BFD" | "Mirror" | "IGMP_Group"
+                | "RBAC_Permission" | "Service_Monitor" | "BFD" | "IGMP_Group"
                 | "Gateway_Chassis" | "IP_Multicast" => {}
+                // Mirrors are OVS rows: compared with the local OVS again.
+                "Mirror" => self.ovs_sync.dirty = true,
                 "SB_Global" => {
                     // As ovn-controller: the logical flows are computed again (a northd
                     // upgrade moves `ct.natted` or the registers, once).

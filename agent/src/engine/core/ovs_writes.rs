@@ -81,6 +81,17 @@ impl Engine {
             );
             self.ovs_sync.bridge = Some(cfg.bridge.clone());
         }
+        let mirrors = |txn: &mut Transaction| {
+            binding::bridge(&self.inputs.ovs, &cfg.bridge).is_some_and(|(u, br)| {
+                super::super::mirror::sync(
+                    &self.inputs.ovs,
+                    &self.inputs.sb.replica,
+                    &self.runtime,
+                    (*u, br),
+                    txn,
+                )
+            })
+        };
         let ovs_dirty = compare
             && (cleared
                 | ovs_config::sync(
@@ -92,6 +103,7 @@ impl Engine {
                     &keys,
                     &mut ovs_txn,
                 )
+                | mirrors(&mut ovs_txn)
                 || self.sync_bfd(cfg, chassis_uuid, &mut ovs_txn));
         if ovs_dirty {
             actions.ovs_txn = Some(ovs_txn);
