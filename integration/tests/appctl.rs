@@ -257,7 +257,9 @@ const COMMANDS: &[(&[&str], Compare)] = &[
     (&["exit", "a", "b"], Compare::Same),
 ];
 
-/// An ACL with a meter (a meter entry), a load balancer (a group), a template variable.
+/// An ACL with a meter (a meter entry), a load balancer (a group), a template variable,
+/// a container port of vm3 (on hv2) and one whose parent does not exist (both listed by
+/// hv1's `debug/dump-local-bindings`, without an interface).
 fn configure(net: &Net) {
     let c = net.lab.central();
     for cmd in [
@@ -274,6 +276,8 @@ fn configure(net: &Net) {
         ],
         vec!["lb-add", "lb0", "10.0.0.100:80", "10.0.0.3:80,10.0.1.2:80"],
         vec!["ls-lb-add", "sw0", "lb0"],
+        vec!["lsp-add", "sw0", "vm3-c1", "vm3", "5"],
+        vec!["lsp-add", "sw0", "orphan-c1", "nobody", "6"],
         vec![
             "create",
             "Chassis_Template_Var",

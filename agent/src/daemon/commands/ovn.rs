@@ -9,7 +9,7 @@ use sbclient::ovn_sb::{ChassisTemplateVar, PortBinding};
 use super::{Control, Outcome};
 use crate::coverage;
 use crate::engine::core::Engine;
-use crate::runtime::BindingKind;
+use std::collections::BTreeMap;
 
 /// Answers `command` if it is one of ovn-controller's.
 pub(super) fn handle(
@@ -332,7 +332,6 @@ fn memory_show(engine: &Engine) -> String {
         .join(" ")
 }
 
-/// `debug/dump-local-bindings` in ovn-controller's shape.
 /// `debug/dump-local-datapaths`: each local datapath's name and kind, in key order
 /// (ovn-controller's follow its hash order; a datapath without a name prints as C's
 /// printf prints a null string).
@@ -386,55 +385,62 @@ fn dump_peer_ports(engine: &Engine) -> String {
     out
 }
 
+/// The parent a container port names (a VIF type with a non-empty `parent_port`).
+fn container_parent(p: &PortBinding) -> Option<&str> {
+    p.parent_port
+        .as_deref()
+        .filter(|parent| p.type_.is_empty() && !parent.is_empty())
+}
+
+/// `debug/dump-local-bindings` in ovn-controller's shape.
 fn dump_local_bindings(engine: &Engine) -> String {
     let mut out = String::from("Local bindings:\n");
     let Some(pbs) = engine.inputs.sb.replica.table::<PortBinding>() else {
         return out;
     };
-    for (iface_id, iface) in &engine.ifaces.by_iface_id {
-        let primary = pbs
+    // As ovn-controller keeps them: one per interface with an iface-id here, and one per
+    // parent that a container port in the Southbound names, interface or not.
+    let mut names: BTreeMap<&str, Option<&str>> = engine
+        .ifaces
+        .by_iface_id
+        .iter()
+        .map(|(id, iface)| (id.as_str(), Some(iface.name.as_str())))
+        .collect();
+    for (_, p) in pbs.iter() {
+        if let Some(parent) = container_parent(p) {
+            names.entry(parent).or_insert(None);
+        }
+    }
+    for (name, iface) in names {
+        let own = pbs
+            .find_one("logical_port", &sbclient::Atom::from(name))
+            .or_else(|| pbs.iter().find(|(_, p)| p.logical_port == name))
+            .map(|(_, p)| p);
+        let primary = own.filter(|p| p.type_.is_empty() && container_parent(p).is_none());
+        let localport = own.filter(|p| p.type_ == "localport");
+        let mut children: Vec<&str> = pbs
             .iter()
-            .find(|(u, p)| p.logical_port == *iface_id && engine.runtime.bound.contains_key(u));
-        let children: Vec<&PortBinding> = pbs
-            .iter()
-            .filter(|(u, p)| {
-                p.parent_port.as_deref() == Some(iface_id.as_str())
-                    && matches!(
-                        engine.runtime.bound.get(u),
-                        Some(BindingKind::Container { .. })
-                    )
-            })
-            .map(|(_, p)| p)
+            .filter(|(_, p)| container_parent(p) == Some(name))
+            .map(|(_, p)| p.logical_port.as_str())
             .collect();
-        let localport = pbs.iter().find(|(u, p)| {
-            p.logical_port == *iface_id && engine.runtime.localports.contains_key(u)
-        });
+        children.sort_unstable();
         let n = usize::from(primary.is_some() || localport.is_some()) + children.len();
         let _ = writeln!(
             out,
-            "name: [{iface_id}], OVS interface name : [{}], num binding lports : [{n}]",
-            iface.name
+            "name: [{name}], OVS interface name : [{}], num binding lports : [{n}]",
+            iface.unwrap_or("NULL")
         );
-        // As ovn-controller: nothing more for an interface with no binding, "no primary
-        // lport" for one with only children, children sorted by name.
         if n > 0 {
-            if let Some((_, p)) = primary {
+            if let Some(p) = primary {
                 let _ = writeln!(out, "primary lport : [{}]", p.logical_port);
-            } else if let Some((_, p)) = localport {
+            } else if let Some(p) = localport {
                 let _ = writeln!(out, "localport lport : [{}]", p.logical_port);
             } else {
                 let _ = writeln!(out, "no primary lport");
             }
         }
-        let mut children = children;
-        children.sort_by(|a, b| a.logical_port.cmp(&b.logical_port));
         for (i, c) in children.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "child lport[{}] : [{}], type : [CONTAINER]",
-                i + 1,
-                c.logical_port
-            );
+            let _ = writeln!(out, "child lport[{}] : [{c}], type : [CONTAINER]", i + 1);
         }
         let _ = writeln!(out, "----------------------------------------");
     }
