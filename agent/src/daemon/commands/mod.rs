@@ -3,6 +3,7 @@
 //! commands in [`own`].
 
 mod group_names;
+mod lflow_cache;
 mod ovn;
 mod own;
 

@@ -255,28 +255,18 @@ fn dump_template_vars(engine: &Engine) -> String {
     out
 }
 
-/// `lflow-cache/show-stats`. The agent keeps every logical flow's compiled flows (the
-/// desired table is keyed by owner) and recompiles only what changed, which is what
-/// ovn-controller's cache of matches does: each logical flow with flows counts as one
-/// `cache-matches` entry. It has no cache of parsed expressions between runs.
+/// `lflow-cache/show-stats` (see `lflow_cache.rs`).
 fn lflow_cache_stats(engine: &Engine) -> String {
     let lflows = engine
-        .flows
-        .owners_all()
-        .filter(|o| matches!(o, crate::owner::Owner::Lflow(_)))
-        .count();
-    let mut out = String::from("Enabled: true\n");
-    for (key, value) in [
-        ("high-watermark", lflows),
-        ("total", lflows),
-        ("cache-expr", 0),
-        ("cache-matches", lflows),
-        ("trim count", 0),
-    ] {
-        let _ = writeln!(out, "{key:<16}: {value}");
-    }
-    let _ = writeln!(out, "{:<16}: {}", "Mem usage (KB)", 0);
-    out
+        .inputs
+        .sb
+        .replica
+        .table::<sbclient::ovn_sb::LogicalFlow>();
+    let compiled = engine.flows.owners_all().filter_map(|o| match o {
+        crate::owner::Owner::Lflow(u) => lflows.and_then(|t| t.get(u)),
+        _ => None,
+    });
+    super::lflow_cache::show_stats(compiled)
 }
 
 /// `memory/show`: `key:value` pairs, sorted by key, on one line (OVS's memory report).
