@@ -171,6 +171,7 @@ async fn serve(
             threads: 0,
             put_part_flows: config.put_part_flows,
             compile_batch_lflows: config.compile_batch_lflows,
+            vif_plug: agent::engine::vif_plug::Providers::new(config.enable_dummy_vif_plug),
         },
         metrics,
         tls: config.ssl.settings(),

@@ -46,6 +46,8 @@ pub fn new_replica() -> Replica {
         t.add_index("additional_chassis");
         t.add_index("parent_port");
         t.add_index("type");
+        // VIF plugging (engine::vif_plug).
+        t.add_index("requested_chassis");
     }
     if let Some(t) = r.table_mut::<ovn_sb::Chassis>() {
         t.add_index("name");

@@ -136,7 +136,7 @@ pub struct DaemonArgs {
     /// Control socket path (default $OVN_RUNDIR/<program>.<pid>.ctl; relative names are in $OVN_RUNDIR).
     #[arg(long, value_name = "PATH", allow_hyphen_values = true)]
     pub unixctl: Option<String>,
-    /// Accepted (OVN's testsuite passes it).
+    /// Enable the dummy VIF plug provider (`options:vif-plug-type=dummy`; for tests).
     #[arg(long, hide = true)]
     pub enable_dummy_vif_plug: bool,
     /// OpenFlow table numbering: classic (default) or ovn-23.03.

@@ -81,6 +81,8 @@ pub struct EngineOptions {
     pub put_part_flows: usize,
     /// Logical flows per batch of a full compile (0: [`FULL_COMPILE_BATCH`]).
     pub compile_batch_lflows: usize,
+    /// The VIF plug providers enabled (`--enable-dummy-vif-plug`).
+    pub vif_plug: super::vif_plug::Providers,
 }
 
 impl EngineOptions {

@@ -16,6 +16,7 @@ pub mod mirror;
 pub mod ovs_config;
 pub mod sampling;
 pub mod tunnels;
+pub mod vif_plug;
 pub mod zones;
 
 #[cfg(test)]

@@ -92,6 +92,26 @@ impl Engine {
                 )
             })
         };
+        let can_unplug = !started_recently;
+        let plugging = |txn: &mut Transaction| {
+            let (Some(uuid), false) = (chassis_uuid, self.opts.vif_plug.is_empty()) else {
+                return false;
+            };
+            binding::bridge(&self.inputs.ovs, &cfg.bridge).is_some_and(|(u, br)| {
+                super::super::vif_plug::sync(
+                    &self.inputs.ovs,
+                    &self.inputs.sb.replica,
+                    &self.opts.vif_plug,
+                    super::super::vif_plug::Me {
+                        uuid,
+                        name: &cfg.system_id,
+                    },
+                    (*u, br),
+                    can_unplug,
+                    txn,
+                )
+            })
+        };
         let ovs_dirty = compare
             && (cleared
                 | ovs_config::sync(
@@ -104,6 +124,7 @@ impl Engine {
                     &mut ovs_txn,
                 )
                 | mirrors(&mut ovs_txn)
+                | plugging(&mut ovs_txn)
                 || self.sync_bfd(cfg, chassis_uuid, &mut ovs_txn));
         if ovs_dirty {
             actions.ovs_txn = Some(ovs_txn);
