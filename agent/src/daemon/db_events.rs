@@ -62,6 +62,7 @@ pub(super) fn on_sb_event(engine: &mut Engine, ev: &Event, bindings_changed: &mu
                         | "Port_Binding"
                         | "Datapath_Binding"
                         | "Service_Monitor"
+                        | "BFD"
                         | "Chassis"
                         | "DNS"
                         | "IP_Multicast"

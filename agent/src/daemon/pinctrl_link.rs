@@ -194,4 +194,16 @@ fn pin_view(engine: &Engine, announce: &[crate::pinctrl::garp::Announce]) -> Vie
         l.local_output,
     )
     .with_multicast(&engine.inputs.sb.replica, |dp| local.contains_key(&dp))
+    .with_bfd(&engine.inputs.sb.replica, |name| {
+        let pbs = engine
+            .inputs
+            .sb
+            .replica
+            .table::<sbclient::ovn_sb::PortBinding>();
+        pbs.and_then(|t| t.find_one("logical_port", &sbclient::Atom::from(name)))
+            .is_some_and(|(u, pb)| {
+                (pb.chassis.is_some() && pb.chassis == engine.runtime.chassis)
+                    || engine.runtime.active_ha.contains(u)
+            })
+    })
 }

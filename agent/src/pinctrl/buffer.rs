@@ -131,6 +131,8 @@ pub enum SbWrite {
     /// A live-migrated port activated on the chassis.
     Activated(super::activation::Activation, sbclient::Uuid),
     SvcStatus(super::svc_monitor::StatusWrite),
+    /// A BFD session's new state, for its row's `status`.
+    BfdStatus(sbclient::Uuid, &'static str),
     /// The snooping tables as they are now, for `IGMP_Group` (the newest one wins; the
     /// main loop keeps it and makes the rows follow it).
     Igmp(super::igmp::Snapshot),

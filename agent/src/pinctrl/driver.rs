@@ -90,6 +90,7 @@ pub fn spawn(target: &str, view: Arc<View>, stats: Arc<Stats>) -> Result<Pinctrl
         ras: RaSchedule::default(),
         ra_jitter: Jitter::from_clock(),
         snooping: super::igmp::Snooping::new(),
+        bfd: super::bfd::Sessions::new(seed()),
     };
     let t = target.to_owned();
     std::thread::Builder::new()
@@ -145,6 +146,8 @@ struct Task {
     monitors: super::svc_monitor::Monitors,
     /// IGMP / MLD snooping tables and the querier, on the `epoch` clock.
     snooping: super::igmp::Snooping,
+    /// BFD sessions of the router ports here.
+    bfd: super::bfd::Sessions,
 }
 
 /// A seed for the health checks' sequence numbers and source ports.
@@ -188,6 +191,7 @@ impl Task {
         self.follow_ras();
         let now = self.now_ms();
         self.snooping.configure(&first.ip_multicast, now);
+        self.bfd.sync(&first.bfd, Instant::now());
         loop {
             if self.session.is_none() {
                 let Ok(s) = self.handle.wait_connected().await else {
@@ -344,6 +348,17 @@ impl Task {
                 Effect::Activate(a) => {
                     if !self.activations.push(a) {
                         coverage::PINCTRL_DROP_ACTIVATED_PORT.inc();
+                    }
+                }
+                Effect::Bfd(r) => {
+                    let ingress = self.view.borrow().ingress_table;
+                    match self.bfd.on_message(&r, now, ingress) {
+                        Ok(reply) => out.extend(reply.map(Message::PacketOut)),
+                        Err(why) => {
+                            self.stats
+                                .count(&self.stats.skipped, handlers::opcode::BFD_MSG);
+                            crate::vlog_rl!(DEBUG, &SKIPPED, target: "pinctrl", "BFD: {why}");
+                        }
                     }
                 }
                 Effect::SvcReply(r) => {
@@ -508,6 +523,12 @@ impl Task {
             );
         }
         due.extend(self.monitors.statuses().into_iter().map(SbWrite::SvcStatus));
+        due.extend(
+            self.bfd
+                .statuses()
+                .into_iter()
+                .map(|(u, s)| SbWrite::BfdStatus(u, s)),
+        );
         due.extend(self.snooping.changed().map(SbWrite::Igmp));
         if !due.is_empty() {
             let n = due.len() as u64;
@@ -525,7 +546,22 @@ impl Task {
     /// Sends the health check probes that are due.
     async fn health_checks(&mut self, now: Instant) {
         // As ovn-controller, the checks pause while the switch connection is down.
-        if self.monitors.is_empty() || self.session.is_none() {
+        if self.session.is_none() {
+            return;
+        }
+        if !self.bfd.is_empty() {
+            let ingress = self.view.borrow().ingress_table;
+            let out: Vec<Message> = self
+                .bfd
+                .run(now, ingress)
+                .into_iter()
+                .map(Message::PacketOut)
+                .collect();
+            if !out.is_empty() {
+                self.send(&out).await;
+            }
+        }
+        if self.monitors.is_empty() {
             return;
         }
         let table = self.view.borrow().local_output_table;
@@ -590,6 +626,7 @@ impl Task {
     async fn release(&mut self) {
         let view = self.view.borrow_and_update().clone();
         self.monitors.sync(&view.service_monitors, Instant::now());
+        self.bfd.sync(&view.bfd, Instant::now());
         let now = self.clock_ms(Instant::now());
         self.garps.sync(&view.announce, now);
         self.snooping.configure(&view.ip_multicast, now);

@@ -68,6 +68,7 @@ pub fn handle(pi: &PacketIn2, cx: &Context) -> Result<Vec<Effect>, Skip> {
                 port: p.regs.reg(14),
             })])
         }
+        opcode::BFD_MSG => Ok(vec![Effect::Bfd(super::bfd::parse(p.packet, &h)?)]),
         opcode::PUT_ND_RA_OPTS => super::ra::put_nd_ra_opts(&p, &h),
         opcode::IGMP => match super::igmp::parse(p.packet, &h) {
             Ok(message) => Ok(vec![Effect::Igmp(super::igmp::Received {

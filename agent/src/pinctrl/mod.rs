@@ -20,6 +20,7 @@
 pub mod acl_log;
 pub mod activation;
 pub mod announce;
+pub mod bfd;
 pub mod buffer;
 pub mod csum;
 pub mod dhcp;

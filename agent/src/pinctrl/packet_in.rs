@@ -35,6 +35,7 @@ pub mod opcode {
     pub const REJECT: u32 = 22;
     pub const PUT_FDB: u32 = 25;
     pub const ACTIVATION_STRATEGY_RARP: u32 = 26;
+    pub const BFD_MSG: u32 = 23;
     pub const SCTP_ABORT: u32 = 24;
     /// Opcodes are counted per value up to this one (`BFD_MSG` .. `ACTIVATION_STRATEGY_RARP`
     /// included); larger values count as unknown.

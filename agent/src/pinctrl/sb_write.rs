@@ -53,12 +53,14 @@ fn services(sb: &Replica, writes: &[SbWrite], txn: &mut Transaction) {
     let mut claims: HashMap<Uuid, Vec<super::vport::VportClaim>> = HashMap::new();
     let mut activations: HashMap<Uuid, Vec<super::activation::Activation>> = HashMap::new();
     let mut statuses = Vec::new();
+    let mut bfd = Vec::new();
     for w in writes {
         match w {
             SbWrite::Event(e, ch) => events.entry(*ch).or_default().push(e.clone()),
             SbWrite::Vport(c, ch) => claims.entry(*ch).or_default().push(*c),
             SbWrite::Activated(a, ch) => activations.entry(*ch).or_default().push(*a),
             SbWrite::SvcStatus(s) => statuses.push(*s),
+            SbWrite::BfdStatus(u, s) => bfd.push((*u, *s)),
             SbWrite::MacBinding(_)
             | SbWrite::Fdb(_)
             | SbWrite::Announced { .. }
@@ -75,6 +77,7 @@ fn services(sb: &Replica, writes: &[SbWrite], txn: &mut Transaction) {
         super::activation::write(sb, &a, ch, txn);
     }
     super::svc_monitor::write(sb, &statuses, txn);
+    super::bfd::write(sb, &bfd, txn);
 }
 
 /// FDB rows by (datapath key, MAC): a new one is inserted, a moved one gets its new port.

@@ -28,6 +28,8 @@ pub struct View {
     pub local_output_table: u8,
     /// The Service_Monitor rows of the ports bound to this chassis.
     pub service_monitors: Vec<MonitorRow>,
+    /// The BFD rows whose router port is here.
+    pub bfd: Vec<super::bfd::BfdRow>,
     /// The first table of the logical ingress pipeline (where announcements enter).
     pub ingress_table: u8,
     /// The gratuitous ARPs this chassis sends ([`super::announce::plan`]).
@@ -96,6 +98,16 @@ impl View {
         self.chassis = chassis;
         self.local_output_table = local_output;
         self.service_monitors = super::svc_monitor::rows(sb, chassis, |dp| {
+            u32::try_from(dps?.get(&dp)?.tunnel_key).ok()
+        });
+        self
+    }
+
+    /// Adds the BFD rows of router ports here (`resident`: whether a port is active here).
+    #[must_use]
+    pub fn with_bfd(mut self, sb: &Replica, resident: impl Fn(&str) -> bool) -> Self {
+        let dps = sb.table::<DatapathBinding>();
+        self.bfd = super::bfd::rows(sb, self.chassis, resident, |dp| {
             u32::try_from(dps?.get(&dp)?.tunnel_key).ok()
         });
         self
