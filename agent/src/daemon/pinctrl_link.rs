@@ -194,16 +194,29 @@ fn pin_view(engine: &Engine, announce: &[crate::pinctrl::garp::Announce]) -> Vie
         l.local_output,
     )
     .with_multicast(&engine.inputs.sb.replica, |dp| local.contains_key(&dp))
-    .with_bfd(&engine.inputs.sb.replica, |name| {
-        let pbs = engine
-            .inputs
-            .sb
-            .replica
-            .table::<sbclient::ovn_sb::PortBinding>();
-        pbs.and_then(|t| t.find_one("logical_port", &sbclient::Atom::from(name)))
-            .is_some_and(|(u, pb)| {
-                (pb.chassis.is_some() && pb.chassis == engine.runtime.chassis)
-                    || engine.runtime.active_ha.contains(u)
-            })
-    })
+    .with_bfd(&engine.inputs.sb.replica, |name| resident(engine, name))
+    .with_prefixd(
+        &engine.inputs.sb.replica,
+        |dp| local.contains_key(dp),
+        |gw| {
+            let here = gw.chassis.is_some() && gw.chassis == engine.runtime.chassis;
+            (gw.type_ == "l3gateway" && here)
+                || resident(engine, &format!("cr-{}", gw.logical_port))
+        },
+    )
+}
+
+/// Whether port `name` is active on this chassis (bound here, or the active member of its
+/// HA group).
+fn resident(engine: &Engine, name: &str) -> bool {
+    let pbs = engine
+        .inputs
+        .sb
+        .replica
+        .table::<sbclient::ovn_sb::PortBinding>();
+    pbs.and_then(|t| t.find_one("logical_port", &sbclient::Atom::from(name)))
+        .is_some_and(|(u, pb)| {
+            (pb.chassis.is_some() && pb.chassis == engine.runtime.chassis)
+                || engine.runtime.active_ha.contains(u)
+        })
 }

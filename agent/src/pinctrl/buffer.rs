@@ -133,6 +133,8 @@ pub enum SbWrite {
     SvcStatus(super::svc_monitor::StatusWrite),
     /// A BFD session's new state, for its row's `status`.
     BfdStatus(sbclient::Uuid, &'static str),
+    /// A delegated prefix for a router port's `options:ipv6_ra_pd_list`.
+    PrefixDelegated(sbclient::Uuid, String),
     /// The snooping tables as they are now, for `IGMP_Group` (the newest one wins; the
     /// main loop keeps it and makes the rows follow it).
     Igmp(super::igmp::Snapshot),

@@ -91,6 +91,7 @@ pub fn spawn(target: &str, view: Arc<View>, stats: Arc<Stats>) -> Result<Pinctrl
         ra_jitter: Jitter::from_clock(),
         snooping: super::igmp::Snooping::new(),
         bfd: super::bfd::Sessions::new(seed()),
+        prefixd: super::prefixd::Clients::new(seed()),
     };
     let t = target.to_owned();
     std::thread::Builder::new()
@@ -148,6 +149,8 @@ struct Task {
     snooping: super::igmp::Snooping,
     /// BFD sessions of the router ports here.
     bfd: super::bfd::Sessions,
+    /// IPv6 prefix delegation clients of the gateway ports here.
+    prefixd: super::prefixd::Clients,
 }
 
 /// A seed for the health checks' sequence numbers and source ports.
@@ -192,6 +195,7 @@ impl Task {
         let now = self.now_ms();
         self.snooping.configure(&first.ip_multicast, now);
         self.bfd.sync(&first.bfd, Instant::now());
+        self.prefixd.sync(&first.prefixd, Instant::now());
         loop {
             if self.session.is_none() {
                 let Ok(s) = self.handle.wait_connected().await else {
@@ -349,6 +353,10 @@ impl Task {
                     if !self.activations.push(a) {
                         coverage::PINCTRL_DROP_ACTIVATED_PORT.inc();
                     }
+                }
+                Effect::Prefixd(r) => {
+                    let entry = self.view.borrow().output_entry_table;
+                    out.extend(self.prefixd.on_message(&r, entry).map(Message::PacketOut));
                 }
                 Effect::Bfd(r) => {
                     let ingress = self.view.borrow().ingress_table;
@@ -524,6 +532,12 @@ impl Task {
         }
         due.extend(self.monitors.statuses().into_iter().map(SbWrite::SvcStatus));
         due.extend(
+            self.prefixd
+                .delegations(now)
+                .into_iter()
+                .map(|(u, v)| SbWrite::PrefixDelegated(u, v)),
+        );
+        due.extend(
             self.bfd
                 .statuses()
                 .into_iter()
@@ -549,14 +563,20 @@ impl Task {
         if self.session.is_none() {
             return;
         }
-        if !self.bfd.is_empty() {
+        if !self.bfd.is_empty() || !self.prefixd.is_empty() {
             let ingress = self.view.borrow().ingress_table;
-            let out: Vec<Message> = self
+            let mut out: Vec<Message> = self
                 .bfd
                 .run(now, ingress)
                 .into_iter()
                 .map(Message::PacketOut)
                 .collect();
+            out.extend(
+                self.prefixd
+                    .run(now, ingress)
+                    .into_iter()
+                    .map(Message::PacketOut),
+            );
             if !out.is_empty() {
                 self.send(&out).await;
             }
@@ -627,6 +647,7 @@ impl Task {
         let view = self.view.borrow_and_update().clone();
         self.monitors.sync(&view.service_monitors, Instant::now());
         self.bfd.sync(&view.bfd, Instant::now());
+        self.prefixd.sync(&view.prefixd, Instant::now());
         let now = self.clock_ms(Instant::now());
         self.garps.sync(&view.announce, now);
         self.snooping.configure(&view.ip_multicast, now);

@@ -31,6 +31,8 @@ pub enum Effect {
     BindVport(super::vport::VportClaim),
     /// Activate a live-migrated port here (`activation_strategy_rarp`).
     Activate(super::activation::Activation),
+    /// A DHCPv6 server's message for a prefix delegation client (`handle_dhcpv6_reply`).
+    Prefixd(super::prefixd::Received),
     /// A BFD control packet from a peer (`handle_bfd_msg`).
     Bfd(super::bfd::Received),
     /// A backend answered a health check (`handle_svc_check`).

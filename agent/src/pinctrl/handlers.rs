@@ -68,6 +68,12 @@ pub fn handle(pi: &PacketIn2, cx: &Context) -> Result<Vec<Effect>, Skip> {
                 port: p.regs.reg(14),
             })])
         }
+        opcode::DHCP6_SERVER => Ok(vec![Effect::Prefixd(super::prefixd::parse(
+            p.packet,
+            &h,
+            p.regs.datapath(),
+            p.regs.reg(14),
+        )?)]),
         opcode::BFD_MSG => Ok(vec![Effect::Bfd(super::bfd::parse(p.packet, &h)?)]),
         opcode::PUT_ND_RA_OPTS => super::ra::put_nd_ra_opts(&p, &h),
         opcode::IGMP => match super::igmp::parse(p.packet, &h) {

@@ -38,6 +38,7 @@ pub mod inject;
 pub mod metadata;
 pub mod packet;
 pub mod packet_in;
+pub mod prefixd;
 pub mod ra;
 pub mod ra_schedule;
 pub mod result_bit;

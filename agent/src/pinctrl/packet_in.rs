@@ -30,6 +30,7 @@ pub mod opcode {
     pub const IGMP: u32 = 16;
     pub const BIND_VPORT: u32 = 17;
     pub const HANDLE_SVC_CHECK: u32 = 18;
+    pub const DHCP6_SERVER: u32 = 19;
     pub const ICMP6_ERROR: u32 = 20;
     pub const PUT_ICMP6_FRAG_MTU: u32 = 21;
     pub const REJECT: u32 = 22;

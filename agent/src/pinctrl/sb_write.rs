@@ -54,6 +54,7 @@ fn services(sb: &Replica, writes: &[SbWrite], txn: &mut Transaction) {
     let mut activations: HashMap<Uuid, Vec<super::activation::Activation>> = HashMap::new();
     let mut statuses = Vec::new();
     let mut bfd = Vec::new();
+    let mut prefixes = Vec::new();
     for w in writes {
         match w {
             SbWrite::Event(e, ch) => events.entry(*ch).or_default().push(e.clone()),
@@ -61,6 +62,7 @@ fn services(sb: &Replica, writes: &[SbWrite], txn: &mut Transaction) {
             SbWrite::Activated(a, ch) => activations.entry(*ch).or_default().push(*a),
             SbWrite::SvcStatus(s) => statuses.push(*s),
             SbWrite::BfdStatus(u, s) => bfd.push((*u, *s)),
+            SbWrite::PrefixDelegated(u, v) => prefixes.push((*u, v.clone())),
             SbWrite::MacBinding(_)
             | SbWrite::Fdb(_)
             | SbWrite::Announced { .. }
@@ -78,6 +80,7 @@ fn services(sb: &Replica, writes: &[SbWrite], txn: &mut Transaction) {
     }
     super::svc_monitor::write(sb, &statuses, txn);
     super::bfd::write(sb, &bfd, txn);
+    super::prefixd::write(sb, &prefixes, txn);
 }
 
 /// FDB rows by (datapath key, MAC): a new one is inserted, a moved one gets its new port.

@@ -28,6 +28,8 @@ pub struct View {
     pub local_output_table: u8,
     /// The Service_Monitor rows of the ports bound to this chassis.
     pub service_monitors: Vec<MonitorRow>,
+    /// The router ports to get IPv6 prefixes for from here.
+    pub prefixd: Vec<super::prefixd::PdPort>,
     /// The BFD rows whose router port is here.
     pub bfd: Vec<super::bfd::BfdRow>,
     /// The first table of the logical ingress pipeline (where announcements enter).
@@ -108,6 +110,22 @@ impl View {
     pub fn with_bfd(mut self, sb: &Replica, resident: impl Fn(&str) -> bool) -> Self {
         let dps = sb.table::<DatapathBinding>();
         self.bfd = super::bfd::rows(sb, self.chassis, resident, |dp| {
+            u32::try_from(dps?.get(&dp)?.tunnel_key).ok()
+        });
+        self
+    }
+
+    /// Adds the ports to get delegated prefixes for (`local_router`: a local datapath;
+    /// `resident`: whether a gateway port lives here).
+    #[must_use]
+    pub fn with_prefixd(
+        mut self,
+        sb: &Replica,
+        local_router: impl Fn(&Uuid) -> bool,
+        resident: impl Fn(&PortBinding) -> bool,
+    ) -> Self {
+        let dps = sb.table::<DatapathBinding>();
+        self.prefixd = super::prefixd::ports(sb, local_router, resident, |dp| {
             u32::try_from(dps?.get(&dp)?.tunnel_key).ok()
         });
         self
