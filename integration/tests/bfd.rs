@@ -12,7 +12,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{two_switches_one_router, Net, Setup};
+use common::{Net, Setup};
 use integration::observe::{Outcome, Probe};
 use integration::packet::ipv4_summary;
 use integration::scenario::SnatGateway;
@@ -21,13 +21,6 @@ use integration::Result;
 const GATEWAY: SnatGateway = SnatGateway::LAB;
 const BFD_PORT: u16 = 3784;
 const PEER_DISC: u32 = 0x99;
-
-fn gateway_topology(setup: &Setup) -> Result<Net> {
-    let mut net = two_switches_one_router(setup, &["hv1", "hv2", "hv3"])?;
-    let ext = GATEWAY.build(net.lab.central(), "lr0", net.lab.chassis("hv3")?)?;
-    net.extra.push(("hv3".to_owned(), ext));
-    Ok(net)
-}
 
 /// The Southbound row's `column`.
 fn sb_bfd(net: &Net, column: &str) -> Result<String> {
@@ -214,7 +207,7 @@ fn bfd_as_ovn_controller() {
     let setups = Setup::oracle_and_agent(&["hv1", "hv2", "hv3"]);
     let (nets, report) = common::run_all(
         &setups,
-        gateway_topology,
+        common::gateway_lab,
         &[("BFD session follows the peer", session_follows_the_peer)],
     );
     common::conclude_healthy(nets, &report);

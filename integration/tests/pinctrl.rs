@@ -805,9 +805,7 @@ const GATEWAY_MTU: u16 = 1300;
 /// The shared topology plus lr0's distributed gateway port on hv3, with
 /// `gateway_mtu=1300` on it.
 fn gateway_topology(setup: &Setup) -> Result<Net> {
-    let mut net = two_switches_one_router(setup, &["hv1", "hv2", "hv3"])?;
-    let ext = GATEWAY.build(net.lab.central(), "lr0", net.lab.chassis("hv3")?)?;
-    net.extra.push(("hv3".to_owned(), ext));
+    let net = common::gateway_lab(setup)?;
     let mtu = format!("options:gateway_mtu={GATEWAY_MTU}");
     net.lab
         .central()

@@ -10,20 +10,12 @@ mod common;
 use std::net::Ipv6Addr;
 use std::time::{Duration, Instant};
 
-use common::{mac, two_switches_one_router, Net, Setup, LR0_SW0_MAC};
+use common::{mac, Net, Setup, LR0_SW0_MAC};
 use integration::observe::{Outcome, Probe};
 use integration::scenario::SnatGateway;
-use integration::Result;
 
 const GATEWAY: SnatGateway = SnatGateway::LAB;
 const PREFIX: &str = "2001:db8:1::";
-
-fn gateway_topology(setup: &Setup) -> Result<Net> {
-    let mut net = two_switches_one_router(setup, &["hv1", "hv2", "hv3"])?;
-    let ext = GATEWAY.build(net.lab.central(), "lr0", net.lab.chassis("hv3")?)?;
-    net.extra.push(("hv3".to_owned(), ext));
-    Ok(net)
-}
 
 /// A DHCPv6 message the host received: (message type, source IP, destination MAC, options).
 type Message = (u8, Ipv6Addr, [u8; 6], Vec<(u16, Vec<u8>)>);
@@ -224,7 +216,7 @@ fn prefix_delegation_as_ovn_controller() {
     let setups = Setup::oracle_and_agent(&["hv1", "hv2", "hv3"]);
     let (nets, report) = common::run_all(
         &setups,
-        gateway_topology,
+        common::gateway_lab,
         &[("prefix delegated to lr0-sw0", delegation)],
     );
     common::conclude_healthy(nets, &report);

@@ -189,6 +189,33 @@ impl Transaction {
         )
     }
 
+    /// Sets `pairs` in map column `column` of the rows matching `condition`, other keys
+    /// kept: a `mutate` deleting the keys, then inserting the pairs (OVSDB's insert leaves
+    /// an existing key alone).
+    pub fn set_map_keys(
+        &mut self,
+        table: &str,
+        condition: &Condition,
+        column: &str,
+        pairs: &[(&str, &str)],
+    ) -> usize {
+        let keys = Datum::Set(pairs.iter().map(|(k, _)| Atom::from(*k)).collect());
+        let map = Datum::Map(
+            pairs
+                .iter()
+                .map(|(k, v)| (Atom::from(*k), Atom::from(*v)))
+                .collect(),
+        );
+        self.mutate(
+            table,
+            condition,
+            vec![
+                (column.to_owned(), Mutator::Delete, keys),
+                (column.to_owned(), Mutator::Insert, map),
+            ],
+        )
+    }
+
     /// `delete` of the rows matching `condition`.
     pub fn delete(&mut self, table: &str, condition: &Condition) -> usize {
         self.push(json!({"op": "delete", "table": table, "where": condition}))

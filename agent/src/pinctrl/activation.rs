@@ -8,8 +8,7 @@ use std::collections::HashMap;
 
 use sbclient::ovn_sb::{Chassis, DatapathBinding, PortBinding};
 use sbclient::transaction::by_uuid;
-use sbclient::transaction::Mutator;
-use sbclient::{Atom, Datum, Replica, Transaction, Uuid};
+use sbclient::{Replica, Transaction, Uuid};
 
 use crate::vlog::RateLimit;
 
@@ -81,22 +80,11 @@ pub fn write(sb: &Replica, ports: &[Activation], chassis: Uuid, txn: &mut Transa
             Some(have) => format!("{have},{name}"),
             None => name.to_owned(),
         };
-        let key = "additional-chassis-activated";
-        txn.mutate(
+        txn.set_map_keys(
             "Port_Binding",
             &by_uuid(*uuid),
-            vec![
-                (
-                    "options".into(),
-                    Mutator::Delete,
-                    Datum::set([Atom::from(key)]),
-                ),
-                (
-                    "options".into(),
-                    Mutator::Insert,
-                    Datum::map([(key, list.as_str())]),
-                ),
-            ],
+            "options",
+            &[("additional-chassis-activated", list.as_str())],
         );
     }
 }

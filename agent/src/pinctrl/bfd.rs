@@ -7,14 +7,13 @@
 //! Each state change is written to the row's `status`, as ovn-controller does.
 
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant};
 
 use openflow::wire::PacketOut;
 use sbclient::ovn_sb::{Bfd, PortBinding};
 use sbclient::{Replica, Uuid};
 
-use super::csum::{fold, sum16};
 use super::packet::{self, Headers, Mac, L3};
 use super::packet_in::{Entry, Skip};
 
@@ -476,60 +475,15 @@ fn control_packet(s: &Session, fin: bool, ingress: u8) -> PacketOut {
     )
 }
 
-/// Ethernet (to broadcast), IP (TTL 255) and UDP around `payload`; IPv4 without a UDP
-/// checksum, IPv6 with one.
+/// The control packet's frame: to broadcast, TTL 255.
 fn udp_frame(r: &BfdRow, payload: &[u8]) -> Vec<u8> {
-    let l4_len = 8 + payload.len();
-    let mut out = Vec::with_capacity(14 + 40 + l4_len);
-    out.extend_from_slice(&[0xff; 6]);
-    out.extend_from_slice(&r.src_mac);
-    let mut udp = Vec::with_capacity(l4_len);
-    udp.extend_from_slice(&r.src_port.to_be_bytes());
-    udp.extend_from_slice(&DEST_PORT.to_be_bytes());
-    udp.extend_from_slice(&(l4_len as u16).to_be_bytes());
-    udp.extend_from_slice(&[0, 0]);
-    udp.extend_from_slice(payload);
-    match (r.src_ip, r.dst_ip) {
-        (IpAddr::V4(src), IpAddr::V4(dst)) => {
-            out.extend_from_slice(&packet::ETH_TYPE_IPV4.to_be_bytes());
-            let mut ip = [0u8; 20];
-            ip[0] = 0x45;
-            ip[2..4].copy_from_slice(&((20 + l4_len) as u16).to_be_bytes());
-            ip[6] = 0x40;
-            ip[8] = 255;
-            ip[9] = packet::PROTO_UDP;
-            ip[12..16].copy_from_slice(&src.octets());
-            ip[16..20].copy_from_slice(&dst.octets());
-            let c = fold(sum16(&ip, 0));
-            ip[10..12].copy_from_slice(&c.to_be_bytes());
-            out.extend_from_slice(&ip);
-        }
-        (src, dst) => {
-            let v6 = |a: IpAddr| match a {
-                IpAddr::V6(a) => a,
-                IpAddr::V4(a) => a.to_ipv6_mapped(),
-            };
-            let (src, dst): (Ipv6Addr, Ipv6Addr) = (v6(src), v6(dst));
-            out.extend_from_slice(&packet::ETH_TYPE_IPV6.to_be_bytes());
-            out.extend_from_slice(&[0x60, 0, 0, 0]);
-            out.extend_from_slice(&(l4_len as u16).to_be_bytes());
-            out.push(packet::PROTO_UDP);
-            out.push(255);
-            out.extend_from_slice(&src.octets());
-            out.extend_from_slice(&dst.octets());
-            let pseudo = sum16(&src.octets(), 0)
-                + sum16(&dst.octets(), 0)
-                + u32::from(packet::PROTO_UDP)
-                + l4_len as u32;
-            let c = match fold(sum16(&udp, pseudo)) {
-                0 => 0xffff,
-                c => c,
-            };
-            udp[6..8].copy_from_slice(&c.to_be_bytes());
-        }
-    }
-    out.extend_from_slice(&udp);
-    out
+    packet::udp_datagram(
+        (r.src_mac, [0xff; 6]),
+        (r.src_ip, r.dst_ip),
+        255,
+        (r.src_port, DEST_PORT),
+        payload,
+    )
 }
 
 /// Writes the states to the BFD rows.

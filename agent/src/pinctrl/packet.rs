@@ -527,6 +527,71 @@ pub fn sctp_abort(
     Ok(out)
 }
 
+/// Ethernet, IP and UDP around `payload`, as pinctrl composes its own datagrams: IPv4 with
+/// DF set, identification and TOS 0 and no UDP checksum; IPv6 (an IPv4 address mapped
+/// when the other is IPv6) with one.
+pub fn udp_datagram(
+    macs: (Mac, Mac),
+    ips: (std::net::IpAddr, std::net::IpAddr),
+    ttl: u8,
+    ports: (u16, u16),
+    payload: &[u8],
+) -> Vec<u8> {
+    use super::csum::{fold, sum16};
+    let (src_mac, dst_mac) = macs;
+    let l4_len = 8 + payload.len();
+    let mut out = Vec::with_capacity(14 + 40 + l4_len);
+    out.extend_from_slice(&dst_mac);
+    out.extend_from_slice(&src_mac);
+    let mut udp = Vec::with_capacity(l4_len);
+    udp.extend_from_slice(&ports.0.to_be_bytes());
+    udp.extend_from_slice(&ports.1.to_be_bytes());
+    udp.extend_from_slice(&(l4_len as u16).to_be_bytes());
+    udp.extend_from_slice(&[0, 0]);
+    udp.extend_from_slice(payload);
+    match ips {
+        (std::net::IpAddr::V4(src), std::net::IpAddr::V4(dst)) => {
+            out.extend_from_slice(&ETH_TYPE_IPV4.to_be_bytes());
+            let mut ip = [0u8; 20];
+            ip[0] = 0x45;
+            ip[2..4].copy_from_slice(&((20 + l4_len) as u16).to_be_bytes());
+            ip[6] = 0x40;
+            ip[8] = ttl;
+            ip[9] = PROTO_UDP;
+            ip[12..16].copy_from_slice(&src.octets());
+            ip[16..20].copy_from_slice(&dst.octets());
+            let c = fold(sum16(&ip, 0));
+            ip[10..12].copy_from_slice(&c.to_be_bytes());
+            out.extend_from_slice(&ip);
+        }
+        (src, dst) => {
+            let v6 = |a: std::net::IpAddr| match a {
+                std::net::IpAddr::V6(a) => a,
+                std::net::IpAddr::V4(a) => a.to_ipv6_mapped(),
+            };
+            let (src, dst) = (v6(src), v6(dst));
+            out.extend_from_slice(&ETH_TYPE_IPV6.to_be_bytes());
+            out.extend_from_slice(&[0x60, 0, 0, 0]);
+            out.extend_from_slice(&(l4_len as u16).to_be_bytes());
+            out.push(PROTO_UDP);
+            out.push(ttl);
+            out.extend_from_slice(&src.octets());
+            out.extend_from_slice(&dst.octets());
+            let pseudo = sum16(&src.octets(), 0)
+                + sum16(&dst.octets(), 0)
+                + u32::from(PROTO_UDP)
+                + l4_len as u32;
+            let c = match fold(sum16(&udp, pseudo)) {
+                0 => 0xffff,
+                c => c,
+            };
+            udp[6..8].copy_from_slice(&c.to_be_bytes());
+        }
+    }
+    out.extend_from_slice(&udp);
+    out
+}
+
 /// Lower-case hex of `bytes` (log lines; tests' golden vectors).
 pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write as _;

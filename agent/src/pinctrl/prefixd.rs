@@ -15,7 +15,6 @@ use openflow::wire::PacketOut;
 use sbclient::ovn_sb::PortBinding;
 use sbclient::{Replica, Uuid};
 
-use super::csum::{fold, sum16};
 use super::packet::{self, Headers, Mac, L3};
 use super::packet_in::{Entry, Skip};
 
@@ -566,40 +565,18 @@ fn client_message(c: &Client, ingress: u8) -> PacketOut {
 
 /// Ethernet, IPv6 (hop limit 255) and UDP (client to server port) around `msg`.
 fn udp6_frame(src_mac: Mac, dst_mac: Mac, src: Ipv6Addr, dst: Ipv6Addr, msg: &[u8]) -> Vec<u8> {
-    let l4_len = 8 + msg.len();
-    let mut out = Vec::with_capacity(14 + 40 + l4_len);
-    out.extend_from_slice(&dst_mac);
-    out.extend_from_slice(&src_mac);
-    out.extend_from_slice(&packet::ETH_TYPE_IPV6.to_be_bytes());
-    out.extend_from_slice(&[0x60, 0, 0, 0]);
-    out.extend_from_slice(&(l4_len as u16).to_be_bytes());
-    out.push(packet::PROTO_UDP);
-    out.push(255);
-    out.extend_from_slice(&src.octets());
-    out.extend_from_slice(&dst.octets());
-    let mut udp = Vec::with_capacity(l4_len);
-    udp.extend_from_slice(&CLIENT_PORT.to_be_bytes());
-    udp.extend_from_slice(&SERVER_PORT.to_be_bytes());
-    udp.extend_from_slice(&(l4_len as u16).to_be_bytes());
-    udp.extend_from_slice(&[0, 0]);
-    udp.extend_from_slice(msg);
-    let pseudo = sum16(&src.octets(), 0)
-        + sum16(&dst.octets(), 0)
-        + u32::from(packet::PROTO_UDP)
-        + l4_len as u32;
-    let c = match fold(sum16(&udp, pseudo)) {
-        0 => 0xffff,
-        c => c,
-    };
-    udp[6..8].copy_from_slice(&c.to_be_bytes());
-    out.extend_from_slice(&udp);
-    out
+    packet::udp_datagram(
+        (src_mac, dst_mac),
+        (src.into(), dst.into()),
+        255,
+        (CLIENT_PORT, SERVER_PORT),
+        msg,
+    )
 }
 
 /// Writes the delegations to the ports' `options:ipv6_ra_pd_list`.
 pub fn write(sb: &Replica, delegations: &[(Uuid, String)], txn: &mut sbclient::Transaction) {
-    use sbclient::transaction::{by_uuid, Mutator};
-    use sbclient::{Atom, Datum};
+    use sbclient::transaction::by_uuid;
     let Some(pbs) = sb.table::<PortBinding>() else {
         return;
     };
@@ -611,22 +588,7 @@ pub fn write(sb: &Replica, delegations: &[(Uuid, String)], txn: &mut sbclient::T
         {
             continue;
         }
-        txn.mutate(
-            "Port_Binding",
-            &by_uuid(*uuid),
-            vec![
-                (
-                    "options".into(),
-                    Mutator::Delete,
-                    Datum::set([Atom::from(key)]),
-                ),
-                (
-                    "options".into(),
-                    Mutator::Insert,
-                    Datum::map([(key, value.as_str())]),
-                ),
-            ],
-        );
+        txn.set_map_keys("Port_Binding", &by_uuid(*uuid), "options", &[(key, value)]);
     }
 }
 

@@ -612,20 +612,13 @@ fn tcp_segment(row: &MonitorRow, flags: u16, src_port: u16, seq: u32, ack: u32) 
 
 /// The UDP probe: 8 zero bytes; IPv4 without a checksum, IPv6 with one.
 fn udp_datagram(row: &MonitorRow, src_port: u16) -> Vec<u8> {
-    let (mut out, pseudo) = headers(row, packet::PROTO_UDP, 16);
-    let mut u = [0u8; 16];
-    u[0..2].copy_from_slice(&src_port.to_be_bytes());
-    u[2..4].copy_from_slice(&row.service_port.to_be_bytes());
-    u[4..6].copy_from_slice(&16u16.to_be_bytes());
-    if row.ip.is_ipv6() {
-        let c = match fold(sum16(&u, pseudo)) {
-            0 => 0xffff,
-            c => c,
-        };
-        u[6..8].copy_from_slice(&c.to_be_bytes());
-    }
-    out.extend_from_slice(&u);
-    out
+    packet::udp_datagram(
+        (row.src_mac, row.dst_mac),
+        (row.src_ip, row.ip),
+        PROBE_TTL,
+        (src_port, row.service_port),
+        &[0; 8],
+    )
 }
 
 /// Writes `statuses` to the rows that do not have them.

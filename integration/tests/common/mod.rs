@@ -296,6 +296,20 @@ pub fn two_switches_one_router_in(lab: Lab, setup: &Setup, chassis: &[&str]) -> 
     })
 }
 
+/// [`two_switches_one_router`] on hv1-hv3 plus lr0's distributed gateway port
+/// `lr0-public` on hv3 ([`integration::scenario::SnatGateway::LAB`]), its external host
+/// watched.
+pub fn gateway_lab(setup: &Setup) -> Result<Net> {
+    let mut net = two_switches_one_router(setup, &["hv1", "hv2", "hv3"])?;
+    let ext = integration::scenario::SnatGateway::LAB.build(
+        net.lab.central(),
+        "lr0",
+        net.lab.chassis("hv3")?,
+    )?;
+    net.extra.push(("hv3".to_owned(), ext));
+    Ok(net)
+}
+
 /// A scenario: runs in a built lab, leaves the lab as it found it, returns what it observed.
 pub type Scenario = (&'static str, fn(&Net) -> Outcome);
 
