@@ -17,6 +17,8 @@ use crate::lflow::chassis_view::{conj_id_hash, ChassisView};
 use crate::lflow::hash::FxBuild;
 use crate::southbound::Southbound;
 
+#[cfg(test)]
+mod meter_tests;
 mod ports;
 
 pub use ports::TouchedRows;
@@ -168,6 +170,7 @@ pub struct SbView<'a> {
     dhcpv6_options: Arc<Option<HashSet<String>>>,
     collector_ids: BTreeSet<u32>,
     tunnel_ofports: BTreeMap<String, u32>,
+    no_meters: bool,
 }
 
 /// What a [`ViewParts::refresh`] changed in what logical flows depend on besides their own
@@ -437,6 +440,9 @@ pub struct LocalFacts {
     /// The OpenFlow port of the (first) tunnel to each remote chassis, by chassis name
     /// (`fwd_group(liveness=true)` watches it).
     pub tunnel_ofports: BTreeMap<String, u32>,
+    /// The datapath has no meters (the feature probe said so): controller actions go
+    /// without theirs, as ovn-controller encodes them then.
+    pub no_meters: bool,
 }
 
 impl LocalFacts {
@@ -535,6 +541,7 @@ impl<'a> SbView<'a> {
             dhcpv6_options: Arc::clone(&parts.dhcpv6_options),
             collector_ids: parts.facts.collector_ids.clone(),
             tunnel_ofports: parts.facts.tunnel_ofports.clone(),
+            no_meters: parts.facts.no_meters,
         }
     }
 
@@ -633,6 +640,9 @@ impl ChassisView for SbView<'_> {
             .acquire(&key.to_owned(), || meter.clone())
     }
     fn named_meter(&self, name: &str) -> Option<u32> {
+        if self.no_meters {
+            return None;
+        }
         let meter = named_meter_mod(self.replica, name);
         self.ids
             .meters

@@ -26,6 +26,8 @@ pub(super) enum Input {
     Request(Option<Request>),
     Shutdown,
     Tick,
+    /// The feature probe learnt whether the datapath has meters.
+    MeterSupport(Option<bool>),
 }
 
 /// What an input leaves the turn to do.
@@ -144,6 +146,7 @@ impl MainLoop {
             }
             Input::Done(d) => self.on_done(d),
             Input::Request(Some(req)) => self.on_request(req),
+            Input::MeterSupport(supported) => Step::Go(self.engine.set_meter_support(supported)),
             Input::Tick => {
                 let now = Instant::now();
                 if now >= self.next_coverage_sample {

@@ -36,6 +36,16 @@ pub async fn run(
             req = requests.recv() => Input::Request(req),
             _ = shutdown.recv() => Input::Shutdown,
             _ = tick.tick() => Input::Tick,
+            supported = async {
+                let Some((_, p)) = m.features.as_mut() else {
+                    return std::future::pending().await;
+                };
+                if p.meter_support.changed().await.is_err() {
+                    // The probe ended: nothing more will come from it.
+                    return std::future::pending().await;
+                }
+                *p.meter_support.borrow_and_update()
+            } => Input::MeterSupport(supported),
         };
         let changed = match m.on_input(input) {
             Step::Go(changed) => changed,

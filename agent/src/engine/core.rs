@@ -276,6 +276,8 @@ pub struct Engine {
     pub inputs: Inputs,
     pub sb_connected: bool,
     pub ovs_connected: bool,
+    /// Whether the datapath has meters, as the feature probe last said (`None`: not yet).
+    pub(super) meter_support: Option<bool>,
     /// A transaction is in flight on that database: plan none (the replicas show its
     /// effect before the reply).
     pub sb_busy: bool,
@@ -361,6 +363,7 @@ impl Engine {
                 ovs,
             },
             sb_connected: false,
+            meter_support: None,
             ovs_connected: false,
             sb_busy: false,
             sb_up_busy: false,
@@ -607,6 +610,18 @@ impl Engine {
             self.conditions.requested_seq,
             self.conditions.acked_seq,
         )
+    }
+
+    /// The feature probe's word on meters; a change compiles everything again (controller
+    /// actions carry their meters only where there are meters). Returns whether it changed.
+    pub fn set_meter_support(&mut self, supported: Option<bool>) -> bool {
+        let before = self.meter_support == Some(false);
+        self.meter_support = supported;
+        let changed = before != (supported == Some(false));
+        if changed {
+            self.force_recompute("meter support changed");
+        }
+        changed
     }
 
     /// `recompute`: everything is compiled again on the next run.

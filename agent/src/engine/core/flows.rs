@@ -47,6 +47,7 @@ impl Engine {
                 .iter()
                 .filter_map(|(c, t)| Some((c.clone(), t.first()?.ofport)))
                 .collect(),
+            no_meters: self.meter_support == Some(false),
         };
         if self.view.parts.tunnel_ofports() != &facts.tunnel_ofports {
             // fwd_group(liveness=true) buckets watch the tunnels.
