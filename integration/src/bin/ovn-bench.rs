@@ -8,6 +8,9 @@
 //!   and the controller's peak RSS by then;
 //! - the OpenFlow flows installed in `br-int` (by table role when the counts differ);
 //! - peak RSS (`VmHWM`) and CPU seconds (`utime` + `stime`) of the controller over its run;
+//! - port-up of a VIF added 0, 1, 5 and 30 s after the first sync (its logical port made
+//!   before the controller started), one sample each: what a port waits behind while the
+//!   first sync's work is still settling;
 //! - port-up latency: from adding an OVS interface with `external_ids:iface-id` to the
 //!   Southbound `Port_Binding.up` being true (median of `--samples`);
 //! - one-object change latencies (median of `--samples`): one ACL, one address added to an
@@ -112,7 +115,7 @@ impl Topology {
             let spec = args.k8s_shape.spec();
             spec.check()?;
             // Sample ports take the addresses after node0's pods: .3 + pods onwards.
-            if 3 + spec.pods_per_node + args.samples > 254 {
+            if 3 + spec.pods_per_node + args.samples + AFTER_SYNC_S.len() > 254 {
                 bail!("--pods-per-node + --samples must leave room in node0's /24");
             }
             Ok(Self::K8s(spec))
@@ -122,7 +125,8 @@ impl Topology {
                 ports_per_switch: args.ports_per_switch,
                 acls_per_switch: args.acls_per_switch,
             };
-            if spec.switches == 0 || spec.ports_per_switch + args.samples > 250 {
+            if spec.switches == 0 || spec.ports_per_switch + args.samples + AFTER_SYNC_S.len() > 250
+            {
                 bail!("needs a switch, and --ports-per-switch + --samples at most 250");
             }
             Ok(Self::Synthetic {
@@ -293,6 +297,9 @@ struct Round {
     /// Flows per table role after the first sync.
     by_role: BTreeMap<TableRole, u64>,
     port_up: Vec<Duration>,
+    /// Port-up of a VIF added [`AFTER_SYNC_S`] seconds after the first sync (its
+    /// logical port made before the controller started), one each.
+    port_up_after_sync: Vec<Duration>,
     /// `ovn-nbctl --wait=hv acl-add`, northd included.
     acl_wait_hv: Vec<Duration>,
     /// One-object changes, from northd's Southbound commit to the chassis' acknowledgement.
@@ -416,18 +423,52 @@ fn measure(
     topology.prepare(chassis)?;
     let vswitchd_cpu_before = chassis.vswitchd().cpu_seconds()?;
 
+    // The logical ports of the after-sync samples exist before the controller starts: the
+    // samples then time only the VIF's claim and flows.
+    let mut ports = Vec::new();
+    for k in 0..AFTER_SYNC_S.len() {
+        let port = format!("bench{round}-sync{k}");
+        let mut cmd = vec!["--wait=sb".to_owned()];
+        cmd.extend(topology.sample_port_commands(&port, args.samples + k));
+        lab.central().nbctl(&cmd)?;
+        ports.push(port);
+    }
+
     let start = Instant::now();
     lab.start_controller(&name, controller)?;
     let central = lab.central();
     central
         .wait_for_chassis_private(&name, Duration::from_secs(u64::from(LARGE_DB_TIMEOUT_SECS)))?;
+    // The Southbound watch must be up before the first after-sync sample; its start (the
+    // monitors' first contents, once Chassis_Private has our row) is not the controller's
+    // time and is left out of the first sync.
+    let watch_started = Instant::now();
+    let watch = central.watch_sb(Duration::from_secs(u64::from(LARGE_DB_TIMEOUT_SECS)))?;
+    let watch_setup = watch_started.elapsed();
     nbctl_wait_hv(central, &["sync"])?;
-    let first_sync = start.elapsed();
+    let synced_at = Instant::now();
+    let first_sync = start.elapsed().saturating_sub(watch_setup);
 
     let chassis = lab.chassis(&name)?;
     let daemon = chassis.controller().context("controller")?;
     let cpu_at_sync = daemon.cpu_seconds()?;
     let rss_at_sync_kib = daemon.peak_rss_kib()?;
+    let timeout = Duration::from_secs(u64::from(DB_TIMEOUT_SECS));
+    let mut port_up_after_sync = Vec::new();
+    for (k, after) in AFTER_SYNC_S.iter().enumerate() {
+        let due = synced_at + Duration::from_secs(*after);
+        std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        let t = Instant::now();
+        chassis.add_vif(&format!("sync{k}"), &ports[k])?;
+        let port = &ports[k];
+        let up = watch.first_after(
+            "the after-sync port up",
+            t,
+            timeout,
+            |e| matches!(e, SbEvent::PortUp { port: p, up: true } if p == port),
+        )?;
+        port_up_after_sync.push(up - t);
+    }
     let vswitchd_cpu_at_sync = chassis.vswitchd().cpu_seconds()? - vswitchd_cpu_before;
     let flows = chassis.flow_count("br-int")?;
     let dump = chassis.ofctl(&["--no-stats", "dump-flows", "br-int"])?;
@@ -443,10 +484,7 @@ fn measure(
     let switch = topology.sample_switch();
     let address_set = topology.sample_address_set();
     let port_group = topology.sample_port_group();
-    let timeout = Duration::from_secs(u64::from(DB_TIMEOUT_SECS));
-    let watch = central.watch_sb(Duration::from_secs(u64::from(LARGE_DB_TIMEOUT_SECS)))?;
     let mut samples = Samples::default();
-    let mut ports = Vec::new();
     let mut acls = Vec::new();
     let mut addresses = Vec::new();
     for i in 0..args.samples {
@@ -552,6 +590,7 @@ fn measure(
         flows,
         by_role,
         port_up: samples.port_up,
+        port_up_after_sync,
         acl_wait_hv: samples.acl_wait_hv,
         acl: samples.acl,
         address: samples.address,
@@ -615,6 +654,9 @@ fn huge_update(
 fn strs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
+
+/// When the after-sync port-up samples are taken, in seconds after the first sync.
+const AFTER_SYNC_S: [u64; 4] = [0, 1, 5, 30];
 
 /// Latency samples of one round.
 #[derive(Default)]
@@ -844,7 +886,7 @@ fn latency_row(name: String, samples: fn(&Round) -> &Vec<Duration>) -> Figure {
 /// The table: a row per figure, a column per controller, and the ratio ovn-agent /
 /// ovn-controller when both ran.
 fn table(rounds: &[Round], samples: usize, floor_runs: usize) -> String {
-    let figures: Vec<Figure> = vec![
+    let mut figures: Vec<Figure> = vec![
         (
             "first full sync (start -> --wait=hv sync)".into(),
             Box::new(|r| {
@@ -898,6 +940,20 @@ fn table(rounds: &[Round], samples: usize, floor_runs: usize) -> String {
             "  min-max".into(),
             Box::new(|r| (f64::NAN, spread(&r.port_up))),
         ),
+    ];
+    for (k, after) in AFTER_SYNC_S.iter().enumerate() {
+        figures.push((
+            format!("port-up, VIF added {after} s after the first sync"),
+            Box::new(move |r| {
+                r.port_up_after_sync
+                    .get(k)
+                    .map_or((f64::NAN, "-".to_owned()), |d| {
+                        (ms(*d), format!("{:.1} ms", ms(*d)))
+                    })
+            }),
+        ));
+    }
+    figures.extend::<Vec<Figure>>(vec![
         latency_row(
             format!("ACL add --wait=hv (incl. northd), median of {samples}"),
             |r| &r.acl_wait_hv,
@@ -974,7 +1030,7 @@ fn table(rounds: &[Round], samples: usize, floor_runs: usize) -> String {
                 (x, format!("{x:.2}"))
             }),
         ),
-    ];
+    ]);
     let agent = rounds.iter().position(|r| r.label == "ovn-agent");
     let c = rounds.iter().position(|r| r.label == "ovn-controller");
     let mut out = String::new();

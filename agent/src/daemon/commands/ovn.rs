@@ -390,11 +390,11 @@ fn dump_local_bindings(engine: &Engine) -> String {
     };
     // As ovn-controller keeps them: one per interface with an iface-id here, and one per
     // parent that a container port in the Southbound names, interface or not.
-    let mut names: BTreeMap<&str, Option<&str>> = engine
+    let mut names: BTreeMap<&str, Option<&crate::engine::binding::LocalIface>> = engine
         .ifaces
         .by_iface_id
         .iter()
-        .map(|(id, iface)| (id.as_str(), Some(iface.name.as_str())))
+        .map(|(id, iface)| (id.as_str(), Some(iface)))
         .collect();
     for (_, p) in pbs.iter() {
         if let Some(parent) = container_parent(p) {
@@ -406,7 +406,14 @@ fn dump_local_bindings(engine: &Engine) -> String {
             .find_one("logical_port", &sbclient::Atom::from(name))
             .or_else(|| pbs.iter().find(|(_, p)| p.logical_port == name))
             .map(|(_, p)| p);
-        let primary = own.filter(|p| p.type_.is_empty() && container_parent(p).is_none());
+        // A port whose iface-id-ver the interface does not carry is not its primary.
+        let version_matches = |p: &PortBinding| {
+            p.options
+                .get("iface-id-ver")
+                .is_none_or(|want| iface.is_none_or(|i| i.iface_id_ver.as_ref() == Some(want)))
+        };
+        let primary = own
+            .filter(|p| p.type_.is_empty() && container_parent(p).is_none() && version_matches(p));
         let localport = own.filter(|p| p.type_ == "localport");
         let mut children: Vec<&str> = pbs
             .iter()
@@ -418,7 +425,7 @@ fn dump_local_bindings(engine: &Engine) -> String {
         let _ = writeln!(
             out,
             "name: [{name}], OVS interface name : [{}], num binding lports : [{n}]",
-            iface.unwrap_or("NULL")
+            iface.map_or("NULL", |i| i.name.as_str())
         );
         if n > 0 {
             if let Some(p) = primary {
