@@ -12,21 +12,12 @@ use std::time::Duration;
 use common::{mac, two_switches_one_router, vm_port, Net, Setup, Vm};
 use integration::host::wait_for;
 use integration::observe::Outcome;
-use integration::packet::{ipv4_summary, udp4, Mac};
+use integration::packet::{ipv4_summary, Mac};
 
 const MIG_MAC: &str = "50:54:00:00:00:10";
 
 fn udp(from: &Vm, to: &Vm, payload: &[u8]) -> Vec<u8> {
-    udp4(
-        from.port.mac,
-        to.port.mac,
-        from.port.ip,
-        to.port.ip,
-        64,
-        4000,
-        5000,
-        payload,
-    )
+    common::udp_to(from, to, 5000, payload)
 }
 
 fn carries(payload: &'static [u8]) -> impl FnMut(&[u8]) -> bool {
