@@ -16,12 +16,12 @@ cargo test --workspace --no-fail-fast
 # ovn-controller, lflow by lflow; the physical stage in 25.03's forms against the flows
 # 25.03's ovn-controller installs. (--no-fail-fast as above.)
 ./scripts/ovn-stack.sh 25.03 >/dev/null
-OVN_STACK=25.03 OVN_STACK_AGENT=1 cargo test --no-fail-fast -p integration --test stacks --test scenarios --test pinctrl --test pinctrl_dns_ra --test gateway_ha --test lflow_differential --test physical_differential -- --skip mixed
+OVN_STACK=25.03 OVN_STACK_AGENT=1 cargo test --no-fail-fast -p integration --test stacks --test scenarios --test pinctrl --test pinctrl_dns_ra --test gateway_ha --test lflow_differential --test physical_differential --test bfd --test prefix_delegation --test live_migration --test mirror -- --skip mixed
 
 # OVN 26.03 / OVS 4.0 (Debian sid), the same way with 26.03's ovn-controller and the
 # ovn-26.03 layout.
 ./scripts/ovn-stack.sh 26.03 >/dev/null
-OVN_STACK=26.03 OVN_STACK_AGENT=1 cargo test --no-fail-fast -p integration --test stacks --test scenarios --test pinctrl --test pinctrl_dns_ra --test gateway_ha --test lflow_differential --test physical_differential -- --skip mixed
+OVN_STACK=26.03 OVN_STACK_AGENT=1 cargo test --no-fail-fast -p integration --test stacks --test scenarios --test pinctrl --test pinctrl_dns_ra --test gateway_ha --test lflow_differential --test physical_differential --test bfd --test prefix_delegation --test live_migration --test mirror -- --skip mixed
 
 # Every daemon a test started must be gone: the harness stops them by pid.
 leftover=$(pgrep -af 'ovn-lab-' || true)

@@ -164,6 +164,7 @@ impl PinctrlLink {
                 || v.ingress_table != l.ingress
                 || v.local_output_table != l.local_output
                 || v.dns.forms != l.dialect.dns
+                || v.prefixd_request_to_all != l.dialect.prefixd_request_to_all_servers
                 || v.chassis != engine.runtime.chassis;
         }
         if let (true, true, Some(p)) = (due, self.view_dirty, self.task.as_ref()) {
@@ -186,6 +187,7 @@ fn pin_view(engine: &Engine, announce: &[crate::pinctrl::garp::Announce]) -> Vie
     let mut view = View::from_replica(&engine.inputs.sb.replica, l.output_entry, l.egress);
     view.ingress_table = l.ingress;
     view.dns.forms = l.dialect.dns;
+    view.prefixd_request_to_all = l.dialect.prefixd_request_to_all_servers;
     view.announce = announce.to_vec();
     let local = &engine.runtime.local_datapaths;
     view.with_services(

@@ -57,6 +57,9 @@ pub struct Dialect {
     /// statistic (`abort` in 23.03, `cancel` since).
     pub engine_nodes_gone: &'static [&'static str],
     pub engine_third_stat: &'static str,
+    /// Prefix delegation: the REQUEST answering an ADVERTISE goes to all DHCP servers
+    /// (ff02::1:2, as RFC 8415 has it); else (23.03) to the advertising server itself.
+    pub prefixd_request_to_all_servers: bool,
 }
 
 /// `dns_lookup` answers of a release.
@@ -168,6 +171,7 @@ pub static OVN_23_03: Dialect = Dialect {
     appctl_reply_newline: true,
     engine_nodes_gone: &[],
     engine_third_stat: "abort",
+    prefixd_request_to_all_servers: false,
 };
 
 /// OVN 25.03 (Debian 13).
@@ -221,6 +225,7 @@ pub static OVN_25_03: Dialect = Dialect {
     appctl_reply_newline: false,
     engine_nodes_gone: &["flow_output"],
     engine_third_stat: "cancel",
+    prefixd_request_to_all_servers: true,
 };
 
 /// OVN 26.03 (Debian sid): what differs from 25.03.

@@ -292,16 +292,23 @@ impl Sessions {
         self.sessions.is_empty()
     }
 
-    /// Follows the rows: new sessions start administratively down (the row's status then
-    /// brings them down, ready to come up), gone ones end, changed timers apply.
+    /// Follows the rows: a new session starts down, ready to come up (administratively
+    /// down while its row says so), gone ones end, changed timers apply.
     pub fn sync(&mut self, rows: &[BfdRow], now: Instant) {
         let mut keep = BTreeMap::new();
         for row in rows {
             let key = (row.dst_ip, row.src_port);
             let s = match self.sessions.remove(&key) {
+                // ovn-controller creates it administratively down and, in the same pass
+                // of its main loop's next run, brings it down unless the row says
+                // admin_down: the same, at once (this runs on snapshot changes only).
                 None => Session {
                     row: row.clone(),
-                    state: State::AdminDown,
+                    state: if row.status == "admin_down" {
+                        State::AdminDown
+                    } else {
+                        State::Down
+                    },
                     to_write: false,
                     remote_disc: 0,
                     remote_min_rx: 1,
@@ -593,6 +600,14 @@ mod tests {
         assert!(status(&mut s).is_empty());
         s.run(t0 + Duration::from_secs(3), 8);
         assert_eq!(status(&mut s), ["down"]);
+    }
+
+    #[test]
+    fn a_new_session_whose_row_is_not_admin_down_starts_at_once() {
+        let t0 = Instant::now();
+        let mut s = Sessions::new(7);
+        s.sync(&[row("down")], t0);
+        assert_eq!(s.run(t0, 8).len(), 1, "no second snapshot needed");
     }
 
     #[test]

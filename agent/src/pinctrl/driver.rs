@@ -355,8 +355,15 @@ impl Task {
                     }
                 }
                 Effect::Prefixd(r) => {
-                    let entry = self.view.borrow().output_entry_table;
-                    out.extend(self.prefixd.on_message(&r, entry).map(Message::PacketOut));
+                    let (entry, to_all) = {
+                        let v = self.view.borrow();
+                        (v.output_entry_table, v.prefixd_request_to_all)
+                    };
+                    out.extend(
+                        self.prefixd
+                            .on_message(&r, entry, to_all)
+                            .map(Message::PacketOut),
+                    );
                 }
                 Effect::Bfd(r) => {
                     let ingress = self.view.borrow().ingress_table;

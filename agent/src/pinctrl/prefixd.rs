@@ -368,9 +368,16 @@ impl Clients {
     }
 
     /// An ADVERTISE (answered with a REQUEST, returned) or a REPLY (the delegation).
-    pub fn on_message(&mut self, r: &Received, output_entry: u8) -> Option<PacketOut> {
+    /// `to_all`: the REQUEST goes to all DHCP servers (the release's choice), else to the
+    /// advertising one.
+    pub fn on_message(
+        &mut self,
+        r: &Received,
+        output_entry: u8,
+        to_all: bool,
+    ) -> Option<PacketOut> {
         match r.message.first().copied()? {
-            MSG_ADVERTISE => self.on_advertise(r, output_entry),
+            MSG_ADVERTISE => self.on_advertise(r, output_entry, to_all),
             MSG_REPLY => {
                 let d = reply_delegation(&r.message)?;
                 let c = self.client_for(r, d.aid)?;
@@ -395,7 +402,7 @@ impl Clients {
             .find(|c| c.port.ip == r.dst && c.port.mac == r.eth_dst && c.aid == aid)
     }
 
-    fn on_advertise(&mut self, r: &Received, output_entry: u8) -> Option<PacketOut> {
+    fn on_advertise(&mut self, r: &Received, output_entry: u8, to_all: bool) -> Option<PacketOut> {
         let mut body = Vec::new();
         let mut aid = 0;
         for (code, opt) in options(r.message.get(4..)?) {
@@ -431,7 +438,12 @@ impl Clients {
         c.phase = Phase::Request;
         let mut msg = vec![MSG_REQUEST, 0, 0, 0];
         msg.extend_from_slice(&body);
-        let mut frame = udp6_frame(r.eth_dst, r.eth_src, r.dst, r.src, &msg);
+        let (dst_mac, dst) = if to_all {
+            (ALL_SERVERS_MAC, ALL_SERVERS)
+        } else {
+            (r.eth_src, r.src)
+        };
+        let mut frame = udp6_frame(r.eth_dst, dst_mac, r.dst, dst, &msg);
         if let Some(tci) = r.vlan_tci.filter(|t| t & 0x1000 != 0) {
             let mut tag = vec![0x81, 0x00];
             tag.extend_from_slice(&tci.to_be_bytes());
@@ -677,12 +689,12 @@ mod tests {
 
         // The server's advertisement: a request back, out of the port it came in.
         assert!(
-            c.on_message(&from_server(MSG_ADVERTISE, aid + 1), 37)
+            c.on_message(&from_server(MSG_ADVERTISE, aid + 1), 37, false)
                 .is_none(),
             "another IA"
         );
         let request = c
-            .on_message(&from_server(MSG_ADVERTISE, aid), 37)
+            .on_message(&from_server(MSG_ADVERTISE, aid), 37, false)
             .expect("request");
         let (h, msg) = message(&request);
         assert_eq!((h.eth_src, h.eth_dst), (ROUTER_MAC, SERVER_MAC));
@@ -693,9 +705,20 @@ mod tests {
             [OPT_SERVER_ID, OPT_IA_PD]
         );
         assert!(c.delegations(t0).is_empty());
+        // Where the release sends requests to all servers (25.03 on):
+        let mut c2 = Clients::new(42);
+        c2.sync(&[port()], t0);
+        let sent = c2.run(t0 + Duration::from_secs(3), 8);
+        let aid2 = be32(options(&message(&sent[0]).1[4..])[1].1, 0);
+        let to_all = c2
+            .on_message(&from_server(MSG_ADVERTISE, aid2), 37, true)
+            .expect("request");
+        assert_eq!(message(&to_all).0.eth_dst, ALL_SERVERS_MAC);
 
         // The reply delegates 2001:db8:1::/48; written once.
-        assert!(c.on_message(&from_server(MSG_REPLY, aid), 37).is_none());
+        assert!(c
+            .on_message(&from_server(MSG_REPLY, aid), 37, false)
+            .is_none());
         let done = c.delegations(t0 + Duration::from_secs(4));
         assert_eq!(done, vec![(port().uuid, format!("{aid}:2001:db8:1::/48"))]);
         assert!(c.delegations(t0 + Duration::from_secs(4)).is_empty());
@@ -725,7 +748,7 @@ mod tests {
         let mut msg = vec![MSG_REPLY, 0, 0, 1];
         put_option(&mut msg, OPT_IA_PD, &ia);
         r.message = msg;
-        c.on_message(&r, 37);
+        c.on_message(&r, 37, false);
         assert!(c.delegations(t0).is_empty());
     }
 }

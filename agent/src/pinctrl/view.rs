@@ -30,6 +30,8 @@ pub struct View {
     pub service_monitors: Vec<MonitorRow>,
     /// The router ports to get IPv6 prefixes for from here.
     pub prefixd: Vec<super::prefixd::PdPort>,
+    /// The release sends prefix delegation REQUESTs to all DHCP servers.
+    pub prefixd_request_to_all: bool,
     /// The BFD rows whose router port is here.
     pub bfd: Vec<super::bfd::BfdRow>,
     /// The first table of the logical ingress pipeline (where announcements enter).
