@@ -55,6 +55,17 @@ pub fn new_replica() -> Replica {
     r
 }
 
+/// The Port_Binding named `name`, through the `logical_port` index of [`new_replica`] (a
+/// scan for a replica built without it).
+pub fn port_binding_named<'a>(
+    sb: &'a Replica,
+    name: &str,
+) -> Option<(&'a sbclient::Uuid, &'a ovn_sb::PortBinding)> {
+    let pbs = sb.table::<ovn_sb::PortBinding>()?;
+    pbs.find_one("logical_port", &sbclient::Atom::from(name))
+        .or_else(|| pbs.iter().find(|(_, p)| p.logical_port == name))
+}
+
 /// Southbound content read from files or a remote: the replica and which tables the input
 /// had (files may hold only some tables; a missing DHCP option catalogue means "unknown",
 /// an empty one means "no options").

@@ -211,14 +211,8 @@ fn pin_view(engine: &Engine, announce: &[crate::pinctrl::garp::Announce]) -> Vie
 /// Whether port `name` is active on this chassis (bound here, or the active member of its
 /// HA group).
 fn resident(engine: &Engine, name: &str) -> bool {
-    let pbs = engine
-        .inputs
-        .sb
-        .replica
-        .table::<sbclient::ovn_sb::PortBinding>();
-    pbs.and_then(|t| t.find_one("logical_port", &sbclient::Atom::from(name)))
-        .is_some_and(|(u, pb)| {
-            (pb.chassis.is_some() && pb.chassis == engine.runtime.chassis)
-                || engine.runtime.active_ha.contains(u)
-        })
+    crate::southbound::port_binding_named(&engine.inputs.sb.replica, name).is_some_and(|(u, pb)| {
+        (pb.chassis.is_some() && pb.chassis == engine.runtime.chassis)
+            || engine.runtime.active_ha.contains(u)
+    })
 }

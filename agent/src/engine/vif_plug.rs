@@ -161,11 +161,7 @@ pub fn sync(
         changed: false,
         n: 0,
     };
-    let by_name = |name: &str| {
-        pbs.find_one("logical_port", &Atom::from(name))
-            .or_else(|| pbs.iter().find(|(_, p)| p.logical_port == name))
-            .map(|(_, p)| p)
-    };
+    let by_name = |name: &str| crate::southbound::port_binding_named(sb, name).map(|(_, p)| p);
     // Interfaces plugged earlier: kept up to date, or unplugged.
     for (iu, iface) in ifaces.iter() {
         let (Some(_), Some(id)) = (

@@ -88,14 +88,10 @@ pub fn rows(
     resident: impl Fn(&str) -> bool,
     dp_keys: impl Fn(Uuid) -> Option<u32>,
 ) -> Vec<BfdRow> {
-    let (Some(bfds), Some(pbs)) = (sb.table::<Bfd>(), sb.table::<PortBinding>()) else {
+    let Some(bfds) = sb.table::<Bfd>() else {
         return Vec::new();
     };
-    let by_name = |name: &str| {
-        pbs.find_one("logical_port", &sbclient::Atom::from(name))
-            .or_else(|| pbs.iter().find(|(_, p)| p.logical_port == name))
-            .map(|(_, p)| p)
-    };
+    let by_name = |name: &str| crate::southbound::port_binding_named(sb, name).map(|(_, p)| p);
     let mut out = Vec::new();
     for (uuid, bt) in bfds.iter() {
         let Some(pb) = by_name(&bt.logical_port) else {

@@ -78,10 +78,7 @@ pub fn ports(
     let Some(pbs) = sb.table::<PortBinding>() else {
         return Vec::new();
     };
-    let by_name = |name: &str| {
-        pbs.find_one("logical_port", &sbclient::Atom::from(name))
-            .or_else(|| pbs.iter().find(|(_, p)| p.logical_port == name))
-    };
+    let by_name = |name: &str| crate::southbound::port_binding_named(sb, name);
     let mut out = Vec::new();
     for (_, gw) in pbs.iter() {
         if !option_true(gw, "ipv6_prefix_delegation") || !local_router(&gw.datapath) {

@@ -396,16 +396,16 @@ fn dump_local_bindings(engine: &Engine) -> String {
         .iter()
         .map(|(id, iface)| (id.as_str(), Some(iface)))
         .collect();
+    let mut children: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for (_, p) in pbs.iter() {
         if let Some(parent) = container_parent(p) {
             names.entry(parent).or_insert(None);
+            children.entry(parent).or_default().push(&p.logical_port);
         }
     }
     for (name, iface) in names {
-        let own = pbs
-            .find_one("logical_port", &sbclient::Atom::from(name))
-            .or_else(|| pbs.iter().find(|(_, p)| p.logical_port == name))
-            .map(|(_, p)| p);
+        let own =
+            crate::southbound::port_binding_named(&engine.inputs.sb.replica, name).map(|(_, p)| p);
         // A port whose iface-id-ver the interface does not carry is not its primary.
         let version_matches = |p: &PortBinding| {
             p.options
@@ -415,11 +415,7 @@ fn dump_local_bindings(engine: &Engine) -> String {
         let primary = own
             .filter(|p| p.type_.is_empty() && container_parent(p).is_none() && version_matches(p));
         let localport = own.filter(|p| p.type_ == "localport");
-        let mut children: Vec<&str> = pbs
-            .iter()
-            .filter(|(_, p)| container_parent(p) == Some(name))
-            .map(|(_, p)| p.logical_port.as_str())
-            .collect();
+        let mut children = children.remove(name).unwrap_or_default();
         children.sort_unstable();
         let n = usize::from(primary.is_some() || localport.is_some()) + children.len();
         let _ = writeln!(
